@@ -1,0 +1,34 @@
+# Per-target compile settings. Target-based only: nothing here touches
+# CMAKE_C_FLAGS, so every library and test gets the same flags by name.
+
+option(EQ_WERROR "Treat warnings as errors (ON in CI)" OFF)
+set(EQ_SANITIZE "" CACHE STRING "Sanitizers, e.g. address,undefined")
+option(EQ_BUILD_TESTS "Build cmocka unit tests, integration tests and fuzz replays" ON)
+option(EQ_FUZZ "Build fuzz targets for libFuzzer (clang)" OFF)
+
+set(EQ_WARNINGS
+  -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+  -Wcast-qual -Wundef -Wvla -Wswitch-enum -Wno-switch-default)
+
+function(eq_target_defaults tgt)
+  set_target_properties(${tgt} PROPERTIES
+    C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF
+    C_VISIBILITY_PRESET hidden POSITION_INDEPENDENT_CODE ON)
+  target_compile_definitions(${tgt} PRIVATE _GNU_SOURCE)
+  target_compile_options(${tgt} PRIVATE ${EQ_WARNINGS})
+  if(EQ_WERROR)
+    target_compile_options(${tgt} PRIVATE -Werror)
+  endif()
+  if(EQ_BUILD_TESTS)
+    target_compile_definitions(${tgt} PRIVATE EQ_UNIT_TESTS=1)
+  endif()
+  if(EQ_SANITIZE)
+    target_compile_options(${tgt} PRIVATE -fsanitize=${EQ_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+    target_link_options(${tgt} PRIVATE -fsanitize=${EQ_SANITIZE})
+  endif()
+endfunction()
+
+# -Wconversion for the modules that parse untrusted bytes (STYLE 37).
+function(eq_target_strict tgt)
+  target_compile_options(${tgt} PRIVATE -Wconversion -Wno-sign-conversion)
+endfunction()

@@ -1,0 +1,244 @@
+/*
+ * eq_base: the error type, the logger, allocation with a test hook, bounded
+ * buffers, SHA-256, hex and the atomic file write. Every module may use it;
+ * it uses no module.
+ */
+#ifndef EQ_COMMON_H
+#define EQ_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EQ_MUST_CHECK __attribute__((warn_unused_result))
+#define EQ_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define EQ_API __attribute__((visibility("default")))
+
+/* Functions reachable from unit tests only (STYLE 28). */
+#ifdef EQ_UNIT_TESTS
+#define EQ_TESTABLE EQ_API
+#else
+#define EQ_TESTABLE static
+#endif
+
+/* Error categories. Callers branch on these, never on the message text. */
+typedef enum {
+	EQ_OK = 0,
+	EQ_ERR_NOMEM,       /* allocation failed */
+	EQ_ERR_IO,          /* read/write/open of a file or device failed */
+	EQ_ERR_PARSE,       /* malformed input: JSON, tar, config, delta header */
+	EQ_ERR_VERIFY,      /* hash or signature mismatch, untrusted key */
+	EQ_ERR_NETWORK,     /* transfer failed */
+	EQ_ERR_LIMIT,       /* a size, count or length cap was exceeded */
+	EQ_ERR_STATE,       /* operation not valid in the current state */
+	EQ_ERR_INVAL,       /* bad argument or option value from the user */
+	EQ_ERR_NOTFOUND,    /* file, package, release or key does not exist */
+	EQ_ERR_UNSUPPORTED, /* format version or feature not supported */
+	EQ_ERR_EXPIRED,     /* signed metadata past its expiry time */
+	EQ_ERR_UNSAFE,      /* path escapes its root, or similar attack */
+	EQ_ERR__COUNT
+} eq_err;
+
+#define EQ_ERROR_MSG_MAX 512
+
+/*
+ * Error detail filled by a failing function. Fixed size so the out-of-memory
+ * path can report without allocating. Pass NULL where the detail is not
+ * wanted. The first failure writes the message; each layer above may prefix
+ * context with eq_error_prefix().
+ */
+struct eq_error {
+	eq_err code;
+	int sys_errno; /* errno saved at the failure, 0 if none */
+	char msg[EQ_ERROR_MSG_MAX];
+};
+
+/* Static, never-NULL name of a code ("I/O error", ...). */
+EQ_API const char *eq_err_str(eq_err code);
+
+/* Resets @err to EQ_OK with an empty message. NULL is allowed. */
+EQ_API void eq_error_clear(struct eq_error *err);
+
+/* Writes code and message to @err (if not NULL) and returns @code, so
+ * "return eq_error_set(err, EQ_ERR_IO, ...);" fits on one line. */
+EQ_API eq_err eq_error_set(struct eq_error *err, eq_err code, const char *fmt, ...) EQ_PRINTF(3, 4);
+
+/* Like eq_error_set() and appends ": strerror(errno)"; saves errno. */
+EQ_API eq_err eq_error_errno(struct eq_error *err, eq_err code, const char *fmt, ...) EQ_PRINTF(3, 4);
+
+/* Prepends "CONTEXT: " to the message already in @err and returns its code. */
+EQ_API eq_err eq_error_prefix(struct eq_error *err, const char *fmt, ...) EQ_PRINTF(2, 3);
+
+/* Message text of @err, or the code's name when the message is empty. */
+EQ_API const char *eq_error_msg(const struct eq_error *err);
+
+/* ---- logging ---------------------------------------------------------- */
+
+/* syslog levels. Library modules log only at EQ_LOG_DEBUG. */
+enum eq_log_level {
+	EQ_LOG_ERR = 3,
+	EQ_LOG_WARNING = 4,
+	EQ_LOG_NOTICE = 5,
+	EQ_LOG_INFO = 6,
+	EQ_LOG_DEBUG = 7,
+};
+
+/* The process-wide log threshold; messages above it are dropped. */
+EQ_API void eq_log_set_level(enum eq_log_level level);
+EQ_API enum eq_log_level eq_log_get_level(void);
+
+/* Writes "<level>: message" to stderr (with the "<N>" syslog prefix
+ * journald understands when stderr is not a terminal). Debug lines carry
+ * file:line. Use the eq_log() macro. */
+EQ_API void eq_log_at(enum eq_log_level level, const char *file, int line, const char *fmt, ...)
+	EQ_PRINTF(4, 5);
+#define eq_log(level, ...) eq_log_at((level), __FILE__, __LINE__, __VA_ARGS__)
+
+/* ---- allocation ------------------------------------------------------- */
+
+/* malloc family with a test hook. Free with eq_free() (or free()). */
+EQ_API void *eq_malloc(size_t n);
+EQ_API void *eq_calloc(size_t n, size_t size);
+EQ_API void *eq_realloc(void *p, size_t n);
+EQ_API char *eq_strdup(const char *s);
+EQ_API char *eq_strndup(const char *s, size_t n);
+/* Returns a malloc'ed formatted string (caller frees), NULL on OOM. */
+EQ_API char *eq_asprintf(const char *fmt, ...) EQ_PRINTF(1, 2);
+EQ_API void eq_free(void *p);
+
+/* Test builds: make the @n-th allocation from now fail (0 disables).
+ * Returns how many allocations were made since the last call. */
+EQ_API unsigned long eq_alloc_fail_at(unsigned long n);
+
+static inline void eq_freep(void *p)
+{
+	eq_free(*(void **)p);
+}
+#define EQ_AUTOFREE __attribute__((cleanup(eq_freep)))
+static inline void *eq_steal_ptr_(void **p)
+{
+	void *r = *p;
+	*p = NULL;
+	return r;
+}
+#define eq_steal_ptr(p) eq_steal_ptr_((void **)&(p))
+
+/* ---- bounded buffer --------------------------------------------------- */
+
+/*
+ * A growable byte buffer that refuses to grow past @max. Caller-owned
+ * struct: eq_buf_init() cannot fail, eq_buf_done() frees the data. The data
+ * is always NUL-terminated (not counted in len) so text can be used as a
+ * C string.
+ */
+struct eq_buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	size_t max;
+};
+
+EQ_API void eq_buf_init(struct eq_buf *b, size_t max);
+EQ_API void eq_buf_done(struct eq_buf *b);
+EQ_API void eq_buf_reset(struct eq_buf *b);
+/* EQ_ERR_LIMIT past max, EQ_ERR_NOMEM. */
+EQ_API eq_err eq_buf_append(struct eq_buf *b, const void *data, size_t len, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_buf_printf(struct eq_buf *b, struct eq_error *err, const char *fmt, ...) EQ_PRINTF(3, 4) EQ_MUST_CHECK;
+/* Hands the data out (caller frees with eq_free) and resets the buffer. */
+EQ_API uint8_t *eq_buf_steal(struct eq_buf *b, size_t *ret_len);
+
+/* ---- files ------------------------------------------------------------ */
+
+/*
+ * Replaces @path with @len bytes of @data so that after a power cut the file
+ * holds either the old or the new content: write a temporary file in the same
+ * directory, fflush, fsync, rename over @path, fsync the directory.
+ */
+EQ_API eq_err eq_file_replace_atomic(const char *path, const void *data, size_t len, mode_t mode,
+				     struct eq_error *err) EQ_MUST_CHECK;
+
+/* Reads a whole file of at most @max bytes into a new NUL-terminated buffer
+ * (caller frees with eq_free). EQ_ERR_LIMIT if larger, EQ_ERR_NOTFOUND if
+ * missing. */
+EQ_API eq_err eq_file_read_all(const char *path, size_t max, uint8_t **ret_data, size_t *ret_len,
+			       struct eq_error *err) EQ_MUST_CHECK;
+
+/* fsync of the directory containing @path (or of @path if a directory). */
+EQ_API eq_err eq_fsync_dir_of(const char *path, struct eq_error *err) EQ_MUST_CHECK;
+
+/* mkdir -p with @mode for the created components. */
+EQ_API eq_err eq_mkdir_p(const char *path, mode_t mode, struct eq_error *err) EQ_MUST_CHECK;
+
+/* rm -rf; a missing @path is not an error. */
+EQ_API eq_err eq_rm_rf(const char *path, struct eq_error *err) EQ_MUST_CHECK;
+
+/* Writes all of @len bytes, retrying on EINTR and short writes. */
+EQ_API eq_err eq_write_all(int fd, const void *data, size_t len, struct eq_error *err) EQ_MUST_CHECK;
+
+/* ---- SHA-256 and hex -------------------------------------------------- */
+
+#define EQ_SHA256_LEN 32
+#define EQ_SHA256_HEX_LEN 64
+
+/* Streaming SHA-256 (mbedTLS underneath). Caller-owned, no cleanup needed
+ * beyond eq_sha256_final(). */
+struct eq_sha256 {
+	_Alignas(16) unsigned char opaque[256];
+};
+EQ_API void eq_sha256_init(struct eq_sha256 *s);
+EQ_API void eq_sha256_update(struct eq_sha256 *s, const void *data, size_t len);
+EQ_API void eq_sha256_final(struct eq_sha256 *s, uint8_t out[EQ_SHA256_LEN]);
+EQ_API void eq_sha256(const void *data, size_t len, uint8_t out[EQ_SHA256_LEN]);
+/* Hashes a file's content. */
+EQ_API eq_err eq_sha256_file(const char *path, uint8_t out[EQ_SHA256_LEN], uint64_t *ret_size,
+			     struct eq_error *err) EQ_MUST_CHECK;
+
+/* Lower-case hex of @len bytes into @out (2*len+1 bytes, NUL-terminated). */
+EQ_API void eq_hex_encode(const uint8_t *in, size_t len, char *out);
+/* Parses exactly 2*@len hex digits (either case). false on any other input. */
+EQ_API bool eq_hex_decode(const char *hex, uint8_t *out, size_t len);
+/* true if @s is exactly 64 lower-case hex digits. */
+EQ_API bool eq_is_sha256_hex(const char *s);
+
+/* ---- progress --------------------------------------------------------- */
+
+/*
+ * Progress of long work, reported through a callback and never through the
+ * logger (STYLE 24). Units are bytes and items (packages).
+ */
+struct eq_progress {
+	const char *what;   /* "publish", "download", ... */
+	const char *item;   /* current item's name, may be NULL */
+	uint64_t items_done, items_total;
+	uint64_t bytes_done, bytes_total;
+	double elapsed_s;
+};
+typedef void (*eq_progress_fn)(const struct eq_progress *p, void *ctx);
+
+/* A ready-made reporter: on a terminal a live "\r" line with rate and time
+ * left, otherwise a plain line at most every @interval_s seconds. @ctx must
+ * point to a struct eq_progress_printer. */
+struct eq_progress_printer {
+	int fd;
+	bool tty;
+	double interval_s;
+	double last_s;
+};
+EQ_API void eq_progress_printer_init(struct eq_progress_printer *pp, int fd);
+EQ_API void eq_progress_print(const struct eq_progress *p, void *ctx);
+/* Ends a live line with a newline (no-op when not a terminal). */
+EQ_API void eq_progress_printer_done(struct eq_progress_printer *pp);
+
+/* Monotonic seconds. */
+EQ_API double eq_now_s(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,210 @@
+/*
+ * eq_delta: the canonical package payload (write, read, safe extract, hash),
+ * full objects (zstd-compressed payloads) and binary deltas between payloads
+ * (zstd with the old payload as reference, executables pre-filtered).
+ *
+ * Depends on eq_base and libzstd only; it runs on the device and on the host.
+ */
+#ifndef EQ_DELTA_H
+#define EQ_DELTA_H
+
+#include <eq/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The outhash method name under which a payload's SHA-256 is reported. */
+#define EQ_PAYLOAD_METHOD "eqota-payload-v1"
+
+/* Byte sink used by writers: returns EQ_OK or fills @err. */
+typedef eq_err (*eq_write_fn)(void *ctx, const void *data, size_t len, struct eq_error *err);
+/* Byte source used by readers: stores the count read in *ret_n, 0 at end. */
+typedef eq_err (*eq_read_fn)(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err);
+
+/* Sinks and sources over a file descriptor (ctx points to an int). */
+EQ_API eq_err eq_fd_write(void *ctx, const void *data, size_t len, struct eq_error *err);
+EQ_API eq_err eq_fd_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err);
+
+/* ---- limits ---------------------------------------------------------- */
+
+/* Caps on everything a payload may declare. Zero fields mean "default". */
+struct eq_payload_limits {
+	uint64_t max_entries;   /* default 1,000,000 */
+	size_t max_path;        /* bytes of a path, default 4096 */
+	uint64_t max_file_size; /* default 4 GiB */
+	uint64_t max_total;     /* sum of file sizes, default 64 GiB */
+	size_t max_xattr_size;  /* one value, default 64 KiB */
+	size_t max_xattrs;      /* per entry, default 64 */
+};
+EQ_API void eq_payload_limits_default(struct eq_payload_limits *l);
+
+/* ---- entries --------------------------------------------------------- */
+
+enum eq_entry_type {
+	EQ_ENTRY_FILE,
+	EQ_ENTRY_DIR,
+	EQ_ENTRY_SYMLINK,
+	EQ_ENTRY_HARDLINK,
+	EQ_ENTRY_CHR,
+	EQ_ENTRY_BLK,
+	EQ_ENTRY_FIFO,
+};
+
+struct eq_xattr {
+	char *name;      /* e.g. "security.capability" */
+	uint8_t *value;  /* binary */
+	size_t len;
+};
+
+/*
+ * One payload entry. In entries handed out by the library every pointer is
+ * owned by the object that handed it out and valid until its next call.
+ * In entries handed in (eq_payload_builder_add) the builder copies what it
+ * keeps.
+ */
+struct eq_payload_entry {
+	const char *path; /* relative, '/'-separated, no "./", no trailing '/' */
+	enum eq_entry_type type;
+	uint32_t mode;    /* permission bits including setuid/setgid/sticky (07777) */
+	uint32_t uid, gid;
+	uint64_t size;    /* regular files only */
+	const char *link; /* symlink target, or hard link's target path */
+	uint32_t devmajor, devminor;
+	const struct eq_xattr *xattrs;
+	size_t n_xattrs;
+};
+
+/* ---- writer ---------------------------------------------------------- */
+
+/*
+ * Collects entries and writes the canonical payload: a POSIX tar (ustar with
+ * pax extended headers where needed) whose bytes depend on the content alone:
+ * entries sorted by path, mtime 0, no user/group names, numeric owners, mode,
+ * links, device numbers and xattrs kept.
+ */
+struct eq_payload_builder;
+
+EQ_API eq_err eq_payload_builder_new(const struct eq_payload_limits *limits, struct eq_payload_builder **ret,
+				     struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_payload_builder_free(struct eq_payload_builder *b);
+
+/*
+ * Adds one entry. For regular files the data is read at write time from
+ * @data_fd at @data_offset (@e->size bytes); the fd stays owned by the caller
+ * and must stay open until eq_payload_builder_write() returns. Duplicate
+ * paths are an error.
+ */
+EQ_API eq_err eq_payload_builder_add(struct eq_payload_builder *b, const struct eq_payload_entry *e, int data_fd,
+				     uint64_t data_offset, struct eq_error *err) EQ_MUST_CHECK;
+
+/* Adds every entry below directory @root (the root itself is not an entry). */
+EQ_API eq_err eq_payload_builder_add_tree(struct eq_payload_builder *b, const char *root,
+					  struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Adds the listed paths (relative to @root) as found on disk: how a device
+ * rebuilds the payload of a package it has installed from the package's
+ * recorded file list. Symlinks are not followed.
+ */
+EQ_API eq_err eq_payload_builder_add_paths(struct eq_payload_builder *b, const char *root,
+					   const char *const *paths, size_t n_paths,
+					   struct eq_error *err) EQ_MUST_CHECK;
+
+/* Number of entries added so far. */
+EQ_API size_t eq_payload_builder_count(const struct eq_payload_builder *b);
+
+/*
+ * Writes the canonical payload to @sink. On success returns its SHA-256 and
+ * size. A file whose size changed since it was added is an error.
+ */
+EQ_API eq_err eq_payload_builder_write(struct eq_payload_builder *b, eq_write_fn sink, void *sink_ctx,
+				       uint8_t ret_sha256[EQ_SHA256_LEN], uint64_t *ret_size,
+				       struct eq_error *err) EQ_MUST_CHECK;
+
+/* ---- reader ---------------------------------------------------------- */
+
+/* Streaming reader of a payload (any POSIX tar this module writes). */
+struct eq_payload_reader;
+
+EQ_API eq_err eq_payload_reader_new(eq_read_fn src, void *src_ctx, const struct eq_payload_limits *limits,
+				    struct eq_payload_reader **ret, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_payload_reader_free(struct eq_payload_reader *r);
+
+/*
+ * Reads the next header. On success *ret_entry points into the reader (valid
+ * until the next call) or is NULL at the end of the payload. Errors name the
+ * entry and its byte offset.
+ */
+EQ_API eq_err eq_payload_reader_next(struct eq_payload_reader *r, const struct eq_payload_entry **ret_entry,
+				     struct eq_error *err) EQ_MUST_CHECK;
+
+/* Reads up to @len bytes of the current file's data; *ret_n is 0 at its end.
+ * Unread data is skipped by the next eq_payload_reader_next(). */
+EQ_API eq_err eq_payload_reader_read(struct eq_payload_reader *r, void *buf, size_t len, size_t *ret_n,
+				     struct eq_error *err) EQ_MUST_CHECK;
+
+/* ---- extract --------------------------------------------------------- */
+
+/*
+ * Extracts a payload under @root, which must exist. Every path is resolved
+ * inside @root (openat2 RESOLVE_IN_ROOT where the kernel has it): absolute
+ * paths, ".." and symlinks leading outside are refused with EQ_ERR_UNSAFE
+ * naming the entry. Owners, modes and xattrs are applied when running as
+ * root (@flags & EQ_EXTRACT_OWNERS). Files are written under a temporary name
+ * and renamed into place when complete; on failure every entry this call
+ * created is removed again. If @ret_sha256 is not NULL it receives the hash
+ * of the payload bytes read.
+ */
+#define EQ_EXTRACT_OWNERS 0x1u
+EQ_API eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root,
+				 const struct eq_payload_limits *limits, unsigned flags,
+				 uint8_t ret_sha256[EQ_SHA256_LEN], struct eq_error *err) EQ_MUST_CHECK;
+
+/* ---- full objects ---------------------------------------------------- */
+
+/* zstd-compresses @src into @sink at @level (1..22; 19 for publishing). */
+EQ_API eq_err eq_object_compress(eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx, int level,
+				 struct eq_error *err) EQ_MUST_CHECK;
+
+/* Decompresses an object; refuses to produce more than @max_out bytes or to
+ * use a window larger than 2^@max_window_log (0 = 27). */
+EQ_API eq_err eq_object_decompress(eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx,
+				   uint64_t max_out, unsigned max_window_log, struct eq_error *err) EQ_MUST_CHECK;
+
+/* ---- deltas ---------------------------------------------------------- */
+
+struct eq_delta_params {
+	int level;           /* zstd level, default 19 */
+	unsigned window_log; /* 0 = smallest power of two covering the reference */
+	bool exec_filter;    /* pre-filter ELF code (x86-64, AArch64), default true */
+};
+EQ_API void eq_delta_params_default(struct eq_delta_params *p);
+
+/*
+ * Creates a delta that turns payload @old_path into payload @new_path and
+ * writes it to @sink. The delta records both payloads' SHA-256 and the new
+ * size; *ret_size receives the delta's size.
+ */
+EQ_API eq_err eq_delta_create(const char *old_path, const char *new_path, const struct eq_delta_params *p,
+			      eq_write_fn sink, void *sink_ctx, uint64_t *ret_size, struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Applies a delta read from @src to the reference payload in file @ref_path
+ * and streams the result to @sink. Fails with EQ_ERR_VERIFY if the reference
+ * is not the one the delta was made from, or the result's SHA-256 is not
+ * @expect_sha256 (which may be NULL to trust the delta's own record).
+ * Memory: see eq_delta_apply_mem_bound(). Nothing is written to @sink
+ * beyond what the delta declares.
+ */
+EQ_API eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx,
+			     const uint8_t expect_sha256[EQ_SHA256_LEN], struct eq_error *err) EQ_MUST_CHECK;
+
+/* Upper bound in bytes of the memory eq_delta_apply() uses for a reference
+ * of @ref_size bytes and a delta made with window 2^@window_log. */
+EQ_API uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

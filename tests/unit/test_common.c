@@ -1,0 +1,111 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <eq/common.h>
+
+static void test_error_prefix(void **state)
+{
+	(void)state;
+	struct eq_error e;
+	eq_error_clear(&e);
+	assert_int_equal(eq_error_set(&e, EQ_ERR_PARSE, "expected %d hex chars", 64), EQ_ERR_PARSE);
+	eq_error_prefix(&e, "packages[%d].unihash", 3);
+	eq_error_prefix(&e, "manifest.json");
+	assert_string_equal(e.msg, "manifest.json: packages[3].unihash: expected 64 hex chars");
+	assert_int_equal(e.code, EQ_ERR_PARSE);
+	assert_string_equal(eq_err_str(EQ_ERR_VERIFY), "verification failed");
+	assert_int_equal(eq_error_set(NULL, EQ_ERR_IO, "x"), EQ_ERR_IO);
+}
+
+static void test_buf_limit(void **state)
+{
+	(void)state;
+	struct eq_buf b;
+	struct eq_error e;
+	eq_buf_init(&b, 10);
+	assert_int_equal(eq_buf_append(&b, "hello", 5, &e), EQ_OK);
+	assert_int_equal(eq_buf_printf(&b, &e, "%s", "world"), EQ_OK);
+	assert_string_equal((char *)b.data, "helloworld");
+	assert_int_equal(eq_buf_append(&b, "!", 1, &e), EQ_ERR_LIMIT);
+	assert_int_equal(b.len, 10);
+	eq_buf_done(&b);
+}
+
+static void test_sha256_vectors(void **state)
+{
+	(void)state;
+	uint8_t d[32];
+	char hex[65];
+	eq_sha256("abc", 3, d);
+	eq_hex_encode(d, 32, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_true(eq_is_sha256_hex(hex));
+	hex[3] = 'G';
+	assert_false(eq_is_sha256_hex(hex));
+	uint8_t back[32];
+	assert_false(eq_hex_decode("abc", back, 32));
+	eq_hex_encode(d, 32, hex);
+	assert_true(eq_hex_decode(hex, back, 32));
+	assert_memory_equal(back, d, 32);
+}
+
+static void test_atomic_replace(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/eqtest.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[256];
+	snprintf(path, sizeof(path), "%s/state", dir);
+	struct eq_error e;
+	assert_int_equal(eq_file_replace_atomic(path, "one", 3, 0600, &e), EQ_OK);
+	assert_int_equal(eq_file_replace_atomic(path, "second", 6, 0640, &e), EQ_OK);
+	uint8_t *data;
+	size_t len;
+	assert_int_equal(eq_file_read_all(path, 100, &data, &len, &e), EQ_OK);
+	assert_int_equal(len, 6);
+	assert_string_equal((char *)data, "second");
+	eq_free(data);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0640);
+	assert_int_equal(eq_file_read_all(path, 3, &data, &len, &e), EQ_ERR_LIMIT);
+	assert_non_null(strstr(e.msg, "larger than the limit"));
+	char missing[300];
+	snprintf(missing, sizeof(missing), "%s/nope/state", dir);
+	assert_int_equal(eq_file_replace_atomic(missing, "x", 1, 0600, &e), EQ_ERR_IO);
+	assert_non_null(strstr(e.msg, missing));
+	assert_int_equal(eq_file_read_all(missing, 10, &data, &len, &e), EQ_ERR_NOTFOUND);
+	assert_int_equal(eq_rm_rf(dir, &e), EQ_OK);
+	assert_int_not_equal(stat(dir, &st), 0);
+}
+
+static void test_alloc_hook(void **state)
+{
+	(void)state;
+	(void)eq_alloc_fail_at(2);
+	char *a = eq_strdup("a");
+	char *b = eq_strdup("b");
+	assert_non_null(a);
+	assert_null(b);
+	(void)eq_alloc_fail_at(0);
+	eq_free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_buf_limit),
+		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_atomic_replace),
+		cmocka_unit_test(test_alloc_hook),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
