@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages eqota needs to build and test, then
+# configures and builds. Safe to run again: only missing packages are
+# installed.  Usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+pkgs=(
+  build-essential cmake pkg-config git ca-certificates
+  libmbedtls-dev libcurl4-openssl-dev libzstd-dev libubootenv-dev libcjson-dev
+  libsqlite3-dev libarchive-dev libcmocka-dev
+  zstd bsdiff xdelta3 time sqlite3 python3 dpkg-dev xz-utils binutils
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+build=${1:-$top/build}
+shift || true
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake --build "$build" -j"$(nproc)"
