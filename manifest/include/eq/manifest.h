@@ -1,0 +1,383 @@
+/*
+ * eq_manifest: the release manifest (model, JSON form version 1), its
+ * signatures (ECDSA P-256 with SHA-256) and the keys that make and check
+ * them. Used on the device (load_verified) and by the host generator
+ * (build, to_json, sign). docs/manifest-format.md is the user-facing
+ * reference; docs/internals/manifest.md explains the design choices.
+ *
+ * The device entry point is eq_manifest_load_verified(): it checks the
+ * signatures over the exact bytes first and only then parses them. The
+ * parser that skips verification is named eq_manifest_parse_unverified() so
+ * that a wrong call is visible in review.
+ *
+ * Thread safety: no function keeps global state; objects may be used from
+ * several threads as long as one object is not modified concurrently.
+ * cJSON allocates through its process-wide hooks; a program that wants
+ * cJSON's allocations to go through eq_malloc() sets them once at startup.
+ */
+#ifndef EQ_MANIFEST_H
+#define EQ_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <eq/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- limits (hard caps on everything that comes from outside) --------- */
+
+#define EQ_MANIFEST_FORMAT 1                      /* the only version read and written */
+#define EQ_MANIFEST_MAX_BYTES (16u * 1024u * 1024u) /* manifest.json */
+#define EQ_MANIFEST_MAX_PACKAGES 100000u
+#define EQ_MANIFEST_MAX_DELTAS 16u                /* per package */
+#define EQ_MANIFEST_MAX_DEPTH 8u                  /* JSON nesting of objects/arrays */
+#define EQ_MANIFEST_NAME_MAX 64u                  /* board, channel, release, arch */
+#define EQ_MANIFEST_PKG_MAX 128u                  /* package name and version */
+#define EQ_MANIFEST_NUMBER_MAX (UINT64_C(1) << 53) /* release number and sizes */
+#define EQ_MANIFEST_SIG_MAX_BYTES (64u * 1024u)   /* manifest.json.sig */
+#define EQ_MANIFEST_MAX_SIGNATURES 16u
+#define EQ_MANIFEST_TRUST_MAX_BYTES (64u * 1024u) /* root-of-trust file */
+#define EQ_MANIFEST_TRUST_MAX_KEYS 16u
+#define EQ_MANIFEST_KEYFILE_MAX_BYTES (16u * 1024u) /* .key / .pub PEM files */
+
+#define EQ_MANIFEST_HASH_LEN 64u /* lower-case hex SHA-256 */
+#define EQ_MANIFEST_KEYID_LEN 64u
+/* "objects/" + 64 hex, "deltas/" + 64 hex + "-" + 64 hex */
+#define EQ_MANIFEST_OBJECT_PATH_LEN (8u + 64u)
+#define EQ_MANIFEST_DELTA_PATH_LEN (7u + 64u + 1u + 64u)
+
+/* ---- model ------------------------------------------------------------ */
+
+/* The manifest: opaque, built with the functions below or by a parser. */
+struct eq_manifest;
+
+/*
+ * The header fields. Strings are NUL-terminated. When filled by
+ * eq_manifest_get_header() they point into the manifest and stay valid
+ * until eq_manifest_set_header() or eq_manifest_free() on it; when passed
+ * to eq_manifest_set_header() they are copied.
+ */
+struct eq_manifest_header {
+	const char *board;   /* 1..64 chars [A-Za-z0-9._-], first alphanumeric */
+	const char *channel; /* same rule as board */
+	const char *release; /* 1..64 chars [A-Za-z0-9._+-] */
+	uint64_t number;     /* 1..2^53, increases with every release (anti-rollback) */
+	int64_t issued;      /* seconds since the epoch, UTC, >= 0 */
+	int64_t expires;     /* seconds since the epoch, UTC, > issued, <= 9999-12-31 */
+};
+
+/* A binary delta from an older payload to this package's payload. */
+struct eq_manifest_delta {
+	char from[EQ_MANIFEST_HASH_LEN + 1];           /* payload sha256 of the old payload */
+	char path[EQ_MANIFEST_DELTA_PATH_LEN + 1];     /* "deltas/<from>-<payload sha256>" */
+	char sha256[EQ_MANIFEST_HASH_LEN + 1];         /* of the delta file */
+	uint64_t size;                                 /* of the delta file, 0..2^53 */
+};
+
+struct eq_manifest_payload {
+	char sha256[EQ_MANIFEST_HASH_LEN + 1]; /* canonical payload (the outhash) */
+	uint64_t size;
+};
+
+struct eq_manifest_object {
+	char path[EQ_MANIFEST_OBJECT_PATH_LEN + 1]; /* "objects/<sha256>" */
+	char sha256[EQ_MANIFEST_HASH_LEN + 1];      /* of the compressed object */
+	uint64_t size;
+};
+
+/*
+ * One package. As input to eq_manifest_add_package() everything is copied
+ * (strings and the deltas array), so the caller keeps ownership of what it
+ * passed. As output (eq_manifest_package_at(), eq_manifest_find_package())
+ * the record and everything it points to belong to the manifest and stay
+ * valid until eq_manifest_free(); adding packages does not move existing
+ * records.
+ */
+struct eq_manifest_package {
+	const char *name;    /* 1..128 chars [A-Za-z0-9._+-], first alphanumeric */
+	const char *version; /* 1..128 chars [A-Za-z0-9._+~:-] */
+	const char *arch;    /* 1..64 chars [A-Za-z0-9._-] */
+	char taskhash[EQ_MANIFEST_HASH_LEN + 1];
+	char unihash[EQ_MANIFEST_HASH_LEN + 1];
+	struct eq_manifest_payload payload;
+	struct eq_manifest_object object;
+	const struct eq_manifest_delta *deltas; /* n_deltas entries, distinct "from" */
+	size_t n_deltas;                        /* 0..16 */
+};
+
+/*
+ * Creates an empty manifest: no header set (eq_manifest_to_json() refuses it
+ * until eq_manifest_set_header() succeeded), no packages. Free with
+ * eq_manifest_free(). EQ_ERR_NOMEM.
+ */
+EQ_API eq_err eq_manifest_new(struct eq_manifest **ret_m, struct eq_error *err) EQ_MUST_CHECK;
+
+/* Frees @m and every record and string it owns. NULL is a no-op. */
+EQ_API void eq_manifest_free(struct eq_manifest *m);
+
+/*
+ * Validates @h (rules in struct eq_manifest_header) and copies it into @m.
+ * EQ_ERR_INVAL names the bad field ("release: ..."); @m is unchanged then.
+ */
+EQ_API eq_err eq_manifest_set_header(struct eq_manifest *m, const struct eq_manifest_header *h,
+				     struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Fills @ret_h with the header of @m; the strings belong to @m (see
+ * struct eq_manifest_header). EQ_ERR_STATE if no header was set.
+ */
+EQ_API eq_err eq_manifest_get_header(const struct eq_manifest *m, struct eq_manifest_header *ret_h,
+				     struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Validates @p and adds a deep copy. Packages are kept sorted by name (byte
+ * order); adding in name order is cheap, adding out of order moves the
+ * pointers after the insertion point. Errors: EQ_ERR_INVAL (a field breaks
+ * its rule; the message names it), EQ_ERR_UNSAFE (a path leaves its
+ * folder), EQ_ERR_STATE (a package of that name exists), EQ_ERR_LIMIT (more
+ * than EQ_MANIFEST_MAX_PACKAGES or EQ_MANIFEST_MAX_DELTAS), EQ_ERR_NOMEM.
+ */
+EQ_API eq_err eq_manifest_add_package(struct eq_manifest *m, const struct eq_manifest_package *p,
+				      struct eq_error *err) EQ_MUST_CHECK;
+
+/* Number of packages in @m. */
+EQ_API size_t eq_manifest_package_count(const struct eq_manifest *m);
+
+/*
+ * The @i-th package in name order (0-based), NULL if @i is out of range.
+ * Owned by @m (see struct eq_manifest_package).
+ */
+EQ_API const struct eq_manifest_package *eq_manifest_package_at(const struct eq_manifest *m, size_t i);
+
+/* The package called @name (binary search), NULL if none. Owned by @m. */
+EQ_API const struct eq_manifest_package *eq_manifest_find_package(const struct eq_manifest *m,
+								  const char *name);
+
+/*
+ * Serialises @m as manifest format 1: keys in the documented order, two
+ * spaces of indentation, "\n" line ends and a final newline; the same model
+ * always gives the same bytes, and parsing them gives the same model back.
+ * *ret_data is NUL-terminated (not counted in *ret_len); the caller frees it
+ * with eq_free(). EQ_ERR_STATE (no header), EQ_ERR_LIMIT (the result would
+ * exceed EQ_MANIFEST_MAX_BYTES, so devices would refuse it), EQ_ERR_NOMEM.
+ */
+EQ_API eq_err eq_manifest_to_json(const struct eq_manifest *m, uint8_t **ret_data, size_t *ret_len,
+				  struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Parses and strictly validates manifest JSON WITHOUT checking any
+ * signature. For the generator's own freshly written output, tests and
+ * fuzzers; a device uses eq_manifest_load_verified(). The result is freed
+ * with eq_manifest_free().
+ * Errors (messages name the line and column, or the field path such as
+ * "packages[3].unihash"):
+ *   EQ_ERR_LIMIT       more than EQ_MANIFEST_MAX_BYTES, nesting deeper than
+ *                      EQ_MANIFEST_MAX_DEPTH, too many packages or deltas
+ *   EQ_ERR_PARSE       malformed JSON ("line L column C: ..."), unknown or
+ *                      duplicate key, wrong type, missing field, bad value,
+ *                      packages not sorted or not unique
+ *   EQ_ERR_UNSUPPORTED "format" is not 1
+ *   EQ_ERR_UNSAFE      a path that leaves its folder ("..", absolute)
+ *   EQ_ERR_NOMEM
+ */
+EQ_API eq_err eq_manifest_parse_unverified(const uint8_t *data, size_t len, struct eq_manifest **ret_m,
+					   struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Anti-rollback: EQ_OK if @m's release number is greater than
+ * @installed_number, else EQ_ERR_STATE "release number 3 is not newer than
+ * the installed 5".
+ */
+EQ_API eq_err eq_manifest_check_newer(const struct eq_manifest *m, uint64_t installed_number,
+				      struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Formats @t (seconds since the epoch) as "YYYY-MM-DDTHH:MM:SSZ" into @out.
+ * Out-of-range values (before 1970 or after 9999) give
+ * "0000-00-00T00:00:00Z".
+ */
+#define EQ_MANIFEST_TIME_LEN 20u
+EQ_API void eq_manifest_format_time(int64_t t, char out[EQ_MANIFEST_TIME_LEN + 1]);
+
+/*
+ * Parses exactly "YYYY-MM-DDTHH:MM:SSZ" (the RFC 3339 UTC subset the
+ * manifest uses). false on any other text or an impossible date.
+ */
+EQ_API bool eq_manifest_parse_time(const char *s, int64_t *ret_t);
+
+/* ---- keys ------------------------------------------------------------- */
+
+/* A private signing key (ECDSA P-256). Opaque; free with eq_manifest_key_free(). */
+struct eq_manifest_key;
+
+/*
+ * Generates a new P-256 key pair with a CTR-DRBG seeded from the system
+ * entropy source and writes @name_prefix + ".key" (PEM EC private key, mode
+ * 0600) and @name_prefix + ".pub" (PEM public key, mode 0644). Both files
+ * are created with O_EXCL: if either exists, nothing is written and
+ * EQ_ERR_STATE is returned. On a write error both files are removed.
+ * @ret_keyid (may be NULL) receives the key id (lower-case hex SHA-256 of
+ * the DER SubjectPublicKeyInfo). Errors: EQ_ERR_STATE, EQ_ERR_IO,
+ * EQ_ERR_VERIFY (the crypto library failed; message from mbedTLS).
+ */
+EQ_API eq_err eq_manifest_key_generate(const char *name_prefix, char ret_keyid[EQ_MANIFEST_KEYID_LEN + 1],
+				       struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Loads a PEM EC P-256 private key (unencrypted) from @path. Free the
+ * result with eq_manifest_key_free(), which wipes it. EQ_ERR_NOTFOUND,
+ * EQ_ERR_IO, EQ_ERR_LIMIT (file > EQ_MANIFEST_KEYFILE_MAX_BYTES),
+ * EQ_ERR_PARSE (not a PEM private key), EQ_ERR_UNSUPPORTED (not P-256),
+ * EQ_ERR_NOMEM.
+ */
+EQ_API eq_err eq_manifest_key_load(const char *path, struct eq_manifest_key **ret_key,
+				   struct eq_error *err) EQ_MUST_CHECK;
+
+/* Wipes and frees @key. NULL is a no-op. */
+EQ_API void eq_manifest_key_free(struct eq_manifest_key *key);
+
+/* The key id of @key (64 lower-case hex digits); owned by @key. */
+EQ_API const char *eq_manifest_key_id(const struct eq_manifest_key *key);
+
+/* ---- signatures ------------------------------------------------------- */
+
+/*
+ * Signs the exact bytes @data/@len with each of the @n_keys keys and returns
+ * the signature file (manifest.json.sig):
+ *   {"signatures":[{"keyid":"<64 hex>","sig":"<base64 DER ECDSA>"}, ...]}
+ * in the same deterministic layout as the manifest. *ret_sig is
+ * NUL-terminated, caller frees with eq_free(). 1..EQ_MANIFEST_MAX_SIGNATURES
+ * keys, all distinct (EQ_ERR_INVAL otherwise). EQ_ERR_VERIFY if mbedTLS
+ * fails, EQ_ERR_NOMEM.
+ */
+EQ_API eq_err eq_manifest_sign(const uint8_t *data, size_t len, const struct eq_manifest_key *const *keys,
+			       size_t n_keys, uint8_t **ret_sig, size_t *ret_sig_len,
+			       struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Adds a signature by @key over @data to the existing signature file
+ * @sig/@sig_len (for signers who hold their keys on different machines) and
+ * returns the new file (caller frees with eq_free()). EQ_ERR_PARSE (the
+ * existing file is malformed), EQ_ERR_STATE (@key already signed),
+ * EQ_ERR_LIMIT (would exceed EQ_MANIFEST_MAX_SIGNATURES), EQ_ERR_NOMEM.
+ * The existing signatures are not verified here.
+ */
+EQ_API eq_err eq_manifest_sign_append(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
+				      const struct eq_manifest_key *key, uint8_t **ret_sig,
+				      size_t *ret_sig_len, struct eq_error *err) EQ_MUST_CHECK;
+
+/* ---- trust ------------------------------------------------------------ */
+
+/*
+ * The set of public keys a device trusts and how many of them must sign
+ * (threshold). Opaque; free with eq_manifest_trust_free().
+ */
+struct eq_manifest_trust;
+
+/*
+ * Parses a root-of-trust file:
+ *   {"format":1,"threshold":N,"keys":[{"keyid":"<64 hex>","pem":"-----BEGIN PUBLIC KEY-----\n..."}]}
+ * 1..EQ_MANIFEST_TRUST_MAX_KEYS keys, distinct, each a P-256 public key
+ * whose id must equal "keyid"; 1 <= threshold <= number of keys. The result
+ * is freed with eq_manifest_trust_free(). EQ_ERR_LIMIT, EQ_ERR_PARSE
+ * ("keys[1].pem: ..."), EQ_ERR_UNSUPPORTED (format, key type),
+ * EQ_ERR_VERIFY (keyid does not match its key), EQ_ERR_NOMEM.
+ */
+EQ_API eq_err eq_manifest_trust_parse(const uint8_t *data, size_t len, struct eq_manifest_trust **ret_trust,
+				      struct eq_error *err) EQ_MUST_CHECK;
+
+/* eq_manifest_trust_parse() of the file at @path (errors prefixed with it);
+ * EQ_ERR_NOTFOUND, EQ_ERR_IO as well. */
+EQ_API eq_err eq_manifest_trust_load(const char *path, struct eq_manifest_trust **ret_trust,
+				     struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Builds a trust set from @n_paths PEM public key files (the .pub files
+ * eq_manifest_key_generate() writes) with the given @threshold
+ * (1..@n_paths; host tools pass 1 unless told otherwise). Duplicate keys
+ * are EQ_ERR_INVAL. Errors as eq_manifest_trust_load(), prefixed with the
+ * file name. Free with eq_manifest_trust_free().
+ */
+EQ_API eq_err eq_manifest_trust_from_pubkeys(const char *const *paths, size_t n_paths, unsigned threshold,
+					     struct eq_manifest_trust **ret_trust,
+					     struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Writes @trust as a root-of-trust file (the format eq_manifest_trust_parse()
+ * reads). *ret_data is NUL-terminated, caller frees with eq_free().
+ */
+EQ_API eq_err eq_manifest_trust_to_json(const struct eq_manifest_trust *trust, uint8_t **ret_data,
+					size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
+
+/* Frees @trust. NULL is a no-op. */
+EQ_API void eq_manifest_trust_free(struct eq_manifest_trust *trust);
+
+/* Threshold and keys of @trust; eq_manifest_trust_keyid() returns NULL past
+ * the end, otherwise a string owned by @trust. */
+EQ_API unsigned eq_manifest_trust_threshold(const struct eq_manifest_trust *trust);
+EQ_API size_t eq_manifest_trust_key_count(const struct eq_manifest_trust *trust);
+EQ_API const char *eq_manifest_trust_keyid(const struct eq_manifest_trust *trust, size_t i);
+
+/*
+ * Checks the signature file @sig/@sig_len over the exact bytes @data/@len
+ * against @trust. Nothing in @data is parsed. Rules:
+ *   - the signature file must be well-formed (EQ_ERR_PARSE, EQ_ERR_LIMIT:
+ *     > EQ_MANIFEST_SIG_MAX_BYTES or > EQ_MANIFEST_MAX_SIGNATURES entries),
+ *     with each keyid at most once;
+ *   - every signature by a trusted key must verify, otherwise EQ_ERR_VERIFY
+ *     "signature by key <id> does not verify" (a trusted signer's bad
+ *     signature means the bytes or the file were altered);
+ *   - signatures by keys not in @trust are ignored when the threshold is met
+ *     (so a publisher can add keys before every device knows them);
+ *   - the number of distinct trusted keys with a valid signature must be
+ *     >= the threshold, otherwise EQ_ERR_VERIFY
+ *     "signed by unknown key <id>, 0 of 1 required signatures" when no
+ *     trusted key signed but an unknown one did, else
+ *     "1 of 2 required signatures" (with the first unknown key id appended).
+ * Returns EQ_OK only when all of this holds.
+ */
+EQ_API eq_err eq_manifest_verify(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
+				 const struct eq_manifest_trust *trust, struct eq_error *err) EQ_MUST_CHECK;
+
+/* ---- the device entry point ------------------------------------------- */
+
+/* What eq_manifest_load_verified() checks besides the signatures. */
+struct eq_manifest_policy {
+	const char *board; /* this device's board; NULL skips the check (host tools) */
+	int64_t now;       /* current time, seconds since the epoch (UTC) */
+	bool check_expiry; /* false to accept an expired manifest (boot, confirm, rollback) */
+};
+
+/*
+ * The one way a device should read a manifest: checks the size cap, then
+ * the signatures over the exact bytes (eq_manifest_verify()), and only then
+ * parses (as eq_manifest_parse_unverified()) and checks the policy:
+ *   board    EQ_ERR_STATE "manifest is for board 'x', this device is 'y'"
+ *   expiry   EQ_ERR_EXPIRED "expired at 2027-01-02T08:00:00Z (now ...)"
+ *            when policy->check_expiry and now >= expires.
+ * The release number is not checked here: see eq_manifest_check_newer().
+ * On success *ret_m is a new manifest, freed with eq_manifest_free().
+ */
+EQ_API eq_err eq_manifest_load_verified(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
+					const struct eq_manifest_trust *trust,
+					const struct eq_manifest_policy *policy, struct eq_manifest **ret_m,
+					struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * eq_manifest_load_verified() of the files @manifest_path and @sig_path
+ * (NULL means @manifest_path + ".sig"), each read with its size cap; errors
+ * are prefixed with the file name.
+ */
+EQ_API eq_err eq_manifest_load_verified_file(const char *manifest_path, const char *sig_path,
+					     const struct eq_manifest_trust *trust,
+					     const struct eq_manifest_policy *policy, struct eq_manifest **ret_m,
+					     struct eq_error *err) EQ_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
