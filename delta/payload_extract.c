@@ -1,0 +1,566 @@
+/*
+ * Safe extraction of a payload under a root directory. The payload may come
+ * from anyone until its hash is checked, so every path is resolved inside
+ * the root, entries never pass through symlinks the payload itself made,
+ * and a failure removes everything this call created.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "payload_tar.h"
+
+#define DATA_BUF_LEN (64u * 1024u)
+
+/* What rollback undoes: a created file or directory is removed, an
+ * existing directory whose mode and owner this call changed gets them back
+ * (its xattrs are not restored). */
+enum made_kind { MADE_FILE, MADE_DIR, CHANGED_DIR };
+
+struct made {
+	char *path;
+	enum made_kind kind;
+	uint32_t mode, uid, gid;
+};
+
+struct ex {
+	int rootfd;
+	unsigned flags;
+	bool use_openat2;
+	struct eq_payload_reader *r;
+	const struct eq_payload_entry *ent;
+	struct made *made; /* created by this call, in creation order */
+	size_t n_made, cap_made;
+	char **owned; /* copies of every entry path, for the sets below */
+	size_t n_owned, cap_owned;
+	struct tar_strset all;      /* every path seen */
+	struct tar_strset nondir;   /* valid hard link targets */
+	struct tar_strset symlinks; /* symlinks this payload made */
+	unsigned long tmp_seq;
+	uint8_t *buf;
+};
+
+static eq_err efail(struct ex *x, struct eq_error *err, eq_err code, bool with_errno, const char *fmt, ...)
+	EQ_PRINTF(5, 6);
+static eq_err efail(struct ex *x, struct eq_error *err, eq_err code, bool with_errno, const char *fmt, ...)
+{
+	int saved = errno;
+	char msg[320];
+	char q[TAR_QUOTE_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	const char *name = tar_quote(q, sizeof(q), x->ent ? x->ent->path : "");
+	uint64_t off = tar_reader_entry_offset(x->r);
+	if (with_errno) {
+		errno = saved;
+		return eq_error_errno(err, code, "payload: entry '%s' at byte %" PRIu64 ": %s", name, off, msg);
+	}
+	return eq_error_set(err, code, "payload: entry '%s' at byte %" PRIu64 ": %s", name, off, msg);
+}
+
+/* Opens directory @rel (possibly "") inside the root as an O_PATH fd. On
+ * failure returns -1 with errno set; EXDEV/ELOOP mean an escape attempt. */
+static int open_dir_in_root(struct ex *x, const char *rel)
+{
+	const char *p = rel[0] ? rel : ".";
+	if (x->use_openat2) {
+		struct open_how how = {
+			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+		};
+		for (int tries = 0; tries < 8; tries++) {
+			long fd = syscall(SYS_openat2, x->rootfd, p, &how, sizeof(how));
+			if (fd >= 0)
+				return (int)fd;
+			if (errno == ENOSYS) {
+				x->use_openat2 = false;
+				break;
+			}
+			/* EAGAIN: a concurrent rename; the kernel asks to retry. */
+			if (errno != EAGAIN)
+				return -1;
+		}
+		if (x->use_openat2)
+			return -1;
+	}
+	/* Without openat2 no symlink is followed at all: stricter than
+	 * RESOLVE_IN_ROOT but never outside the root. */
+	int cur = openat(x->rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0 || !rel[0])
+		return cur;
+	char *copy = eq_strdup(rel);
+	if (!copy) {
+		close(cur);
+		errno = ENOMEM;
+		return -1;
+	}
+	char *save = NULL;
+	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		int fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		struct stat st;
+		if (fd < 0 && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			e = ELOOP;
+		close(cur);
+		if (fd < 0) {
+			eq_free(copy);
+			errno = e;
+			return -1;
+		}
+		cur = fd;
+	}
+	eq_free(copy);
+	return cur;
+}
+
+static eq_err record(struct ex *x, const char *path, enum made_kind kind, const struct stat *old,
+		     struct eq_error *err)
+{
+	if (x->n_made == x->cap_made) {
+		size_t cap = x->cap_made ? x->cap_made * 2 : 64;
+		struct made *n = eq_realloc(x->made, cap * sizeof(*n));
+		if (!n)
+			return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
+		x->made = n;
+		x->cap_made = cap;
+	}
+	char *p = eq_strdup(path);
+	if (!p)
+		return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
+	x->made[x->n_made++] = (struct made){p, kind, old ? (uint32_t)(old->st_mode & 07777) : 0,
+					     old ? (uint32_t)old->st_uid : 0, old ? (uint32_t)old->st_gid : 0};
+	return EQ_OK;
+}
+
+static eq_err resolve_fail(struct ex *x, const char *dir, struct eq_error *err)
+{
+	char q[TAR_QUOTE_MAX];
+	if (errno == EXDEV || errno == ELOOP)
+		return efail(x, err, EQ_ERR_UNSAFE, false, "'%s' leads outside the root or through a symlink",
+			     tar_quote(q, sizeof(q), dir));
+	if (errno == ENOTDIR)
+		return efail(x, err, EQ_ERR_STATE, false, "'%s' is not a directory", tar_quote(q, sizeof(q), dir));
+	return efail(x, err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, true, "cannot open directory '%s'",
+		     tar_quote(q, sizeof(q), dir));
+}
+
+/*
+ * Opens the parent directory of @path, creating missing ones (mode 0755,
+ * as GNU tar does), and sets *ret_base to the last component.
+ */
+static eq_err open_parent(struct ex *x, const char *path, int *ret_fd, const char **ret_base, struct eq_error *err)
+{
+	const char *slash = strrchr(path, '/');
+	*ret_base = slash ? slash + 1 : path;
+	EQ_AUTOFREE char *dir = eq_strndup(path, slash ? (size_t)(slash - path) : 0);
+	if (!dir)
+		return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
+	int fd = open_dir_in_root(x, dir);
+	if (fd >= 0) {
+		*ret_fd = fd;
+		return EQ_OK;
+	}
+	if (errno != ENOENT)
+		return resolve_fail(x, dir, err);
+	/* Slow path: walk the prefixes and create what is missing. */
+	size_t len = strlen(dir);
+	for (size_t i = 0; i <= len; i++) {
+		if (dir[i] != '/' && dir[i] != '\0')
+			continue;
+		char saved = dir[i];
+		dir[i] = '\0';
+		fd = open_dir_in_root(x, dir);
+		if (fd < 0 && errno == ENOENT) {
+			char *cut = strrchr(dir, '/');
+			const char *comp = cut ? cut + 1 : dir;
+			if (cut)
+				*cut = '\0';
+			int pfd = open_dir_in_root(x, cut ? dir : "");
+			if (cut)
+				*cut = '/';
+			if (pfd < 0)
+				return resolve_fail(x, dir, err);
+			int rc = mkdirat(pfd, comp, 0755);
+			close(pfd);
+			if (rc < 0) {
+				char q[TAR_QUOTE_MAX];
+				return efail(x, err, EQ_ERR_IO, true, "cannot create directory '%s'",
+					     tar_quote(q, sizeof(q), dir));
+			}
+			eq_err e = record(x, dir, MADE_DIR, NULL, err);
+			if (e)
+				return e;
+			fd = open_dir_in_root(x, dir);
+		}
+		if (fd < 0)
+			return resolve_fail(x, dir, err);
+		dir[i] = saved;
+		if (saved == '\0') {
+			*ret_fd = fd;
+			return EQ_OK;
+		}
+		close(fd);
+	}
+	return efail(x, err, EQ_ERR_STATE, false, "cannot open the parent directory");
+}
+
+/* Refuses paths that pass through a symlink created by this payload: a
+ * tree walk never produces them, so only a crafted payload does. */
+static eq_err check_prefixes(struct ex *x, const char *path, struct eq_error *err)
+{
+	char q[TAR_QUOTE_MAX];
+	EQ_AUTOFREE char *p = eq_strdup(path);
+	if (!p)
+		return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
+	for (char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		if (tar_strset_has(&x->symlinks, p))
+			return efail(x, err, EQ_ERR_UNSAFE, false, "path goes through symlink '%s' of this payload",
+				     tar_quote(q, sizeof(q), p));
+		*s = '/';
+	}
+	return EQ_OK;
+}
+
+static eq_err set_xattrs_fd(struct ex *x, int fd, const char *proc_path, struct eq_error *err)
+{
+	if (!(x->flags & EQ_EXTRACT_OWNERS))
+		return EQ_OK;
+	for (size_t i = 0; i < x->ent->n_xattrs; i++) {
+		const struct eq_xattr *a = &x->ent->xattrs[i];
+		int rc = fd >= 0 ? fsetxattr(fd, a->name, a->value, a->len, 0)
+				 : lsetxattr(proc_path, a->name, a->value, a->len, 0);
+		if (rc < 0) {
+			char q[TAR_QUOTE_MAX];
+			return efail(x, err, EQ_ERR_IO, true, "cannot set xattr '%s'", tar_quote(q, sizeof(q), a->name));
+		}
+	}
+	return EQ_OK;
+}
+
+static eq_err make_dir(struct ex *x, struct eq_error *err)
+{
+	const struct eq_payload_entry *e = x->ent;
+	int pfd;
+	const char *base;
+	eq_err r = open_parent(x, e->path, &pfd, &base, err);
+	if (r)
+		return r;
+	if (mkdirat(pfd, base, 0700) == 0) {
+		r = record(x, e->path, MADE_DIR, NULL, err);
+	} else if (errno == EEXIST) {
+		struct stat st;
+		if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = efail(x, err, EQ_ERR_IO, true, "stat");
+		} else if (S_ISLNK(st.st_mode)) {
+			/* A directory symlink already in the root (a merged /usr's
+			 * "bin -> usr/bin"): kept, as dpkg does, if it leads to a
+			 * directory inside the root. */
+			int fd = open_dir_in_root(x, e->path);
+			if (fd < 0) {
+				r = resolve_fail(x, e->path, err);
+			} else {
+				close(fd);
+				close(pfd);
+				return EQ_OK;
+			}
+		} else if (!S_ISDIR(st.st_mode)) {
+			r = efail(x, err, EQ_ERR_STATE, false, "exists and is not a directory");
+		} else {
+			r = record(x, e->path, CHANGED_DIR, &st, err);
+		}
+	} else {
+		r = efail(x, err, EQ_ERR_IO, true, "mkdir");
+	}
+	if (r) {
+		close(pfd);
+		return r;
+	}
+	int fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(pfd);
+	if (fd < 0)
+		return efail(x, err, EQ_ERR_IO, true, "open directory");
+	if ((x->flags & EQ_EXTRACT_OWNERS) && fchown(fd, e->uid, e->gid) < 0)
+		r = efail(x, err, EQ_ERR_IO, true, "chown");
+	if (!r && fchmod(fd, e->mode) < 0)
+		r = efail(x, err, EQ_ERR_IO, true, "chmod");
+	if (!r)
+		r = set_xattrs_fd(x, fd, NULL, err);
+	close(fd);
+	return r;
+}
+
+/* Moves the finished temporary @tmp over @base. */
+static eq_err commit_tmp(struct ex *x, int pfd, const char *tmp, const char *base, struct eq_error *err)
+{
+	struct stat st;
+	bool existed = fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	eq_err r = EQ_OK;
+	if (existed && S_ISDIR(st.st_mode))
+		r = efail(x, err, EQ_ERR_STATE, false, "exists and is a directory");
+	else if (renameat(pfd, tmp, pfd, base) < 0)
+		r = efail(x, err, EQ_ERR_IO, true, "rename into place");
+	/* rename() between two names of one inode succeeds doing nothing, so
+	 * the temporary name may still exist; on failure it surely does. */
+	(void)unlinkat(pfd, tmp, 0);
+	if (!r && !existed)
+		r = record(x, x->ent->path, MADE_FILE, NULL, err);
+	return r;
+}
+
+static eq_err write_data(struct ex *x, int fd, struct eq_error *err)
+{
+	for (;;) {
+		size_t n;
+		eq_err r = eq_payload_reader_read(x->r, x->buf, DATA_BUF_LEN, &n, err);
+		if (r)
+			return r;
+		if (!n)
+			return EQ_OK;
+		r = eq_write_all(fd, x->buf, n, err);
+		if (r)
+			return efail(x, err, EQ_ERR_IO, false, "write: %s", eq_error_msg(err));
+	}
+}
+
+/* Creates the non-directory entry under a temporary name in @pfd. */
+static eq_err make_tmp(struct ex *x, int pfd, char *tmp, size_t tmplen, struct eq_error *err)
+{
+	const struct eq_payload_entry *e = x->ent;
+	for (int tries = 0; tries < 100; tries++) {
+		snprintf(tmp, tmplen, ".eqtmp-%ld-%lu", (long)getpid(), x->tmp_seq++);
+		int rc = 0;
+		int fd = -1;
+		switch (e->type) {
+		case EQ_ENTRY_FILE:
+			fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			rc = fd < 0 ? -1 : 0;
+			break;
+		case EQ_ENTRY_SYMLINK:
+			rc = symlinkat(e->link, pfd, tmp);
+			break;
+		case EQ_ENTRY_CHR:
+			rc = mknodat(pfd, tmp, S_IFCHR | 0600, makedev(e->devmajor, e->devminor));
+			break;
+		case EQ_ENTRY_BLK:
+			rc = mknodat(pfd, tmp, S_IFBLK | 0600, makedev(e->devmajor, e->devminor));
+			break;
+		case EQ_ENTRY_FIFO:
+			rc = mknodat(pfd, tmp, S_IFIFO | 0600, 0);
+			break;
+		case EQ_ENTRY_HARDLINK: {
+			int tfd;
+			const char *tbase;
+			eq_err r = open_parent(x, e->link, &tfd, &tbase, err);
+			if (r)
+				return r;
+			rc = linkat(tfd, tbase, pfd, tmp, 0);
+			close(tfd);
+			break;
+		}
+		case EQ_ENTRY_DIR:
+			return efail(x, err, EQ_ERR_STATE, false, "directory in make_tmp");
+		}
+		if (rc == 0 && fd < 0)
+			return EQ_OK;
+		if (rc < 0 && errno == EEXIST)
+			continue;
+		if (rc < 0)
+			return efail(x, err, EQ_ERR_IO, true, "create");
+		/* A regular file: fill it and set its metadata through the fd.
+		 * chown before chmod and xattrs: it clears setuid and
+		 * security.capability. */
+		eq_err r = write_data(x, fd, err);
+		if (!r && (x->flags & EQ_EXTRACT_OWNERS) && fchown(fd, e->uid, e->gid) < 0)
+			r = efail(x, err, EQ_ERR_IO, true, "chown");
+		if (!r && fchmod(fd, e->mode) < 0)
+			r = efail(x, err, EQ_ERR_IO, true, "chmod");
+		if (!r)
+			r = set_xattrs_fd(x, fd, NULL, err);
+		if (close(fd) < 0 && !r)
+			r = efail(x, err, EQ_ERR_IO, true, "close");
+		if (r)
+			(void)unlinkat(pfd, tmp, 0);
+		return r;
+	}
+	return efail(x, err, EQ_ERR_IO, false, "no free temporary name");
+}
+
+static eq_err make_nondir(struct ex *x, struct eq_error *err)
+{
+	const struct eq_payload_entry *e = x->ent;
+	char q[TAR_QUOTE_MAX];
+	if (e->type == EQ_ENTRY_HARDLINK) {
+		const char *why = tar_path_problem(e->link);
+		if (why)
+			return efail(x, err, EQ_ERR_UNSAFE, false, "hard link target '%s': %s",
+				     tar_quote(q, sizeof(q), e->link), why);
+		if (!tar_strset_has(&x->nondir, e->link))
+			return efail(x, err, EQ_ERR_UNSAFE, false,
+				     "hard link to '%s', which is not an earlier file of the payload",
+				     tar_quote(q, sizeof(q), e->link));
+		eq_err r = check_prefixes(x, e->link, err);
+		if (r)
+			return r;
+	}
+	int pfd;
+	const char *base;
+	eq_err r = open_parent(x, e->path, &pfd, &base, err);
+	if (r)
+		return r;
+	char tmp[64];
+	r = make_tmp(x, pfd, tmp, sizeof(tmp), err);
+	if (r) {
+		close(pfd);
+		return r;
+	}
+	bool meta = e->type != EQ_ENTRY_FILE && e->type != EQ_ENTRY_HARDLINK;
+	/* Symlinks and device nodes have no fd to set metadata through; the
+	 * name below our own directory fd in /proc is as safe. */
+	char proc[96];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", pfd, tmp);
+	if (meta && (x->flags & EQ_EXTRACT_OWNERS) && fchownat(pfd, tmp, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) < 0)
+		r = efail(x, err, EQ_ERR_IO, true, "chown");
+	if (!r && meta && e->type != EQ_ENTRY_SYMLINK && fchmodat(pfd, tmp, e->mode, 0) < 0)
+		r = efail(x, err, EQ_ERR_IO, true, "chmod");
+	if (!r && meta)
+		r = set_xattrs_fd(x, -1, proc, err);
+	if (r)
+		(void)unlinkat(pfd, tmp, 0);
+	else
+		r = commit_tmp(x, pfd, tmp, base, err);
+	close(pfd);
+	return r;
+}
+
+static eq_err remember(struct ex *x, struct eq_error *err)
+{
+	const struct eq_payload_entry *e = x->ent;
+	if (x->n_owned == x->cap_owned) {
+		size_t cap = x->cap_owned ? x->cap_owned * 2 : 256;
+		char **n = eq_realloc(x->owned, cap * sizeof(*n));
+		if (!n)
+			return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
+		x->owned = n;
+		x->cap_owned = cap;
+	}
+	char *p = eq_strdup(e->path);
+	if (!p)
+		return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
+	x->owned[x->n_owned++] = p;
+	bool added;
+	eq_err r = tar_strset_add(&x->all, p, &added, err);
+	if (!r && e->type != EQ_ENTRY_DIR)
+		r = tar_strset_add(&x->nondir, p, &added, err);
+	bool is_link = e->type == EQ_ENTRY_SYMLINK ||
+		       (e->type == EQ_ENTRY_HARDLINK && tar_strset_has(&x->symlinks, e->link));
+	if (!r && is_link)
+		r = tar_strset_add(&x->symlinks, p, &added, err);
+	return r;
+}
+
+static eq_err extract_one(struct ex *x, struct eq_error *err)
+{
+	const struct eq_payload_entry *e = x->ent;
+	/* RESOLVE_IN_ROOT would contain these, but no honest payload has
+	 * them, so they are refused outright. */
+	const char *why = tar_path_problem(e->path);
+	if (why)
+		return efail(x, err, EQ_ERR_UNSAFE, false, "%s", why);
+	if (tar_strset_has(&x->all, e->path))
+		return efail(x, err, EQ_ERR_PARSE, false, "duplicate entry");
+	eq_err r = check_prefixes(x, e->path, err);
+	if (!r)
+		r = e->type == EQ_ENTRY_DIR ? make_dir(x, err) : make_nondir(x, err);
+	if (!r)
+		r = remember(x, err);
+	return r;
+}
+
+static void rollback(struct ex *x)
+{
+	for (size_t i = x->n_made; i-- > 0;) {
+		const char *path = x->made[i].path;
+		const char *slash = strrchr(path, '/');
+		char *dir = eq_strndup(path, slash ? (size_t)(slash - path) : 0);
+		if (!dir)
+			continue;
+		const char *base = slash ? slash + 1 : path;
+		const struct made *m = &x->made[i];
+		int pfd = open_dir_in_root(x, dir);
+		if (pfd >= 0 && m->kind == CHANGED_DIR) {
+			(void)fchownat(pfd, base, m->uid, m->gid, AT_SYMLINK_NOFOLLOW);
+			(void)fchmodat(pfd, base, m->mode, 0);
+		} else if (pfd >= 0) {
+			(void)unlinkat(pfd, base, m->kind == MADE_DIR ? AT_REMOVEDIR : 0);
+		}
+		if (pfd >= 0)
+			close(pfd);
+		eq_free(dir);
+	}
+}
+
+static void ex_done(struct ex *x)
+{
+	for (size_t i = 0; i < x->n_made; i++)
+		eq_free(x->made[i].path);
+	eq_free(x->made);
+	tar_strset_done(&x->all);
+	tar_strset_done(&x->nondir);
+	tar_strset_done(&x->symlinks);
+	for (size_t i = 0; i < x->n_owned; i++)
+		eq_free(x->owned[i]);
+	eq_free(x->owned);
+	eq_free(x->buf);
+	eq_payload_reader_free(x->r);
+	if (x->rootfd >= 0)
+		close(x->rootfd);
+}
+
+eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const struct eq_payload_limits *limits,
+			  unsigned flags, uint8_t ret_sha256[EQ_SHA256_LEN], struct eq_error *err)
+{
+	char q[TAR_QUOTE_MAX];
+	struct ex x = {.rootfd = -1, .flags = flags};
+	/* Test hook (STYLE 27): exercise the fallback for kernels < 5.6. */
+	x.use_openat2 = !secure_getenv("EQ_TEST_NO_OPENAT2");
+	tar_strset_init(&x.all);
+	tar_strset_init(&x.nondir);
+	tar_strset_init(&x.symlinks);
+	eq_err r = EQ_OK;
+	x.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (x.rootfd < 0)
+		r = eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "payload: extract root '%s'",
+				   tar_quote(q, sizeof(q), root));
+	if (!r && !(x.buf = eq_malloc(DATA_BUF_LEN)))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for extraction");
+	if (!r)
+		r = eq_payload_reader_new(src, src_ctx, limits, &x.r, err);
+	if (!r)
+		tar_reader_hash_enable(x.r);
+	while (!r) {
+		x.ent = NULL;
+		r = eq_payload_reader_next(x.r, &x.ent, err);
+		if (r || !x.ent)
+			break;
+		r = extract_one(&x, err);
+	}
+	if (r) {
+		rollback(&x);
+	} else if (ret_sha256) {
+		tar_reader_hash_final(x.r, ret_sha256);
+	}
+	ex_done(&x);
+	return r;
+}
