@@ -1,0 +1,609 @@
+/* eqota-gen: the host-side command line. Parses arguments and calls eq_gen. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <eq/gen.h>
+
+#include "gen_repo.h"
+
+#define EXIT_USAGE 2
+#define EXIT_FINDINGS 3
+
+static const char usage_text[] =
+	"usage: eqota-gen [-v|-q] COMMAND [OPTIONS]\n"
+	"\n"
+	"  keygen  --out NAME                       write NAME.key (0600) and NAME.pub\n"
+	"  publish --repo DIR --board B --channel C --release R --packages DIR --key NAME.key\n"
+	"          [--key K2.key ...] [--build-index FILE] [--deltas-from N] [--store DB]\n"
+	"          [--expires DAYS] [--level 1..22]\n"
+	"  verify  --repo DIR --board B --channel C (--key NAME.pub ... | --trust FILE)\n"
+	"          [--release R] [--deep]\n"
+	"  diff    --repo DIR --board B --channel C --from R1 --to R2 [--json]\n"
+	"  show    --repo DIR --board B --channel C [--release R] [--json]\n"
+	"  qa      --packages DIR|FILE --build-dir PATH\n"
+	"  equiv   report --method M --taskhash T --outhash O [--unihash U] [--store DB]\n"
+	"  equiv   get    --method M --taskhash T [--store DB]\n"
+	"  equiv   list   [--method M] [--store DB]\n"
+	"\n"
+	"Exit status: 0 success, 1 failure, 2 usage error, 3 qa findings.\n";
+
+static int usage_error(const char *fmt, const char *arg);
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "eqota-gen: ");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	fprintf(stderr, fmt, arg);
+#pragma GCC diagnostic pop
+	fprintf(stderr, "\n%s", usage_text);
+	return EXIT_USAGE;
+}
+
+static int fail(const struct eq_error *e)
+{
+	eq_log(EQ_LOG_ERR, "%s", eq_error_msg(e));
+	return EXIT_FAILURE;
+}
+
+/* Options shared by the subcommands; each uses the ones it documents. */
+struct opts {
+	const char *repo, *board, *channel, *release, *packages, *out, *build_index, *store, *trust, *from, *to;
+	const char *build_dir, *method, *taskhash, *outhash, *unihash;
+	const char *keys[EQ_MANIFEST_MAX_SIGNATURES];
+	size_t n_keys;
+	unsigned deltas_from, expires;
+	int level;
+	bool json, deep;
+};
+
+enum {
+	O_REPO = 256, O_BOARD, O_CHANNEL, O_RELEASE, O_PACKAGES, O_KEY, O_OUT, O_INDEX, O_DELTAS_FROM, O_STORE,
+	O_EXPIRES, O_TRUST, O_FROM, O_TO, O_JSON, O_BUILD_DIR, O_METHOD, O_TASKHASH, O_OUTHASH, O_UNIHASH, O_LEVEL,
+	O_DEEP
+};
+
+static const struct option long_opts[] = {
+	{"repo", required_argument, NULL, O_REPO},
+	{"board", required_argument, NULL, O_BOARD},
+	{"channel", required_argument, NULL, O_CHANNEL},
+	{"release", required_argument, NULL, O_RELEASE},
+	{"packages", required_argument, NULL, O_PACKAGES},
+	{"key", required_argument, NULL, O_KEY},
+	{"out", required_argument, NULL, O_OUT},
+	{"build-index", required_argument, NULL, O_INDEX},
+	{"deltas-from", required_argument, NULL, O_DELTAS_FROM},
+	{"store", required_argument, NULL, O_STORE},
+	{"expires", required_argument, NULL, O_EXPIRES},
+	{"trust", required_argument, NULL, O_TRUST},
+	{"from", required_argument, NULL, O_FROM},
+	{"to", required_argument, NULL, O_TO},
+	{"json", no_argument, NULL, O_JSON},
+	{"deep", no_argument, NULL, O_DEEP},
+	{"build-dir", required_argument, NULL, O_BUILD_DIR},
+	{"method", required_argument, NULL, O_METHOD},
+	{"taskhash", required_argument, NULL, O_TASKHASH},
+	{"outhash", required_argument, NULL, O_OUTHASH},
+	{"unihash", required_argument, NULL, O_UNIHASH},
+	{"level", required_argument, NULL, O_LEVEL},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static bool parse_uint(const char *s, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	if (!*s || *s == '-')
+		return false;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end || v > max)
+		return false;
+	*ret = v;
+	return true;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	int c;
+	unsigned long v;
+	o->deltas_from = 1;
+	o->expires = 30;
+	o->level = 19;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case O_REPO: o->repo = optarg; break;
+		case O_BOARD: o->board = optarg; break;
+		case O_CHANNEL: o->channel = optarg; break;
+		case O_RELEASE: o->release = optarg; break;
+		case O_PACKAGES: o->packages = optarg; break;
+		case O_OUT: o->out = optarg; break;
+		case O_INDEX: o->build_index = optarg; break;
+		case O_STORE: o->store = optarg; break;
+		case O_TRUST: o->trust = optarg; break;
+		case O_FROM: o->from = optarg; break;
+		case O_TO: o->to = optarg; break;
+		case O_JSON: o->json = true; break;
+		case O_DEEP: o->deep = true; break;
+		case O_BUILD_DIR: o->build_dir = optarg; break;
+		case O_METHOD: o->method = optarg; break;
+		case O_TASKHASH: o->taskhash = optarg; break;
+		case O_OUTHASH: o->outhash = optarg; break;
+		case O_UNIHASH: o->unihash = optarg; break;
+		case O_KEY:
+			if (o->n_keys == EQ_MANIFEST_MAX_SIGNATURES)
+				return usage_error("too many --key options (at most 16)%s", "");
+			o->keys[o->n_keys++] = optarg;
+			break;
+		case O_DELTAS_FROM:
+			if (!parse_uint(optarg, EQ_MANIFEST_MAX_DELTAS, &v))
+				return usage_error("--deltas-from '%s': expected 0..16", optarg);
+			o->deltas_from = (unsigned)v;
+			break;
+		case O_EXPIRES:
+			if (!parse_uint(optarg, 3650, &v) || v == 0)
+				return usage_error("--expires '%s': expected 1..3650 days", optarg);
+			o->expires = (unsigned)v;
+			break;
+		case O_LEVEL:
+			if (!parse_uint(optarg, 22, &v) || v == 0)
+				return usage_error("--level '%s': expected 1..22", optarg);
+			o->level = (int)v;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return -1;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+#define NEED(field, name)                                                                                          \
+	do {                                                                                                       \
+		if (!o->field)                                                                                     \
+			return usage_error("missing %s", name);                                                    \
+	} while (0)
+
+static int cmd_keygen(const struct opts *o)
+{
+	NEED(out, "--out NAME");
+	struct eq_error e;
+	char keyid[EQ_MANIFEST_KEYID_LEN + 1];
+	if (eq_manifest_key_generate(o->out, keyid, &e))
+		return fail(&e);
+	printf("wrote %s.key (private, mode 0600) and %s.pub\nkeyid %s\n", o->out, o->out, keyid);
+	return 0;
+}
+
+static void human(uint64_t v, char *out, size_t n)
+{
+	const char *u[] = {"B", "KiB", "MiB", "GiB"};
+	double d = (double)v;
+	int i = 0;
+	while (d >= 1024 && i < 3) {
+		d /= 1024;
+		i++;
+	}
+	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", d, u[i]);
+}
+
+static int cmd_publish(const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	NEED(board, "--board B");
+	NEED(channel, "--channel C");
+	NEED(release, "--release R");
+	NEED(packages, "--packages DIR");
+	if (!o->n_keys)
+		return usage_error("missing %s", "--key NAME.key");
+	struct eq_progress_printer pp;
+	eq_progress_printer_init(&pp, STDERR_FILENO);
+	struct eq_publish_opts po = {
+		.repo = o->repo,
+		.board = o->board,
+		.channel = o->channel,
+		.release = o->release,
+		.packages_dir = o->packages,
+		.key_paths = o->keys,
+		.n_keys = o->n_keys,
+		.build_index = o->build_index,
+		.store_path = o->store,
+		.deltas_from = o->deltas_from,
+		.expires_days = o->expires,
+		.level = o->level,
+		.progress = eq_log_get_level() >= EQ_LOG_NOTICE ? eq_progress_print : NULL,
+		.progress_ctx = &pp,
+	};
+	struct eq_publish_report rep;
+	struct eq_error e;
+	eq_err r = eq_gen_publish(&po, &rep, &e);
+	if (po.progress)
+		eq_progress_printer_done(&pp);
+	if (r)
+		return fail(&e);
+	for (size_t i = 0; i < rep.n_packages; i++) {
+		if (rep.pkgs[i].state == EQ_PUB_NOT_REPRODUCIBLE)
+			eq_log(EQ_LOG_WARNING,
+			       "package '%s' %s is not reproducible: its unihash was published with other bytes, "
+			       "serving the stored object, continuing",
+			       rep.pkgs[i].name, rep.pkgs[i].version);
+	}
+	char bytes[32];
+	human(rep.bytes_written, bytes, sizeof(bytes));
+	printf("published %s/%s release '%s' as number %" PRIu64 ": %zu packages (%zu equivalent to earlier builds, %zu "
+	       "not reproducible), %zu new objects, %zu new deltas, %s written in %.1f s\n",
+	       o->board, o->channel, o->release, rep.number, rep.n_packages, rep.equivalent, rep.not_reproducible,
+	       rep.objects_written, rep.deltas_written, bytes, rep.seconds);
+	eq_publish_report_done(&rep);
+	return 0;
+}
+
+static int load_history(const struct opts *o, struct eq_repo_history *h)
+{
+	struct eq_error e;
+	if (eq_repo_history_load(o->repo, o->board, o->channel, h, &e))
+		return fail(&e);
+	if (h->n == 0) {
+		eq_log(EQ_LOG_ERR, "%s: nothing published for %s/%s", o->repo, o->board, o->channel);
+		return EXIT_FAILURE;
+	}
+	return 0;
+}
+
+static const struct eq_repo_release *find_release(const struct eq_repo_history *h, const char *name)
+{
+	const struct eq_repo_release *rel = eq_repo_history_find(h, name);
+	if (!rel)
+		eq_log(EQ_LOG_ERR, "no release '%s' (by name or number) is published", name);
+	return rel;
+}
+
+static int cmd_diff(const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	NEED(board, "--board B");
+	NEED(channel, "--channel C");
+	NEED(from, "--from R1");
+	NEED(to, "--to R2");
+	struct eq_repo_history h;
+	int rc = load_history(o, &h);
+	if (rc)
+		return rc;
+	const struct eq_repo_release *a = find_release(&h, o->from), *b = find_release(&h, o->to);
+	struct eq_diff d;
+	struct eq_error e;
+	if (!a || !b) {
+		eq_repo_history_done(&h);
+		return EXIT_FAILURE;
+	}
+	if (eq_gen_diff(a->m, b->m, &d, &e)) {
+		eq_repo_history_done(&h);
+		return fail(&e);
+	}
+	if (o->json) {
+		printf("{\"from\":{\"release\":\"%s\",\"number\":%" PRIu64 "},\"to\":{\"release\":\"%s\",\"number\":%" PRIu64
+		       "},\"packages\":[",
+		       a->release, a->number, b->release, b->number);
+		for (size_t i = 0; i < d.n; i++) {
+			const struct eq_diff_entry *x = &d.v[i];
+			printf("%s{\"state\":\"%s\",\"name\":\"%s\"", i ? "," : "", eq_diff_state_name(x->state), x->name);
+			if (x->old_version)
+				printf(",\"old_version\":\"%s\"", x->old_version);
+			if (x->new_version)
+				printf(",\"new_version\":\"%s\"", x->new_version);
+			printf(",\"bytes\":%" PRIu64 ",\"delta\":%s}", x->bytes, x->via_delta ? "true" : "false");
+		}
+		printf("],\"totals\":{\"kept\":%zu,\"equivalent\":%zu,\"changed\":%zu,\"added\":%zu,\"removed\":%zu,"
+		       "\"download_bytes\":%" PRIu64 ",\"full_bytes\":%" PRIu64 "}}\n",
+		       d.count[EQ_DIFF_KEPT], d.count[EQ_DIFF_EQUIVALENT], d.count[EQ_DIFF_CHANGED], d.count[EQ_DIFF_ADDED],
+		       d.count[EQ_DIFF_REMOVED], d.download_bytes, d.full_bytes);
+	} else {
+		for (size_t i = 0; i < d.n; i++) {
+			const struct eq_diff_entry *x = &d.v[i];
+			printf("%-10s %s %s -> %s %" PRIu64 "%s\n", eq_diff_state_name(x->state), x->name,
+			       x->old_version ? x->old_version : "-", x->new_version ? x->new_version : "-", x->bytes,
+			       x->via_delta ? " (delta)" : "");
+		}
+		char dl[32], full[32];
+		human(d.download_bytes, dl, sizeof(dl));
+		human(d.full_bytes, full, sizeof(full));
+		printf("total: %zu kept, %zu equivalent, %zu changed, %zu added, %zu removed; download %" PRIu64
+		       " bytes (%s) of %" PRIu64 " bytes (%s) for the full release, %.2f %%\n",
+		       d.count[EQ_DIFF_KEPT], d.count[EQ_DIFF_EQUIVALENT], d.count[EQ_DIFF_CHANGED],
+		       d.count[EQ_DIFF_ADDED], d.count[EQ_DIFF_REMOVED], d.download_bytes, dl, d.full_bytes, full,
+		       d.full_bytes ? 100.0 * (double)d.download_bytes / (double)d.full_bytes : 0.0);
+	}
+	eq_diff_done(&d);
+	eq_repo_history_done(&h);
+	return 0;
+}
+
+static int cmd_show(const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	NEED(board, "--board B");
+	NEED(channel, "--channel C");
+	struct eq_repo_history h;
+	int rc = load_history(o, &h);
+	if (rc)
+		return rc;
+	const struct eq_repo_release *rel = o->release ? find_release(&h, o->release) : &h.v[h.n - 1];
+	if (!rel) {
+		eq_repo_history_done(&h);
+		return EXIT_FAILURE;
+	}
+	struct eq_error e;
+	if (o->json) {
+		uint8_t *json;
+		size_t len;
+		if (eq_manifest_to_json(rel->m, &json, &len, &e)) {
+			eq_repo_history_done(&h);
+			return fail(&e);
+		}
+		fwrite(json, 1, len, stdout);
+		eq_free(json);
+	} else {
+		struct eq_manifest_header hd;
+		if (eq_manifest_get_header(rel->m, &hd, &e)) {
+			eq_repo_history_done(&h);
+			return fail(&e);
+		}
+		char issued[EQ_MANIFEST_TIME_LEN + 1], expires[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(hd.issued, issued);
+		eq_manifest_format_time(hd.expires, expires);
+		size_t n = eq_manifest_package_count(rel->m);
+		uint64_t total = 0;
+		printf("board %s, channel %s, release '%s' (number %" PRIu64 "), issued %s, expires %s, %zu packages\n",
+		       hd.board, hd.channel, hd.release, hd.number, issued, expires, n);
+		for (size_t i = 0; i < n; i++) {
+			const struct eq_manifest_package *p = eq_manifest_package_at(rel->m, i);
+			total += p->object.size;
+			printf("  %-32s %-28s unihash %.16s  object %10" PRIu64 "  deltas %zu\n", p->name, p->version,
+			       p->unihash, p->object.size, p->n_deltas);
+		}
+		char t[32];
+		human(total, t, sizeof(t));
+		printf("objects of this release: %" PRIu64 " bytes (%s)\n", total, t);
+	}
+	eq_repo_history_done(&h);
+	return 0;
+}
+
+/* Every file the manifest names exists with the declared size (and hash). */
+static eq_err check_files(const char *repo, const struct eq_manifest *m, bool deep, struct eq_error *err)
+{
+	for (size_t i = 0; i < eq_manifest_package_count(m); i++) {
+		const struct eq_manifest_package *p = eq_manifest_package_at(m, i);
+		for (size_t k = 0; k <= p->n_deltas; k++) {
+			const char *rel = k == 0 ? p->object.path : p->deltas[k - 1].path;
+			const char *sha = k == 0 ? p->object.sha256 : p->deltas[k - 1].sha256;
+			uint64_t size = k == 0 ? p->object.size : p->deltas[k - 1].size;
+			EQ_AUTOFREE char *path = eq_asprintf("%s/%s", repo, rel);
+			if (!path)
+				return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			struct stat st;
+			if (stat(path, &st) != 0)
+				return eq_error_errno(err, EQ_ERR_NOTFOUND, "package '%s': '%s' is missing", p->name, rel);
+			if ((uint64_t)st.st_size != size)
+				return eq_error_set(err, EQ_ERR_VERIFY, "package '%s': '%s' has %lld bytes, the manifest says %" PRIu64,
+						    p->name, rel, (long long)st.st_size, size);
+			if (deep) {
+				uint8_t d[EQ_SHA256_LEN];
+				char hex[EQ_SHA256_HEX_LEN + 1];
+				eq_err r = eq_sha256_file(path, d, NULL, err);
+				if (r)
+					return r;
+				eq_hex_encode(d, EQ_SHA256_LEN, hex);
+				if (strcmp(hex, sha))
+					return eq_error_set(err, EQ_ERR_VERIFY, "package '%s': '%s' has SHA-256 %s, the manifest says %s",
+							    p->name, rel, hex, sha);
+			}
+		}
+	}
+	return EQ_OK;
+}
+
+static int cmd_verify(const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	NEED(board, "--board B");
+	NEED(channel, "--channel C");
+	if (!o->n_keys == !o->trust)
+		return usage_error("give either --key NAME.pub (repeatable) or --trust FILE%s", "");
+	struct eq_error e;
+	struct eq_manifest_trust *trust = NULL;
+	eq_err r = o->trust ? eq_manifest_trust_load(o->trust, &trust, &e)
+			    : eq_manifest_trust_from_pubkeys(o->keys, o->n_keys, 1, &trust, &e);
+	if (r)
+		return fail(&e);
+	EQ_AUTOFREE char *dir = NULL;
+	if (o->release) {
+		struct eq_repo_history h;
+		int rc = load_history(o, &h);
+		if (rc) {
+			eq_manifest_trust_free(trust);
+			return rc;
+		}
+		const struct eq_repo_release *rel = find_release(&h, o->release);
+		if (rel)
+			dir = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel, rel->number);
+		eq_repo_history_done(&h);
+		if (!rel) {
+			eq_manifest_trust_free(trust);
+			return EXIT_FAILURE;
+		}
+	} else {
+		dir = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
+	}
+	EQ_AUTOFREE char *mpath = dir ? eq_asprintf("%s/manifest.json", dir) : NULL;
+	if (!mpath) {
+		eq_manifest_trust_free(trust);
+		eq_error_set(&e, EQ_ERR_NOMEM, "out of memory");
+		return fail(&e);
+	}
+	/* An older release is expected to be past its expiry; the current one
+	 * must not be. */
+	struct eq_manifest_policy pol = {.board = o->board, .now = (int64_t)time(NULL), .check_expiry = !o->release};
+	struct eq_manifest *m = NULL;
+	r = eq_manifest_load_verified_file(mpath, NULL, trust, &pol, &m, &e);
+	eq_manifest_trust_free(trust);
+	if (r)
+		return fail(&e);
+	struct eq_manifest_header hd;
+	r = eq_manifest_get_header(m, &hd, &e);
+	if (!r && strcmp(hd.channel, o->channel))
+		r = eq_error_set(&e, EQ_ERR_VERIFY, "%s: manifest is for channel '%s', expected '%s'", mpath, hd.channel,
+				 o->channel);
+	if (!r)
+		r = check_files(o->repo, m, o->deep, &e);
+	if (r) {
+		eq_manifest_free(m);
+		return fail(&e);
+	}
+	printf("%s: signature, board and expiry OK; release '%s' (number %" PRIu64 "), %zu packages, every %s present\n",
+	       mpath, hd.release, hd.number, eq_manifest_package_count(m),
+	       o->deep ? "object and delta hash-checked and" : "object and delta");
+	eq_manifest_free(m);
+	return 0;
+}
+
+static void qa_print(void *ctx, const char *file, const char *path, uint64_t count)
+{
+	const struct opts *o = ctx;
+	const char *dir = o->build_dir;
+	printf("%s: %s embeds the build directory '%s' (%" PRIu64 " times)\n", file, path, dir, count);
+}
+
+static int cmd_qa(const struct opts *o)
+{
+	NEED(packages, "--packages DIR");
+	NEED(build_dir, "--build-dir PATH");
+	struct eq_error e;
+	size_t found = 0;
+	struct opts qa_ctx = *o;
+	if (eq_gen_qa(o->packages, o->build_dir, qa_print, &qa_ctx, &found, &e))
+		return fail(&e);
+	if (found) {
+		printf("qa: %zu file(s) embed the build directory; such packages are rebuilt differently in every build "
+		       "folder and are never equivalent (use -ffile-prefix-map / -fdebug-prefix-map)\n",
+		       found);
+		return EXIT_FINDINGS;
+	}
+	printf("qa: no file embeds '%s'\n", o->build_dir);
+	return 0;
+}
+
+static eq_err list_print(void *ctx, const struct eq_store_entry *x, struct eq_error *err)
+{
+	(void)ctx;
+	(void)err;
+	printf("%s %s %s %s %s %s %s\n", x->method, x->taskhash, x->unihash, x->outhash ? x->outhash : "-",
+	       x->pn ? x->pn : "-", x->pv ? x->pv : "-", x->created ? x->created : "-");
+	return EQ_OK;
+}
+
+static int cmd_equiv(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_error("equiv needs report, get or list%s", "");
+	const char *sub = argv[1];
+	struct opts o = {0};
+	int rc = parse_opts(argc - 1, argv + 1, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	struct eq_error e;
+	EQ_AUTOFREE char *def = NULL;
+	if (!o.store) {
+		if (eq_store_default_path(&def, &e))
+			return fail(&e);
+		o.store = def;
+	}
+	struct eq_store *s = NULL;
+	int ret = 0;
+	if (!strcmp(sub, "report")) {
+		if (!o.method || !o.taskhash || !o.outhash)
+			return usage_error("equiv report needs --method, --taskhash and --outhash%s", "");
+		char uni[EQ_SHA256_HEX_LEN + 1];
+		unsigned flags = 0;
+		if (eq_store_open(o.store, &s, &e) ||
+		    eq_store_report(s, o.method, o.taskhash, o.outhash, o.unihash, NULL, NULL, uni, &flags, &e))
+			ret = fail(&e);
+		else
+			printf("%s%s\n", uni, flags & EQ_STORE_INHERITED ? " (equivalent to an earlier taskhash)" : "");
+	} else if (!strcmp(sub, "get")) {
+		if (!o.method || !o.taskhash)
+			return usage_error("equiv get needs --method and --taskhash%s", "");
+		char uni[EQ_SHA256_HEX_LEN + 1];
+		eq_err r = eq_store_open(o.store, &s, &e);
+		if (!r)
+			r = eq_store_get(s, o.method, o.taskhash, uni, &e);
+		if (r == EQ_ERR_NOTFOUND) {
+			printf("unknown\n");
+			ret = EXIT_FAILURE;
+		} else if (r) {
+			ret = fail(&e);
+		} else {
+			printf("%s\n", uni);
+		}
+	} else if (!strcmp(sub, "list")) {
+		if (eq_store_open(o.store, &s, &e) || eq_store_list(s, o.method, list_print, NULL, &e))
+			ret = fail(&e);
+	} else {
+		return usage_error("unknown equiv command '%s'", sub);
+	}
+	eq_store_close(s);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-v"))
+			eq_log_set_level(eq_log_get_level() == EQ_LOG_INFO ? EQ_LOG_DEBUG : EQ_LOG_INFO);
+		else if (!strcmp(argv[i], "-q"))
+			eq_log_set_level(EQ_LOG_WARNING);
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("eqota-gen %s\n", EQ_VERSION);
+			return 0;
+		} else {
+			return usage_error("unknown option '%s'", argv[i]);
+		}
+	}
+	if (i >= argc)
+		return usage_error("missing command%s", "");
+	const char *cmd = argv[i];
+	argc -= i;
+	argv += i;
+	if (!strcmp(cmd, "equiv"))
+		return cmd_equiv(argc, argv);
+	struct opts o = {0};
+	int rc = parse_opts(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (!strcmp(cmd, "keygen"))
+		return cmd_keygen(&o);
+	if (!strcmp(cmd, "publish"))
+		return cmd_publish(&o);
+	if (!strcmp(cmd, "verify"))
+		return cmd_verify(&o);
+	if (!strcmp(cmd, "diff"))
+		return cmd_diff(&o);
+	if (!strcmp(cmd, "show"))
+		return cmd_show(&o);
+	if (!strcmp(cmd, "qa"))
+		return cmd_qa(&o);
+	return usage_error("unknown command '%s'", cmd);
+}

@@ -1,0 +1,547 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <eq/gen.h>
+
+#include "gen_repo.h"
+
+/* Everything one publish run holds open; released by ctx_done(). */
+struct pub_ctx {
+	const struct eq_publish_opts *o;
+	char *tmpdir;
+	int lock_fd;
+	struct eq_repo_history hist;
+	struct eq_store *store;
+	struct eq_build_index *index;
+	struct eq_manifest *m;
+	struct eq_publish_report rep;
+	char **files;
+	size_t n_files;
+};
+
+static void ctx_done(struct pub_ctx *c)
+{
+	if (c->tmpdir) {
+		/* Best effort: a left-over .tmp-* folder is harmless and named. */
+		if (eq_rm_rf(c->tmpdir, NULL) != EQ_OK)
+			eq_log(EQ_LOG_DEBUG, "cannot remove '%s'", c->tmpdir);
+		eq_free(c->tmpdir);
+	}
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+	eq_repo_history_done(&c->hist);
+	eq_store_close(c->store);
+	eq_build_index_free(c->index);
+	eq_manifest_free(c->m);
+	for (size_t i = 0; i < c->n_files; i++)
+		eq_free(c->files[i]);
+	eq_free(c->files);
+}
+
+void eq_publish_report_done(struct eq_publish_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_packages; i++) {
+		eq_free(r->pkgs[i].name);
+		eq_free(r->pkgs[i].version);
+	}
+	eq_free(r->pkgs);
+	memset(r, 0, sizeof(*r));
+}
+
+/* A temporary file in the run's private folder; *ret_path is malloc'ed. */
+static eq_err tmp_file(struct pub_ctx *c, const char *what, int *ret_fd, char **ret_path, struct eq_error *err)
+{
+	char *p = eq_asprintf("%s/%s-XXXXXX", c->tmpdir, what);
+	if (!p)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	int fd = mkostemp(p, O_CLOEXEC);
+	if (fd < 0) {
+		eq_err r = eq_error_errno(err, EQ_ERR_IO, "cannot create temporary file '%s'", p);
+		eq_free(p);
+		return r;
+	}
+	*ret_fd = fd;
+	*ret_path = p;
+	return EQ_OK;
+}
+
+static bool file_has_size(const char *path, uint64_t size)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size;
+}
+
+/* Hashing sink: writes to a file and hashes what passes. */
+struct hash_sink {
+	int fd;
+	struct eq_sha256 sha;
+	uint64_t n;
+};
+static eq_err hash_sink_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	struct hash_sink *h = ctx;
+	eq_sha256_update(&h->sha, data, len);
+	h->n += len;
+	return eq_write_all(h->fd, data, len, err);
+}
+
+/* Moves @tmp to @dest unless @dest already holds the same content-addressed
+ * file (another publisher got there first: same name, same bytes). */
+static eq_err install_file(const char *tmp, const char *dest, struct eq_error *err)
+{
+	if (link(tmp, dest) != 0 && errno != EEXIST)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot create '%s'", dest);
+	(void)unlink(tmp);
+	return EQ_OK;
+}
+
+/* Compresses payload file @payload into objects/; fills object sha/size. */
+static eq_err write_object(struct pub_ctx *c, const char *payload, struct eq_store_published *pub,
+			   struct eq_error *err)
+{
+	int in = open(payload, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", payload);
+	int out;
+	EQ_AUTOFREE char *tmp = NULL;
+	eq_err r = tmp_file(c, "object", &out, &tmp, err);
+	if (r) {
+		close(in);
+		return r;
+	}
+	struct hash_sink hs = {.fd = out};
+	eq_sha256_init(&hs.sha);
+	r = eq_object_compress(eq_fd_read, &in, hash_sink_write, &hs, c->o->level, err);
+	uint8_t sha[EQ_SHA256_LEN];
+	eq_sha256_final(&hs.sha, sha);
+	close(in);
+	if (close(out) != 0 && !r)
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", tmp);
+	if (r)
+		return r;
+	eq_hex_encode(sha, EQ_SHA256_LEN, pub->object_sha256);
+	pub->object_size = hs.n;
+	EQ_AUTOFREE char *dest = eq_asprintf("%s/objects/%s", c->o->repo, pub->object_sha256);
+	if (!dest)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	r = install_file(tmp, dest, err);
+	if (!r) {
+		c->rep.objects_written++;
+		c->rep.bytes_written += hs.n;
+	}
+	return r;
+}
+
+/* Decompresses objects/<sha> into a new temporary payload file. */
+static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, uint64_t payload_size, char **ret_path,
+				struct eq_error *err)
+{
+	EQ_AUTOFREE char *src = eq_asprintf("%s/objects/%s", c->o->repo, object_sha);
+	if (!src)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open object '%s'", src);
+	int out;
+	char *tmp = NULL;
+	eq_err r = tmp_file(c, "ref", &out, &tmp, err);
+	if (r) {
+		close(in);
+		return r;
+	}
+	r = eq_object_decompress(eq_fd_read, &in, eq_fd_write, &out, payload_size, 0, err);
+	close(in);
+	if (close(out) != 0 && !r)
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", tmp);
+	if (r) {
+		eq_error_prefix(err, "%s", src);
+		(void)unlink(tmp);
+		eq_free(tmp);
+		return r;
+	}
+	*ret_path = tmp;
+	return EQ_OK;
+}
+
+struct delta_list {
+	struct eq_manifest_delta v[EQ_MANIFEST_MAX_DELTAS];
+	size_t n;
+};
+
+/*
+ * Makes (or finds) the delta from every distinct older payload of this
+ * package in the last N releases to @to_path. A delta is kept only when it
+ * is clearly smaller than the full object (at most 80 %): otherwise the
+ * device is better off with the object, which needs no reference in memory.
+ */
+static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sha, const char *to_path,
+			  uint64_t object_size, struct delta_list *dl, struct eq_error *err)
+{
+	size_t first = c->hist.n > c->o->deltas_from ? c->hist.n - c->o->deltas_from : 0;
+	for (size_t k = c->hist.n; k-- > first;) {
+		const struct eq_manifest_package *old = eq_manifest_find_package(c->hist.v[k].m, name);
+		if (!old || !strcmp(old->payload.sha256, to_sha))
+			continue;
+		bool seen = false;
+		for (size_t i = 0; i < dl->n; i++)
+			seen |= !strcmp(dl->v[i].from, old->payload.sha256);
+		if (seen || dl->n == EQ_MANIFEST_MAX_DELTAS)
+			continue;
+		struct eq_manifest_delta d = {0};
+		snprintf(d.from, sizeof(d.from), "%s", old->payload.sha256);
+		snprintf(d.path, sizeof(d.path), "deltas/%s-%s", old->payload.sha256, to_sha);
+		EQ_AUTOFREE char *dest = eq_asprintf("%s/%s", c->o->repo, d.path);
+		if (!dest)
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		uint8_t sha[EQ_SHA256_LEN];
+		uint64_t size;
+		if (eq_sha256_file(dest, sha, &size, NULL) == EQ_OK) {
+			eq_hex_encode(sha, EQ_SHA256_LEN, d.sha256);
+			d.size = size;
+			dl->v[dl->n++] = d;
+			continue;
+		}
+		EQ_AUTOFREE char *ref = NULL;
+		eq_err r = object_to_payload(c, old->object.sha256, old->payload.size, &ref, err);
+		if (r == EQ_ERR_NOTFOUND) {
+			/* An old object pruned from the repository: no delta from it. */
+			continue;
+		}
+		if (r)
+			return eq_error_prefix(err, "delta for '%s'", name);
+		int out;
+		EQ_AUTOFREE char *tmp = NULL;
+		r = tmp_file(c, "delta", &out, &tmp, err);
+		if (r) {
+			(void)unlink(ref);
+			return r;
+		}
+		struct eq_delta_params p;
+		eq_delta_params_default(&p);
+		p.level = c->o->level;
+		struct hash_sink hs = {.fd = out};
+		eq_sha256_init(&hs.sha);
+		r = eq_delta_create(ref, to_path, &p, hash_sink_write, &hs, &size, err);
+		eq_sha256_final(&hs.sha, sha);
+		(void)unlink(ref);
+		if (close(out) != 0 && !r)
+			r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", tmp);
+		if (r)
+			return eq_error_prefix(err, "delta for '%s'", name);
+		if (hs.n * 10 > object_size * 8) {
+			(void)unlink(tmp);
+			continue;
+		}
+		eq_hex_encode(sha, EQ_SHA256_LEN, d.sha256);
+		d.size = hs.n;
+		r = install_file(tmp, dest, err);
+		if (r)
+			return r;
+		c->rep.deltas_written++;
+		c->rep.bytes_written += hs.n;
+		dl->v[dl->n++] = d;
+	}
+	return EQ_OK;
+}
+
+static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish_pkg *out, struct eq_error *err)
+{
+	struct eq_pkg *pkg = NULL;
+	eq_err r = eq_pkg_read(file, NULL, &pkg, err);
+	if (r)
+		return r;
+	const struct eq_pkg_info *info = eq_pkg_get_info(pkg);
+	int pfd = -1;
+	EQ_AUTOFREE char *payload = NULL;
+	EQ_AUTOFREE char *stored_payload = NULL;
+	r = tmp_file(c, "payload", &pfd, &payload, err);
+	if (r)
+		goto out;
+	uint8_t psha[EQ_SHA256_LEN];
+	uint64_t psize;
+	r = eq_pkg_write_payload(pkg, eq_fd_write, &pfd, psha, &psize, err);
+	close(pfd);
+	if (r)
+		goto out;
+	char outhash[EQ_SHA256_HEX_LEN + 1];
+	eq_hex_encode(psha, EQ_SHA256_LEN, outhash);
+
+	char taskhash[EQ_SHA256_HEX_LEN + 1];
+	if (c->index) {
+		const char *t = eq_build_index_lookup(c->index, info->name);
+		if (!t) {
+			r = eq_error_set(err, EQ_ERR_NOTFOUND, "build index '%s' has no taskhash for package '%s'",
+					 c->o->build_index, info->name);
+			goto out;
+		}
+		snprintf(taskhash, sizeof(taskhash), "%s", t);
+	} else {
+		eq_pkg_default_taskhash(info, psha, taskhash);
+	}
+	char unihash[EQ_SHA256_HEX_LEN + 1];
+	r = eq_store_report(c->store, EQ_PAYLOAD_METHOD, taskhash, outhash, NULL, info->name, info->version, unihash,
+			    NULL, err);
+	if (r)
+		goto out;
+
+	struct eq_store_published pub = {0};
+	snprintf(pub.payload_sha256, sizeof(pub.payload_sha256), "%s", outhash);
+	pub.payload_size = psize;
+	struct eq_store_published known;
+	r = eq_store_get_published(c->store, EQ_PAYLOAD_METHOD, unihash, &known, err);
+	const char *target = payload;
+	out->state = EQ_PUB_REUSED;
+	if (r == EQ_OK && strcmp(known.payload_sha256, outhash)) {
+		/* Same inputs, other bytes: keep serving what devices may already
+		 * run, as BitBake reuses the sstate object of a unihash. */
+		out->state = EQ_PUB_NOT_REPRODUCIBLE;
+		c->rep.not_reproducible++;
+		pub = known;
+		r = object_to_payload(c, known.object_sha256, known.payload_size, &stored_payload, err);
+		if (r) {
+			eq_error_prefix(err, "package '%s' is not reproducible and the object published for its unihash",
+					info->name);
+			goto out;
+		}
+		target = stored_payload;
+	} else if (r == EQ_OK) {
+		pub = known;
+		EQ_AUTOFREE char *obj = eq_asprintf("%s/objects/%s", c->o->repo, known.object_sha256);
+		if (!obj) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		if (!file_has_size(obj, known.object_size)) {
+			/* Known to the store but not in this repository: write it here. */
+			r = write_object(c, payload, &pub, err);
+			if (r)
+				goto out;
+			out->state = EQ_PUB_NEW;
+		}
+	} else if (r == EQ_ERR_NOTFOUND) {
+		r = write_object(c, payload, &pub, err);
+		if (r)
+			goto out;
+		struct eq_store_published winner;
+		bool inserted;
+		r = eq_store_set_published(c->store, EQ_PAYLOAD_METHOD, unihash, &pub, &winner, &inserted, err);
+		if (r)
+			goto out;
+		out->state = EQ_PUB_NEW;
+		if (!inserted && strcmp(winner.payload_sha256, pub.payload_sha256)) {
+			r = eq_error_set(err, EQ_ERR_STATE,
+					 "unihash of '%s' was published with other bytes by a concurrent run; publish again",
+					 info->name);
+			goto out;
+		}
+	} else {
+		goto out;
+	}
+
+	struct delta_list dl = {.n = 0};
+	r = make_deltas(c, info->name, pub.payload_sha256, target, pub.object_size, &dl, err);
+	if (r)
+		goto out;
+
+	struct eq_manifest_package mp = {
+		.name = info->name,
+		.version = info->version,
+		.arch = info->arch,
+		.payload = {.size = pub.payload_size},
+		.object = {.size = pub.object_size},
+		.deltas = dl.v,
+		.n_deltas = dl.n,
+	};
+	snprintf(mp.taskhash, sizeof(mp.taskhash), "%s", taskhash);
+	snprintf(mp.unihash, sizeof(mp.unihash), "%s", unihash);
+	snprintf(mp.payload.sha256, sizeof(mp.payload.sha256), "%s", pub.payload_sha256);
+	snprintf(mp.object.sha256, sizeof(mp.object.sha256), "%s", pub.object_sha256);
+	snprintf(mp.object.path, sizeof(mp.object.path), "objects/%s", pub.object_sha256);
+	r = eq_manifest_add_package(c->m, &mp, err);
+	if (r)
+		goto out;
+	out->equivalent = strcmp(unihash, taskhash) != 0;
+	c->rep.equivalent += out->equivalent;
+	out->name = eq_strdup(info->name);
+	out->version = eq_strdup(info->version);
+	if (!out->name || !out->version)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+out:
+	if (payload)
+		(void)unlink(payload);
+	if (stored_payload)
+		(void)unlink(stored_payload);
+	eq_pkg_free(pkg);
+	return r;
+}
+
+static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
+{
+	const struct eq_publish_opts *o = c->o;
+	uint8_t *json = NULL, *sig = NULL;
+	size_t json_len = 0, sig_len = 0;
+	struct eq_manifest_key *keys[EQ_MANIFEST_MAX_SIGNATURES] = {0};
+	eq_err r = EQ_OK;
+	if (o->n_keys == 0 || o->n_keys > EQ_MANIFEST_MAX_SIGNATURES)
+		return eq_error_set(err, EQ_ERR_INVAL, "between 1 and %u signing keys are needed",
+				    EQ_MANIFEST_MAX_SIGNATURES);
+	for (size_t i = 0; i < o->n_keys && !r; i++)
+		r = eq_manifest_key_load(o->key_paths[i], &keys[i], err);
+	if (!r)
+		r = eq_manifest_to_json(c->m, &json, &json_len, err);
+	if (!r)
+		r = eq_manifest_sign(json, json_len, (const struct eq_manifest_key *const *)keys, o->n_keys, &sig,
+				     &sig_len, err);
+	EQ_AUTOFREE char *rdir = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel,
+					     c->rep.number);
+	if (!r && !rdir)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if (!r)
+		r = eq_mkdir_p(rdir, 0755, err);
+	/* The release folder first, then the current pointer; the signature is
+	 * written before the manifest so a reader that sees the new manifest
+	 * finds its signature (a CDN may still serve a mixed pair briefly: the
+	 * device then refuses and retries). */
+	const char *dirs[2] = {rdir, NULL};
+	EQ_AUTOFREE char *cur = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
+	dirs[1] = cur;
+	for (int i = 0; i < 2 && !r; i++) {
+		EQ_AUTOFREE char *mp = eq_asprintf("%s/manifest.json", dirs[i]);
+		EQ_AUTOFREE char *sp = eq_asprintf("%s/manifest.json.sig", dirs[i]);
+		if (!mp || !sp) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			break;
+		}
+		r = eq_file_replace_atomic(sp, sig, sig_len, 0644, err);
+		if (!r)
+			r = eq_file_replace_atomic(mp, json, json_len, 0644, err);
+	}
+	for (size_t i = 0; i < o->n_keys; i++)
+		eq_manifest_key_free(keys[i]);
+	eq_free(json);
+	eq_free(sig);
+	return r;
+}
+
+static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
+{
+	const struct eq_publish_opts *o = c->o;
+	eq_err r;
+	const char *sub[] = {"objects", "deltas"};
+	for (size_t i = 0; i < 2; i++) {
+		EQ_AUTOFREE char *p = eq_asprintf("%s/%s", o->repo, sub[i]);
+		if (!p)
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		if ((r = eq_mkdir_p(p, 0755, err)))
+			return r;
+	}
+	EQ_AUTOFREE char *bdir = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
+	EQ_AUTOFREE char *lock = eq_asprintf("%s/.publish.lock", o->repo);
+	if (!bdir || !lock)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if ((r = eq_mkdir_p(bdir, 0755, err)))
+		return r;
+	/* One publisher per repository at a time; the store is shared safely
+	 * by itself, the release numbering is not. */
+	c->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (c->lock_fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", lock);
+	if (flock(c->lock_fd, LOCK_EX) != 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot lock '%s'", lock);
+	c->tmpdir = eq_asprintf("%s/.tmp-XXXXXX", o->repo);
+	if (!c->tmpdir)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if (!mkdtemp(c->tmpdir)) {
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot create '%s'", c->tmpdir);
+		eq_free(c->tmpdir);
+		c->tmpdir = NULL;
+		return r;
+	}
+	if ((r = eq_repo_history_load(o->repo, o->board, o->channel, &c->hist, err)))
+		return r;
+	for (size_t i = 0; i < c->hist.n; i++)
+		if (!strcmp(c->hist.v[i].release, o->release))
+			return eq_error_set(err, EQ_ERR_STATE, "release '%s' is already published for %s/%s as number %" PRIu64,
+					    o->release, o->board, o->channel, c->hist.v[i].number);
+	if (o->build_index && (r = eq_build_index_load(o->build_index, &c->index, err)))
+		return r;
+	EQ_AUTOFREE char *def = NULL;
+	const char *store = o->store_path;
+	if (!store) {
+		if ((r = eq_store_default_path(&def, err)))
+			return r;
+		store = def;
+	}
+	if ((r = eq_store_open(store, &c->store, err)))
+		return eq_error_prefix(err, "equivalence store '%s'", store);
+	if ((r = eq_gen_list_packages(o->packages_dir, &c->files, &c->n_files, err)))
+		return r;
+	if (c->n_files == 0)
+		return eq_error_set(err, EQ_ERR_NOTFOUND, "no packages (.deb .ipk .rpm .tar.*) in '%s'", o->packages_dir);
+	if ((r = eq_manifest_new(&c->m, err)))
+		return r;
+	return EQ_OK;
+}
+
+eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report *ret, struct eq_error *err)
+{
+	struct pub_ctx c = {.o = o, .lock_fd = -1};
+	double t0 = eq_now_s();
+	eq_err r = prepare(&c, err);
+	if (r)
+		goto out;
+	c.rep.number = c.hist.n ? c.hist.v[c.hist.n - 1].number + 1 : 1;
+	time_t now = time(NULL);
+	struct eq_manifest_header h = {
+		.board = o->board,
+		.channel = o->channel,
+		.release = o->release,
+		.number = c.rep.number,
+		.issued = (int64_t)now,
+		.expires = (int64_t)now + (int64_t)(o->expires_days ? o->expires_days : 30) * 86400,
+	};
+	if ((r = eq_manifest_set_header(c.m, &h, err)))
+		goto out;
+	c.rep.pkgs = eq_calloc(c.n_files, sizeof(*c.rep.pkgs));
+	if (!c.rep.pkgs) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	struct eq_progress pr = {.what = "publish", .items_total = c.n_files};
+	for (size_t i = 0; i < c.n_files; i++) {
+		const char *base = strrchr(c.files[i], '/');
+		pr.item = base ? base + 1 : c.files[i];
+		struct stat st;
+		if (stat(c.files[i], &st) == 0)
+			pr.bytes_done += (uint64_t)st.st_size;
+		r = publish_one(&c, c.files[i], &c.rep.pkgs[i], err);
+		c.rep.n_packages = i + 1;
+		if (r) {
+			eq_error_prefix(err, "%s", c.files[i]);
+			goto out;
+		}
+		pr.items_done = i + 1;
+		pr.elapsed_s = eq_now_s() - t0;
+		if (o->progress)
+			o->progress(&pr, o->progress_ctx);
+	}
+	r = write_manifest(&c, err);
+out:
+	c.rep.seconds = eq_now_s() - t0;
+	if (r)
+		eq_publish_report_done(&c.rep);
+	else
+		*ret = c.rep;
+	ctx_done(&c);
+	return r;
+}

@@ -1,0 +1,286 @@
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_repo.h"
+
+static int cmp_release(const void *a, const void *b)
+{
+	const struct eq_repo_release *x = a, *y = b;
+	return x->number < y->number ? -1 : x->number > y->number;
+}
+
+void eq_repo_history_done(struct eq_repo_history *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n; i++) {
+		eq_free(h->v[i].release);
+		eq_manifest_free(h->v[i].m);
+	}
+	eq_free(h->v);
+	h->v = NULL;
+	h->n = 0;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+eq_err eq_repo_history_load(const char *repo, const char *board, const char *channel, struct eq_repo_history *ret,
+			    struct eq_error *err)
+{
+	struct eq_repo_history h = {0};
+	EQ_AUTOFREE char *dir = eq_asprintf("%s/boards/%s/%s/releases", repo, board, channel);
+	if (!dir)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	DIR *d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT) {
+			*ret = h;
+			return EQ_OK;
+		}
+		return eq_error_errno(err, EQ_ERR_IO, "cannot read '%s'", dir);
+	}
+	eq_err r = EQ_OK;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!all_digits(de->d_name))
+			continue;
+		EQ_AUTOFREE char *path = eq_asprintf("%s/%s/manifest.json", dir, de->d_name);
+		if (!path) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			break;
+		}
+		uint8_t *data = NULL;
+		size_t len = 0;
+		r = eq_file_read_all(path, EQ_MANIFEST_MAX_BYTES, &data, &len, err);
+		if (r)
+			break;
+		struct eq_manifest *m = NULL;
+		r = eq_manifest_parse_unverified(data, len, &m, err);
+		eq_free(data);
+		if (r) {
+			eq_error_prefix(err, "%s", path);
+			break;
+		}
+		struct eq_manifest_header hd;
+		r = eq_manifest_get_header(m, &hd, err);
+		if (r) {
+			eq_manifest_free(m);
+			break;
+		}
+		struct eq_repo_release *v = eq_realloc(h.v, (h.n + 1) * sizeof(*v));
+		char *name = eq_strdup(hd.release);
+		if (!v || !name) {
+			if (v)
+				h.v = v;
+			eq_free(name);
+			eq_manifest_free(m);
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			break;
+		}
+		h.v = v;
+		h.v[h.n++] = (struct eq_repo_release){.number = hd.number, .release = name, .m = m};
+	}
+	closedir(d);
+	if (r) {
+		eq_repo_history_done(&h);
+		return r;
+	}
+	if (h.n)
+		qsort(h.v, h.n, sizeof(*h.v), cmp_release);
+	*ret = h;
+	return EQ_OK;
+}
+
+const struct eq_repo_release *eq_repo_history_find(const struct eq_repo_history *h, const char *name_or_number)
+{
+	/* A release name wins over a number, so "--from 2" finds a release
+	 * named "2" even when its number differs. */
+	for (size_t i = 0; i < h->n; i++)
+		if (!strcmp(h->v[i].release, name_or_number))
+			return &h->v[i];
+	if (all_digits(name_or_number)) {
+		uint64_t n = strtoull(name_or_number, NULL, 10);
+		for (size_t i = 0; i < h->n; i++)
+			if (h->v[i].number == n)
+				return &h->v[i];
+	}
+	return NULL;
+}
+
+static bool is_package_name(const char *n)
+{
+	static const char *const ext[] = {".deb", ".ipk", ".rpm", ".tar", ".tar.gz", ".tgz", ".tar.xz",
+					  ".tar.zst", ".tar.bz2"};
+	size_t len = strlen(n);
+	if (n[0] == '.')
+		return false;
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		size_t el = strlen(ext[i]);
+		if (len > el && !strcmp(n + len - el, ext[i]))
+			return true;
+	}
+	return false;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+eq_err eq_gen_list_packages(const char *dir, char ***ret_paths, size_t *ret_n, struct eq_error *err)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot read package folder '%s'",
+				      dir);
+	char **v = NULL;
+	size_t n = 0;
+	eq_err r = EQ_OK;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!is_package_name(de->d_name))
+			continue;
+		char **nv = eq_realloc(v, (n + 1) * sizeof(*v));
+		if (!nv) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			break;
+		}
+		v = nv;
+		v[n] = eq_asprintf("%s/%s", dir, de->d_name);
+		if (!v[n]) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	if (r) {
+		for (size_t i = 0; i < n; i++)
+			eq_free(v[i]);
+		eq_free(v);
+		return r;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_str);
+	*ret_paths = v;
+	*ret_n = n;
+	return EQ_OK;
+}
+
+const char *eq_diff_state_name(enum eq_diff_state s)
+{
+	switch (s) {
+	case EQ_DIFF_KEPT:
+		return "kept";
+	case EQ_DIFF_EQUIVALENT:
+		return "equivalent";
+	case EQ_DIFF_CHANGED:
+		return "changed";
+	case EQ_DIFF_ADDED:
+		return "added";
+	case EQ_DIFF_REMOVED:
+		return "removed";
+	}
+	return "?";
+}
+
+void eq_diff_done(struct eq_diff *d)
+{
+	if (!d)
+		return;
+	eq_free(d->v);
+	memset(d, 0, sizeof(*d));
+}
+
+/* What a device holding payload @from downloads to get @p: the delta from
+ * that payload when one is offered and smaller, else the full object. */
+static uint64_t download_cost(const struct eq_manifest_package *p, const char *from, bool *ret_delta)
+{
+	uint64_t best = p->object.size;
+	*ret_delta = false;
+	for (size_t i = 0; from && i < p->n_deltas; i++) {
+		if (!strcmp(p->deltas[i].from, from) && p->deltas[i].size < best) {
+			best = p->deltas[i].size;
+			*ret_delta = true;
+		}
+	}
+	return best;
+}
+
+static eq_err diff_push(struct eq_diff *d, size_t *cap, const struct eq_diff_entry *e, struct eq_error *err)
+{
+	if (d->n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct eq_diff_entry *v = eq_realloc(d->v, nc * sizeof(*v));
+		if (!v)
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		d->v = v;
+		*cap = nc;
+	}
+	d->v[d->n++] = *e;
+	d->count[e->state]++;
+	d->download_bytes += e->bytes;
+	return EQ_OK;
+}
+
+eq_err eq_gen_diff(const struct eq_manifest *from, const struct eq_manifest *to, struct eq_diff *ret,
+		   struct eq_error *err)
+{
+	struct eq_diff d = {0};
+	size_t cap = 0;
+	size_t nf = eq_manifest_package_count(from), nt = eq_manifest_package_count(to);
+	size_t i = 0, j = 0;
+	eq_err r = EQ_OK;
+	/* Both package lists are sorted by name: one merge pass. */
+	while (!r && (i < nf || j < nt)) {
+		const struct eq_manifest_package *a = i < nf ? eq_manifest_package_at(from, i) : NULL;
+		const struct eq_manifest_package *b = j < nt ? eq_manifest_package_at(to, j) : NULL;
+		int c = !a ? 1 : !b ? -1 : strcmp(a->name, b->name);
+		struct eq_diff_entry e = {0};
+		if (c < 0) {
+			e = (struct eq_diff_entry){.state = EQ_DIFF_REMOVED, .name = a->name, .old_version = a->version};
+			i++;
+		} else if (c > 0) {
+			bool dl;
+			e = (struct eq_diff_entry){.state = EQ_DIFF_ADDED, .name = b->name, .new_version = b->version,
+						   .bytes = download_cost(b, NULL, &dl)};
+			d.full_bytes += b->object.size;
+			j++;
+		} else {
+			e.name = b->name;
+			e.old_version = a->version;
+			e.new_version = b->version;
+			d.full_bytes += b->object.size;
+			if (!strcmp(a->unihash, b->unihash)) {
+				e.state = strcmp(a->taskhash, b->taskhash) ? EQ_DIFF_EQUIVALENT : EQ_DIFF_KEPT;
+			} else if (!strcmp(a->payload.sha256, b->payload.sha256)) {
+				/* A new unihash with identical bytes still costs nothing: the
+				 * device rebuilds this payload from its own slot. */
+				e.state = EQ_DIFF_EQUIVALENT;
+			} else {
+				e.state = EQ_DIFF_CHANGED;
+				e.bytes = download_cost(b, a->payload.sha256, &e.via_delta);
+			}
+			i++;
+			j++;
+		}
+		r = diff_push(&d, &cap, &e, err);
+	}
+	if (r) {
+		eq_diff_done(&d);
+		return r;
+	}
+	*ret = d;
+	return EQ_OK;
+}
