@@ -184,7 +184,12 @@ EQ_API void eq_delta_params_default(struct eq_delta_params *p);
 /*
  * Creates a delta that turns payload @old_path into payload @new_path and
  * writes it to @sink. The delta records both payloads' SHA-256 and the new
- * size; *ret_size receives the delta's size.
+ * size; *ret_size receives the delta's size. With @p->exec_filter the delta
+ * is made without the executable filter and with each of its modes
+ * (branches, data references, both), and the smallest one is kept. @p NULL means defaults; levels 1..22 (20..22 are zstd's "ultra"
+ * levels: better and much more memory on the host, none more on the
+ * device). Host-side: both payloads are held in memory (twice with the
+ * filter). EQ_ERR_INVAL for bad parameters.
  */
 EQ_API eq_err eq_delta_create(const char *old_path, const char *new_path, const struct eq_delta_params *p,
 			      eq_write_fn sink, void *sink_ctx, uint64_t *ret_size, struct eq_error *err) EQ_MUST_CHECK;
@@ -195,14 +200,79 @@ EQ_API eq_err eq_delta_create(const char *old_path, const char *new_path, const 
  * is not the one the delta was made from, or the result's SHA-256 is not
  * @expect_sha256 (which may be NULL to trust the delta's own record).
  * Memory: see eq_delta_apply_mem_bound(). Nothing is written to @sink
- * beyond what the delta declares.
+ * beyond what the delta declares. Output is verified only at the end: write
+ * it to a temporary file and use that only after EQ_OK. Default caps and
+ * error codes: see eq_delta_apply_limited().
  */
 EQ_API eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx,
 			     const uint8_t expect_sha256[EQ_SHA256_LEN], struct eq_error *err) EQ_MUST_CHECK;
 
 /* Upper bound in bytes of the memory eq_delta_apply() uses for a reference
- * of @ref_size bytes and a delta made with window 2^@window_log. */
+ * of @ref_size bytes and a delta made with window 2^@window_log:
+ * ref_size + 2^window_log + 1 MiB (zstd context, block buffers, stream
+ * buffers, the executable filter's 256 KiB). The reference is filtered in
+ * place, so there is no second copy. The formula and its measurement are in
+ * docs/internals/delta.md. Saturates at UINT64_MAX. */
 EQ_API uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log);
+
+/*
+ * The delta format ("EQD1", docs/internals/delta.md): a fixed header of
+ * EQ_DELTA_HEADER_SIZE bytes, then one zstd frame whose content is the new
+ * payload (filtered if the header says so) compressed with the (filtered)
+ * reference payload as prefix. All integers little-endian.
+ *
+ *   0  magic "EQD1"        4  version (1)     5  filter mask (0..3)
+ *   6  window log          7  flags (0)       8  reference size (u64)
+ *  16  reference SHA-256  48  result size (u64)
+ *  56  result SHA-256     88  first 8 bytes of SHA-256 of bytes 0..87
+ */
+#define EQ_DELTA_HEADER_SIZE 96
+/* The filter byte is a mask; 0 means no filter. */
+#define EQ_DELTA_FILTER_NONE 0u
+#define EQ_DELTA_FILTER_BRANCH 0x1u /* x86-64 call/jmp rel32, AArch64 BL */
+#define EQ_DELTA_FILTER_DATA 0x2u   /* x86-64 RIP-relative disp32, AArch64 ADRP */
+
+/* What a delta header records. Plain value struct. */
+struct eq_delta_info {
+	unsigned version;
+	unsigned filter;     /* mask of EQ_DELTA_FILTER_* */
+	unsigned window_log; /* the decoder needs a 2^window_log window */
+	uint64_t ref_size, result_size;
+	uint8_t ref_sha256[EQ_SHA256_LEN];
+	uint8_t result_sha256[EQ_SHA256_LEN];
+};
+
+/* Parses the first EQ_DELTA_HEADER_SIZE bytes of a delta. EQ_ERR_PARSE for
+ * a short or corrupted header, EQ_ERR_UNSUPPORTED for an unknown version,
+ * filter or flag. */
+EQ_API eq_err eq_delta_info_parse(const uint8_t *data, size_t len, struct eq_delta_info *ret_info,
+				  struct eq_error *err) EQ_MUST_CHECK;
+
+/* Caps the decoder enforces before it allocates anything. Zero = default. */
+struct eq_delta_limits {
+	unsigned max_window_log;  /* default 31 on 64-bit hosts, 30 on 32-bit */
+	uint64_t max_ref_size;    /* default 4 GiB (1 GiB on 32-bit) */
+	uint64_t max_result_size; /* default 4 GiB */
+};
+EQ_API void eq_delta_limits_default(struct eq_delta_limits *l);
+
+/*
+ * eq_delta_apply() with explicit caps (NULL = defaults): a delta needing a
+ * larger window, reference or result fails with EQ_ERR_LIMIT before any
+ * allocation. Other errors: EQ_ERR_PARSE (bad header, corrupted or
+ * truncated frame, output longer or shorter than declared), EQ_ERR_VERIFY
+ * (wrong reference, which is checked before anything is written; zstd
+ * checksum; result hash), EQ_ERR_IO/EQ_ERR_NOTFOUND (reference file), or
+ * whatever @src and @sink return.
+ *
+ * Output reaches @sink while it is produced and is verified only at the
+ * end, so a failing delta may already have written up to the declared
+ * result size: callers write to a temporary file and use it only after
+ * success (the installer does).
+ */
+EQ_API eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink,
+				     void *sink_ctx, const uint8_t expect_sha256[EQ_SHA256_LEN],
+				     const struct eq_delta_limits *limits, struct eq_error *err) EQ_MUST_CHECK;
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,326 @@
+/*
+ * Delta application (device side). Order matters: parse and cap the header,
+ * load and verify the reference, and only then decode, so a wrong reference
+ * never produces output. Output is counted against the declared size before
+ * it reaches the sink, un-filtered as a stream, and hashed.
+ */
+#include "delta_zstd.h"
+#include "exec_filter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+/* Memory besides the reference and the window: zstd's DCtx (~160 KiB) and
+ * two 128 KiB block buffers, its 128 KiB stream buffers here, the filter's
+ * 256 KiB, the header and read chunks; rounded up to 1 MiB. */
+#define APPLY_OVERHEAD ((uint64_t)1 << 20)
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+eq_err eq_delta_info_parse(const uint8_t *data, size_t len, struct eq_delta_info *ret_info, struct eq_error *err)
+{
+	if (len < EQ_DELTA_HEADER_SIZE)
+		return eq_error_set(err, EQ_ERR_PARSE, "delta header is truncated: %zu of %d bytes", len,
+				    EQ_DELTA_HEADER_SIZE);
+	if (memcmp(data, "EQD1", 4) != 0)
+		return eq_error_set(err, EQ_ERR_PARSE, "not a delta: bad magic");
+	uint8_t check[EQ_SHA256_LEN];
+	eq_sha256(data, 88, check);
+	if (memcmp(check, data + 88, 8) != 0)
+		return eq_error_set(err, EQ_ERR_PARSE, "delta header is corrupted: header checksum mismatch");
+	if (data[4] != 1)
+		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta format version %u is not supported", data[4]);
+	if (data[5] & ~(EQ_DELTA_FILTER_BRANCH | EQ_DELTA_FILTER_DATA))
+		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta filter %u is not supported", data[5]);
+	if (data[7] != 0)
+		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta flags 0x%02x are not supported", data[7]);
+	if (data[6] < EQ_ZSTD_WINDOW_LOG_MIN || data[6] > 31)
+		return eq_error_set(err, EQ_ERR_PARSE, "delta window log %u is outside %d..31", data[6],
+				    EQ_ZSTD_WINDOW_LOG_MIN);
+	struct eq_delta_info info = {
+		.version = data[4],
+		.filter = data[5],
+		.window_log = data[6],
+		.ref_size = get64(data + 8),
+		.result_size = get64(data + 48),
+	};
+	memcpy(info.ref_sha256, data + 16, EQ_SHA256_LEN);
+	memcpy(info.result_sha256, data + 56, EQ_SHA256_LEN);
+	*ret_info = info;
+	return EQ_OK;
+}
+
+void eq_delta_limits_default(struct eq_delta_limits *l)
+{
+	l->max_window_log = (unsigned)EQ_ZSTD_WINDOW_LOG_MAX;
+	l->max_ref_size = sizeof(size_t) == 4 ? (uint64_t)1 << 30 : (uint64_t)4 << 30;
+	l->max_result_size = (uint64_t)4 << 30;
+}
+
+uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log)
+{
+	if (window_log > 62)
+		return UINT64_MAX;
+	uint64_t w = (uint64_t)1 << window_log;
+	if (ref_size > UINT64_MAX - w - APPLY_OVERHEAD)
+		return UINT64_MAX;
+	return ref_size + w + APPLY_OVERHEAD;
+}
+
+/* Reads exactly @len bytes unless the source ends first. */
+static eq_err read_full(eq_read_fn src, void *ctx, uint8_t *buf, size_t len, size_t *ret_n, struct eq_error *err)
+{
+	size_t got = 0;
+	while (got < len) {
+		size_t n = 0;
+		eq_err r = src(ctx, buf + got, len - got, &n, err);
+		if (r)
+			return r;
+		if (n == 0)
+			break;
+		got += n;
+	}
+	*ret_n = got;
+	return EQ_OK;
+}
+
+/* Loads the reference while hashing it; EQ_ERR_VERIFY if it is not the one
+ * the delta names. */
+static eq_err load_reference(const char *path, const struct eq_delta_info *info, uint8_t **ret, struct eq_error *err)
+{
+	char want[EQ_SHA256_HEX_LEN + 1], got[EQ_SHA256_HEX_LEN + 1];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open reference '%s'",
+				      path);
+	eq_err r = EQ_OK;
+	uint8_t *buf = NULL;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot stat reference '%s'", path);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != info->ref_size) {
+		r = eq_error_set(err, EQ_ERR_VERIFY,
+				 "reference '%s' is not the payload this delta was made from: %llu bytes, expected %llu",
+				 path, (unsigned long long)st.st_size, (unsigned long long)info->ref_size);
+		goto out;
+	}
+	size_t size = (size_t)info->ref_size;
+	buf = eq_malloc(size ? size : 1);
+	if (!buf) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the %zu-byte reference", size);
+		goto out;
+	}
+	struct eq_sha256 h;
+	eq_sha256_init(&h);
+	size_t got_n = 0;
+	while (got_n < size) {
+		size_t want_n = size - got_n < (1u << 20) ? size - got_n : (1u << 20);
+		ssize_t n = read(fd, buf + got_n, want_n);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = eq_error_errno(err, EQ_ERR_IO, "cannot read reference '%s'", path);
+			goto out;
+		}
+		if (n == 0) {
+			r = eq_error_set(err, EQ_ERR_IO, "reference '%s' shrank while being read", path);
+			goto out;
+		}
+		eq_sha256_update(&h, buf + got_n, (size_t)n);
+		got_n += (size_t)n;
+	}
+	uint8_t d[EQ_SHA256_LEN];
+	eq_sha256_final(&h, d);
+	if (memcmp(d, info->ref_sha256, EQ_SHA256_LEN) != 0) {
+		eq_hex_encode(d, EQ_SHA256_LEN, got);
+		eq_hex_encode(info->ref_sha256, EQ_SHA256_LEN, want);
+		r = eq_error_set(err, EQ_ERR_VERIFY,
+				 "reference '%s' is not the payload this delta was made from: sha256 %s, expected %s",
+				 path, got, want);
+		goto out;
+	}
+	*ret = buf;
+	buf = NULL;
+out:
+	close(fd);
+	eq_free(buf);
+	return r;
+}
+
+/* Last stage of the output chain: hash and pass on. */
+struct out_stage {
+	eq_write_fn sink;
+	void *ctx;
+	struct eq_sha256 sha;
+};
+
+static eq_err out_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	struct out_stage *o = ctx;
+	eq_sha256_update(&o->sha, data, len);
+	return o->sink(o->ctx, data, len, err);
+}
+
+eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx,
+		      const uint8_t expect_sha256[EQ_SHA256_LEN], struct eq_error *err)
+{
+	return eq_delta_apply_limited(ref_path, src, src_ctx, sink, sink_ctx, expect_sha256, NULL, err);
+}
+
+eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink,
+			      void *sink_ctx, const uint8_t expect_sha256[EQ_SHA256_LEN],
+			      const struct eq_delta_limits *limits, struct eq_error *err)
+{
+	struct eq_delta_limits lim;
+	eq_delta_limits_default(&lim);
+	if (limits) {
+		if (limits->max_window_log)
+			lim.max_window_log = limits->max_window_log;
+		if (limits->max_ref_size)
+			lim.max_ref_size = limits->max_ref_size;
+		if (limits->max_result_size)
+			lim.max_result_size = limits->max_result_size;
+	}
+	uint8_t hdr[EQ_DELTA_HEADER_SIZE];
+	size_t n = 0;
+	eq_err r = read_full(src, src_ctx, hdr, sizeof(hdr), &n, err);
+	if (r)
+		return r;
+	struct eq_delta_info info;
+	if ((r = eq_delta_info_parse(hdr, n, &info, err)))
+		return r;
+	if (info.window_log > lim.max_window_log)
+		return eq_error_set(err, EQ_ERR_LIMIT, "delta needs a 2^%u-byte window, the limit is 2^%u",
+				    info.window_log, lim.max_window_log);
+	if (info.ref_size > lim.max_ref_size || info.ref_size > SIZE_MAX / 2)
+		return eq_error_set(err, EQ_ERR_LIMIT, "delta reference of %llu bytes exceeds the limit of %llu",
+				    (unsigned long long)info.ref_size, (unsigned long long)lim.max_ref_size);
+	if (info.result_size > lim.max_result_size)
+		return eq_error_set(err, EQ_ERR_LIMIT, "delta result of %llu bytes exceeds the limit of %llu",
+				    (unsigned long long)info.result_size, (unsigned long long)lim.max_result_size);
+
+	uint8_t *ref = NULL, *in_buf = NULL, *out_buf = NULL;
+	ZSTD_DCtx *dctx = NULL;
+	struct eq_xf xf;
+	eq_xf_init(&xf, false, info.filter);
+	struct out_stage os = {.sink = sink, .ctx = sink_ctx};
+	eq_sha256_init(&os.sha);
+
+	if ((r = load_reference(ref_path, &info, &ref, err)))
+		goto out;
+	if (info.filter) {
+		eq_xf_buffer(ref, (size_t)info.ref_size, true, info.filter, NULL);
+		if ((r = eq_xf_stream_begin(&xf, out_write, &os, err)))
+			goto out;
+	}
+	eq_write_fn next = info.filter ? eq_xf_stream_write : out_write;
+	void *next_ctx = info.filter ? (void *)&xf : (void *)&os;
+
+	size_t in_cap = ZSTD_DStreamInSize(), out_cap = ZSTD_DStreamOutSize();
+	in_buf = eq_malloc(in_cap);
+	out_buf = eq_malloc(out_cap);
+	dctx = ZSTD_createDCtx();
+	if (!in_buf || !out_buf || !dctx) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the delta decoder");
+		goto out;
+	}
+	size_t zr = ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, (int)info.window_log);
+	if (!ZSTD_isError(zr))
+		zr = ZSTD_DCtx_refPrefix(dctx, ref, (size_t)info.ref_size);
+	if (ZSTD_isError(zr)) {
+		r = eq_zstd_error(err, zr, "delta decoder setup");
+		goto out;
+	}
+
+	uint64_t produced = 0, consumed = EQ_DELTA_HEADER_SIZE;
+	size_t rem = 1;
+	bool eof = false;
+	while (rem != 0) {
+		ZSTD_inBuffer in = {in_buf, 0, 0};
+		if (!eof) {
+			if ((r = src(src_ctx, in_buf, in_cap, &in.size, err)))
+				goto out;
+			eof = in.size == 0;
+		}
+		/* With no input left, keep calling to flush what zstd holds. */
+		do {
+			ZSTD_outBuffer out = {out_buf, out_cap, 0};
+			size_t before = in.pos;
+			rem = ZSTD_decompressStream(dctx, &out, &in);
+			if (ZSTD_isError(rem)) {
+				r = eq_zstd_error(err, rem, "delta");
+				eq_error_prefix(err, "at delta byte %llu", (unsigned long long)(consumed + before));
+				goto out;
+			}
+			if (out.pos > info.result_size - produced) {
+				r = eq_error_set(err, EQ_ERR_PARSE, "delta produces more than its declared %llu bytes",
+						 (unsigned long long)info.result_size);
+				goto out;
+			}
+			produced += out.pos;
+			if (out.pos && (r = next(next_ctx, out_buf, out.pos, err)))
+				goto out;
+			if (eof && out.pos == 0 && rem != 0) {
+				r = eq_error_set(err, EQ_ERR_PARSE, "delta is truncated after %llu bytes",
+						 (unsigned long long)consumed);
+				goto out;
+			}
+			if (rem == 0 && in.pos < in.size) {
+				r = eq_error_set(err, EQ_ERR_PARSE, "delta has trailing data at byte %llu",
+						 (unsigned long long)(consumed + in.pos));
+				goto out;
+			}
+		} while (in.pos < in.size || (eof && rem != 0));
+		consumed += in.size;
+	}
+	if (!eof) {
+		uint8_t extra;
+		size_t got = 0;
+		if ((r = read_full(src, src_ctx, &extra, 1, &got, err)))
+			goto out;
+		if (got) {
+			r = eq_error_set(err, EQ_ERR_PARSE, "delta has trailing data at byte %llu",
+					 (unsigned long long)consumed);
+			goto out;
+		}
+	}
+	if (produced != info.result_size) {
+		r = eq_error_set(err, EQ_ERR_PARSE, "delta ends after %llu of its declared %llu bytes",
+				 (unsigned long long)produced, (unsigned long long)info.result_size);
+		goto out;
+	}
+	if (info.filter && (r = eq_xf_stream_end(&xf, err)))
+		goto out;
+	uint8_t d[EQ_SHA256_LEN];
+	eq_sha256_final(&os.sha, d);
+	if (memcmp(d, info.result_sha256, EQ_SHA256_LEN) != 0) {
+		r = eq_error_set(err, EQ_ERR_VERIFY, "delta result does not match the sha256 recorded in the delta");
+		goto out;
+	}
+	if (expect_sha256 && memcmp(d, expect_sha256, EQ_SHA256_LEN) != 0) {
+		char got[EQ_SHA256_HEX_LEN + 1], want[EQ_SHA256_HEX_LEN + 1];
+		eq_hex_encode(d, EQ_SHA256_LEN, got);
+		eq_hex_encode(expect_sha256, EQ_SHA256_LEN, want);
+		r = eq_error_set(err, EQ_ERR_VERIFY, "delta result has sha256 %s, expected %s", got, want);
+		goto out;
+	}
+out:
+	ZSTD_freeDCtx(dctx);
+	eq_xf_done(&xf);
+	eq_free(in_buf);
+	eq_free(out_buf);
+	eq_free(ref);
+	return r;
+}

@@ -1,0 +1,202 @@
+/*
+ * Fuzz targets for eq_delta: the first input byte picks the target.
+ *   even: apply the rest as a delta against a fixed small reference payload;
+ *   odd:  round trip: the rest split into old and new payloads, delta
+ *         created (fast level) and applied; the result must equal new, and
+ *         the executable filter must invert exactly on both.
+ * Built for libFuzzer with EQ_LIBFUZZER, else with a replay main that runs
+ * every file named on the command line (directories are walked one level).
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <eq/delta.h>
+
+#include "../../delta/exec_filter.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct mem_src {
+	const uint8_t *data;
+	size_t len, pos;
+};
+
+static eq_err mem_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
+{
+	(void)err;
+	struct mem_src *s = ctx;
+	size_t n = s->len - s->pos;
+	if (n > len)
+		n = len;
+	memcpy(buf, s->data + s->pos, n);
+	s->pos += n;
+	*ret_n = n;
+	return EQ_OK;
+}
+
+static eq_err mem_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	return eq_buf_append(ctx, data, len, err);
+}
+
+static char dir[64];
+
+static const char *tmp(const char *name)
+{
+	static char p[3][128];
+	static int k;
+	if (!dir[0]) {
+		snprintf(dir, sizeof(dir), "/tmp/eq-fuzz-delta-%ld", (long)getpid());
+		if (mkdir(dir, 0700) != 0)
+			abort();
+	}
+	k = (k + 1) % 3;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", dir, name);
+	return p[k];
+}
+
+static void put(const char *path, const uint8_t *d, size_t n)
+{
+	struct eq_error e;
+	if (eq_file_replace_atomic(path, d, n, 0600, &e) != EQ_OK)
+		abort();
+}
+
+static void apply_target(const uint8_t *data, size_t size)
+{
+	static bool ref_ready;
+	static const char ref_text[] = "eqota fuzz reference payload\n";
+	if (!ref_ready) {
+		put(tmp("ref"), (const uint8_t *)ref_text, sizeof(ref_text) - 1);
+		ref_ready = true;
+	}
+	struct mem_src s = {data, size, 0};
+	struct eq_buf out;
+	eq_buf_init(&out, 1u << 22);
+	struct eq_delta_limits lim = {.max_window_log = 24, .max_result_size = 1u << 22};
+	struct eq_error e;
+	struct eq_delta_info info;
+	eq_err r = eq_delta_apply_limited(tmp("ref"), mem_read, &s, mem_write, &out, NULL, &lim, &e);
+	if (r == EQ_OK && (eq_delta_info_parse(data, size, &info, &e) != EQ_OK || out.len != info.result_size))
+		abort();
+	if (out.len > (1u << 22))
+		abort();
+	eq_buf_done(&out);
+}
+
+static void filter_check(const uint8_t *d, size_t n)
+{
+	uint8_t *f = malloc(n ? n : 1);
+	if (!f)
+		abort();
+	memcpy(f, d, n);
+	eq_xf_buffer(f, n, true, EQ_XF_BRANCH | EQ_XF_DATA, NULL);
+	eq_xf_buffer(f, n, false, EQ_XF_BRANCH | EQ_XF_DATA, NULL);
+	if (n && memcmp(f, d, n) != 0)
+		abort();
+	free(f);
+}
+
+static void round_trip_target(const uint8_t *data, size_t size)
+{
+	size_t split = size ? data[0] * size / 256 : 0;
+	const uint8_t *old = data, *new_ = data + split;
+	size_t old_len = split, new_len = size - split;
+	filter_check(old, old_len);
+	filter_check(new_, new_len);
+	put(tmp("old"), old, old_len);
+	put(tmp("new"), new_, new_len);
+	struct eq_delta_params p;
+	eq_delta_params_default(&p);
+	p.level = 1;
+	struct eq_buf delta, out;
+	eq_buf_init(&delta, 1u << 24);
+	eq_buf_init(&out, 1u << 24);
+	struct eq_error e;
+	uint64_t dsize;
+	if (eq_delta_create(tmp("old"), tmp("new"), &p, mem_write, &delta, &dsize, &e) != EQ_OK)
+		abort();
+	struct mem_src s = {delta.data, delta.len, 0};
+	uint8_t want[EQ_SHA256_LEN];
+	eq_sha256(new_, new_len, want);
+	if (eq_delta_apply(tmp("old"), mem_read, &s, mem_write, &out, want, &e) != EQ_OK)
+		abort();
+	if (out.len != new_len || (new_len && memcmp(out.data, new_, new_len) != 0))
+		abort();
+	eq_buf_done(&delta);
+	eq_buf_done(&out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size == 0 || size > (1u << 20))
+		return 0;
+	if (data[0] & 1)
+		round_trip_target(data + 1, size - 1);
+	else
+		apply_target(data + 1, size - 1);
+	return 0;
+}
+
+#ifndef EQ_LIBFUZZER
+static int run_file(const char *path)
+{
+	uint8_t *d;
+	size_t n;
+	struct eq_error e;
+	if (eq_file_read_all(path, 1u << 20, &d, &n, &e) != EQ_OK) {
+		fprintf(stderr, "%s: %s\n", path, eq_error_msg(&e));
+		return 1;
+	}
+	/* Corpus files under bad/ are raw deltas: prefix the apply selector. */
+	uint8_t *in = malloc(n + 1);
+	if (!in)
+		return 1;
+	bool raw = strstr(path, ".delta") != NULL;
+	in[0] = 0;
+	memcpy(in + (raw ? 1 : 0), d, n);
+	(void)LLVMFuzzerTestOneInput(in, raw ? n + 1 : n);
+	free(in);
+	eq_free(d);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = 0, count = 0;
+	for (int i = 1; i < argc; i++) {
+		struct stat st;
+		if (stat(argv[i], &st) != 0)
+			continue;
+		if (!S_ISDIR(st.st_mode)) {
+			rc |= run_file(argv[i]);
+			count++;
+			continue;
+		}
+		DIR *d = opendir(argv[i]);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			char p[4096];
+			snprintf(p, sizeof(p), "%s/%s", argv[i], de->d_name);
+			if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+				rc |= run_file(p);
+				count++;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	struct eq_error e;
+	if (dir[0])
+		if (eq_rm_rf(dir, &e) != EQ_OK)
+			fprintf(stderr, "%s\n", eq_error_msg(&e));
+	printf("fuzz_delta: %d inputs replayed\n", count);
+	return rc;
+}
+#endif

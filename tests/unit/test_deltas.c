@@ -1,0 +1,561 @@
+/*
+ * Unit tests of eq_delta's full objects, deltas and executable filter.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <eq/delta.h>
+
+#include "../../delta/exec_filter.h"
+
+/* ---- helpers: memory source and sink ---------------------------------- */
+
+struct mem_src {
+	const uint8_t *data;
+	size_t len, pos, chunk;
+};
+
+static eq_err mem_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
+{
+	(void)err;
+	struct mem_src *s = ctx;
+	size_t n = s->len - s->pos;
+	if (n > len)
+		n = len;
+	if (s->chunk && n > s->chunk)
+		n = s->chunk;
+	memcpy(buf, s->data + s->pos, n);
+	s->pos += n;
+	*ret_n = n;
+	return EQ_OK;
+}
+
+static eq_err mem_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	return eq_buf_append(ctx, data, len, err);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static uint32_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state >> 11);
+}
+
+static char tmpdir[64];
+
+static int setup_tmp(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/eq-test-deltas-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_tmp(void **state)
+{
+	(void)state;
+	struct eq_error e;
+	return eq_rm_rf(tmpdir, &e) == EQ_OK ? 0 : -1;
+}
+
+static char *tmp_path(const char *name)
+{
+	static char p[4][256];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", tmpdir, name);
+	return p[k];
+}
+
+static void write_file(const char *path, const void *d, size_t n)
+{
+	struct eq_error e;
+	assert_int_equal(eq_file_replace_atomic(path, d, n, 0644, &e), EQ_OK);
+}
+
+/* Appends one ustar entry (regular file) to @b. */
+static void tar_add(struct eq_buf *b, const char *name, const uint8_t *data, size_t len)
+{
+	struct eq_error e;
+	uint8_t h[512];
+	memset(h, 0, sizeof(h));
+	snprintf((char *)h, 100, "%s", name);
+	snprintf((char *)h + 100, 8, "%07o", 0755);
+	snprintf((char *)h + 108, 8, "%07o", 0);
+	snprintf((char *)h + 116, 8, "%07o", 0);
+	snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)len);
+	snprintf((char *)h + 136, 12, "%011o", 0);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (size_t i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	assert_int_equal(eq_buf_append(b, h, 512, &e), EQ_OK);
+	assert_int_equal(eq_buf_append(b, data, len, &e), EQ_OK);
+	static const uint8_t zero[512];
+	assert_int_equal(eq_buf_append(b, zero, (512 - len % 512) % 512, &e), EQ_OK);
+}
+
+static void tar_end(struct eq_buf *b)
+{
+	static const uint8_t zero[1024];
+	struct eq_error e;
+	assert_int_equal(eq_buf_append(b, zero, sizeof(zero), &e), EQ_OK);
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+	uint8_t *d = NULL;
+	struct eq_error e;
+	if (eq_file_read_all(path, (size_t)1 << 30, &d, len, &e) != EQ_OK)
+		return NULL;
+	return d;
+}
+
+/* Random bytes rich in E8/E9 and REX+8B/8D patterns behind an x86-64 ELF
+ * header without program headers, so the whole file is "code". */
+static void fake_elf(uint8_t *d, size_t n, uint16_t machine)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t r = rnd();
+		static const uint8_t pick[] = {0xE8, 0xE9, 0x00, 0xFF, 0x48, 0x8B, 0x8D, 0x05, 0x15, 0xFF, 0x94, 0x90};
+		d[i] = (r & 3) ? pick[(r >> 8) % sizeof(pick)] : (uint8_t)(r >> 16);
+	}
+	memset(d, 0, 64);
+	memcpy(d, "\177ELF\2\1\1", 7);
+	d[18] = (uint8_t)machine;
+	d[19] = (uint8_t)(machine >> 8);
+}
+
+/* ---- full objects ------------------------------------------------------ */
+
+static void test_object_round_trip(void **state)
+{
+	(void)state;
+	size_t n = 3u << 20;
+	uint8_t *d = eq_malloc(n);
+	assert_non_null(d);
+	for (size_t i = 0; i < n; i++)
+		d[i] = (uint8_t)((i % 251) ^ (rnd() & 0x3));
+	struct mem_src src = {d, n, 0, 7777};
+	struct eq_buf z, out;
+	struct eq_error e;
+	eq_buf_init(&z, n * 2);
+	eq_buf_init(&out, n);
+	assert_int_equal(eq_object_compress(mem_read, &src, mem_write, &z, 3, &e), EQ_OK);
+	assert_true(z.len < n);
+	struct mem_src zs = {z.data, z.len, 0, 1000};
+	assert_int_equal(eq_object_decompress(mem_read, &zs, mem_write, &out, n, 0, &e), EQ_OK);
+	assert_int_equal(out.len, n);
+	assert_memory_equal(out.data, d, n);
+
+	/* max_out: one byte short fails with EQ_ERR_LIMIT, nothing beyond */
+	eq_buf_reset(&out);
+	zs.pos = 0;
+	assert_int_equal(eq_object_decompress(mem_read, &zs, mem_write, &out, n - 1, 0, &e), EQ_ERR_LIMIT);
+	assert_true(out.len <= n - 1);
+
+	/* truncated */
+	eq_buf_reset(&out);
+	struct mem_src ts = {z.data, z.len - 10, 0, 0};
+	assert_int_equal(eq_object_decompress(mem_read, &ts, mem_write, &out, n, 0, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "truncated"));
+
+	/* empty input, bad level, bad window */
+	struct mem_src es = {z.data, 0, 0, 0};
+	assert_int_equal(eq_object_decompress(mem_read, &es, mem_write, &out, n, 0, &e), EQ_ERR_PARSE);
+	assert_int_equal(eq_object_compress(mem_read, &src, mem_write, &z, 0, &e), EQ_ERR_INVAL);
+	assert_int_equal(eq_object_decompress(mem_read, &zs, mem_write, &out, n, 40, &e), EQ_ERR_INVAL);
+
+	/* window cap: a level-19 frame of 3 MiB has a window > 2^20 */
+	eq_buf_reset(&z);
+	src.pos = 0;
+	assert_int_equal(eq_object_compress(mem_read, &src, mem_write, &z, 19, &e), EQ_OK);
+	zs = (struct mem_src){z.data, z.len, 0, 0};
+	eq_buf_reset(&out);
+	assert_int_equal(eq_object_decompress(mem_read, &zs, mem_write, &out, n, 20, &e), EQ_ERR_LIMIT);
+	assert_non_null(strstr(e.msg, "zstd"));
+
+	eq_buf_done(&z);
+	eq_buf_done(&out);
+	eq_free(d);
+}
+
+/* ---- filter ------------------------------------------------------------ */
+
+static void filter_round_trip(const uint8_t *d, size_t n, unsigned mode, uint64_t *ret_converted)
+{
+	uint8_t *f = eq_malloc(n ? n : 1);
+	assert_non_null(f);
+	memcpy(f, d, n);
+	struct eq_xf_stats st;
+	eq_xf_buffer(f, n, true, mode, &st);
+	if (ret_converted)
+		*ret_converted = st.converted;
+
+	/* streaming decode in odd chunk sizes equals the original */
+	struct eq_buf out;
+	struct eq_error e;
+	eq_buf_init(&out, n + 1);
+	struct eq_xf xf;
+	eq_xf_init(&xf, false, mode);
+	assert_int_equal(eq_xf_stream_begin(&xf, mem_write, &out, &e), EQ_OK);
+	size_t pos = 0;
+	while (pos < n) {
+		size_t c = 1 + rnd() % 100000;
+		if (c > n - pos)
+			c = n - pos;
+		assert_int_equal(eq_xf_stream_write(&xf, f + pos, c, &e), EQ_OK);
+		pos += c;
+	}
+	assert_int_equal(eq_xf_stream_end(&xf, &e), EQ_OK);
+	eq_xf_done(&xf);
+	assert_int_equal(out.len, n);
+	assert_true(n == 0 || memcmp(out.data, d, n) == 0);
+
+	/* whole-buffer decode as well */
+	eq_xf_buffer(f, n, false, mode, NULL);
+	assert_true(n == 0 || memcmp(f, d, n) == 0);
+	eq_buf_done(&out);
+	eq_free(f);
+}
+
+static void test_filter_random(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 40; round++) {
+		struct eq_buf tar;
+		eq_buf_init(&tar, 64u << 20);
+		int files = 1 + (int)(rnd() % 5);
+		for (int k = 0; k < files; k++) {
+			size_t n = rnd() % (round < 20 ? 5000 : 300000);
+			uint8_t *d = eq_malloc(n + 64);
+			assert_non_null(d);
+			fake_elf(d, n + 64, (rnd() & 1) ? 62 : 183);
+			char name[32];
+			snprintf(name, sizeof(name), "f%d", k);
+			tar_add(&tar, name, d, n + 64);
+			eq_free(d);
+		}
+		tar_end(&tar);
+		uint64_t conv = 0;
+		for (unsigned mode = 1; mode <= 3; mode++)
+			filter_round_trip(tar.data, tar.len, mode, &conv);
+		assert_true(conv > 0);
+		/* raw random bytes, not a tar: must pass through unchanged */
+		for (size_t i = 0; i < tar.len; i++)
+			tar.data[i] = (uint8_t)rnd();
+		filter_round_trip(tar.data, tar.len, 3, &conv);
+		assert_int_equal(conv, 0);
+		eq_buf_done(&tar);
+	}
+	filter_round_trip(NULL, 0, 3, NULL);
+}
+
+static void test_filter_real_elf(void **state)
+{
+	(void)state;
+	const char *files[] = {"/bin/bash", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/ls"};
+	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+		size_t n;
+		uint8_t *d = read_file(files[k], &n);
+		if (!d) {
+			fprintf(stderr, "skipping missing %s\n", files[k]);
+			continue;
+		}
+		struct eq_buf tar;
+		eq_buf_init(&tar, n + (1u << 20));
+		tar_add(&tar, "a", (const uint8_t *)"x", 1);
+		tar_add(&tar, files[k] + 1, d, n);
+		tar_end(&tar);
+		uint64_t conv = 0;
+		for (unsigned mode = 1; mode <= 3; mode++) {
+			filter_round_trip(tar.data, tar.len, mode, &conv);
+			if (conv < 500)
+				fail_msg("%s mode %u: %llu conversions", files[k], mode, (unsigned long long)conv);
+		}
+		/* the file alone, not inside a tar: passes through */
+		filter_round_trip(d, n, 3, &conv);
+		assert_int_equal(conv, 0);
+		eq_buf_done(&tar);
+		eq_free(d);
+	}
+}
+
+/* ---- deltas ------------------------------------------------------------ */
+
+struct pair {
+	struct eq_buf old_, new_;
+};
+
+/* A payload with /bin/bash (or a fake ELF) and text; the new one has code
+ * inserted near the start of bash, as a security fix would. */
+static void make_pair(struct pair *p, bool with_bash)
+{
+	size_t n = 0;
+	uint8_t *bash = with_bash ? read_file("/bin/bash", &n) : NULL;
+	if (!bash) {
+		n = 200000;
+		bash = eq_malloc(n);
+		assert_non_null(bash);
+		fake_elf(bash, n, 62);
+	}
+	uint8_t text[5000];
+	for (size_t i = 0; i < sizeof(text); i++)
+		text[i] = (uint8_t)('a' + rnd() % 26);
+	eq_buf_init(&p->old_, 64u << 20);
+	eq_buf_init(&p->new_, 64u << 20);
+	tar_add(&p->old_, "usr/bin/bash", bash, n);
+	tar_add(&p->old_, "usr/share/doc/x", text, sizeof(text));
+	tar_end(&p->old_);
+
+	uint8_t *nb = eq_malloc(n + 64);
+	assert_non_null(nb);
+	size_t cut = n / 3;
+	memcpy(nb, bash, cut);
+	memset(nb + cut, 0x90, 64);
+	memcpy(nb + cut + 64, bash + cut, n - cut);
+	text[100] ^= 1;
+	tar_add(&p->new_, "usr/bin/bash", nb, n + 64);
+	tar_add(&p->new_, "usr/share/doc/x", text, sizeof(text));
+	tar_end(&p->new_);
+	eq_free(nb);
+	eq_free(bash);
+}
+
+static void pair_done(struct pair *p)
+{
+	eq_buf_done(&p->old_);
+	eq_buf_done(&p->new_);
+}
+
+static void create_delta(const struct pair *p, const struct eq_delta_params *params, struct eq_buf *delta)
+{
+	write_file(tmp_path("old"), p->old_.data, p->old_.len);
+	write_file(tmp_path("new"), p->new_.data, p->new_.len);
+	struct eq_error e;
+	uint64_t size = 0;
+	eq_buf_init(delta, 64u << 20);
+	assert_int_equal(eq_delta_create(tmp_path("old"), tmp_path("new"), params, mem_write, delta, &size, &e), EQ_OK);
+	assert_int_equal(size, delta->len);
+}
+
+static eq_err apply(const char *ref, const uint8_t *d, size_t n, struct eq_buf *out, const uint8_t *expect,
+		    const struct eq_delta_limits *lim, struct eq_error *e)
+{
+	struct mem_src s = {d, n, 0, 4099};
+	eq_buf_reset(out);
+	return eq_delta_apply_limited(ref, mem_read, &s, mem_write, out, expect, lim, e);
+}
+
+static void test_delta_round_trip(void **state)
+{
+	(void)state;
+	for (int with_bash = 0; with_bash < 2; with_bash++) {
+		struct pair p;
+		make_pair(&p, with_bash);
+		struct eq_delta_params params;
+		eq_delta_params_default(&params);
+		params.level = 9;
+		struct eq_buf delta, out;
+		create_delta(&p, &params, &delta);
+		eq_buf_init(&out, 64u << 20);
+		struct eq_error e;
+		uint8_t want[32];
+		eq_sha256(p.new_.data, p.new_.len, want);
+		assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, want, NULL, &e), EQ_OK);
+		assert_int_equal(out.len, p.new_.len);
+		assert_memory_equal(out.data, p.new_.data, out.len);
+		struct eq_delta_info info;
+		assert_int_equal(eq_delta_info_parse(delta.data, delta.len, &info, &e), EQ_OK);
+		assert_true(delta.len < p.new_.len / 20);
+		eq_log(EQ_LOG_DEBUG, "delta %zu bytes, filter %u", delta.len, info.filter);
+
+		/* and without the filter */
+		params.exec_filter = false;
+		struct eq_buf d2;
+		create_delta(&p, &params, &d2);
+		assert_int_equal(eq_delta_info_parse(d2.data, d2.len, &info, &e), EQ_OK);
+		assert_int_equal(info.filter, 0);
+		assert_int_equal(apply(tmp_path("old"), d2.data, d2.len, &out, NULL, NULL, &e), EQ_OK);
+		assert_memory_equal(out.data, p.new_.data, out.len);
+		eq_buf_done(&d2);
+		eq_buf_done(&delta);
+		eq_buf_done(&out);
+		pair_done(&p);
+	}
+}
+
+static void test_delta_failures(void **state)
+{
+	(void)state;
+	struct pair p;
+	make_pair(&p, false);
+	struct eq_delta_params params;
+	eq_delta_params_default(&params);
+	params.level = 5;
+	struct eq_buf delta, out;
+	create_delta(&p, &params, &delta);
+	eq_buf_init(&out, 64u << 20);
+	struct eq_error e;
+
+	/* wrong reference: same size, one byte changed; nothing written */
+	p.old_.data[700] ^= 0x40;
+	write_file(tmp_path("wrong"), p.old_.data, p.old_.len);
+	assert_int_equal(apply(tmp_path("wrong"), delta.data, delta.len, &out, NULL, NULL, &e), EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, "not the payload this delta was made from"));
+	assert_int_equal(out.len, 0);
+	/* wrong size */
+	write_file(tmp_path("short"), p.old_.data, p.old_.len - 1);
+	assert_int_equal(apply(tmp_path("short"), delta.data, delta.len, &out, NULL, NULL, &e), EQ_ERR_VERIFY);
+	assert_int_equal(out.len, 0);
+	/* missing */
+	assert_int_equal(apply(tmp_path("nope"), delta.data, delta.len, &out, NULL, NULL, &e), EQ_ERR_NOTFOUND);
+
+	/* expect_sha256 mismatch */
+	uint8_t bad[32] = {1};
+	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, bad, NULL, &e), EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, "expected"));
+
+	/* window cap */
+	struct eq_delta_limits lim = {.max_window_log = 12};
+	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, NULL, &lim, &e), EQ_ERR_LIMIT);
+	assert_non_null(strstr(e.msg, "window"));
+	assert_int_equal(out.len, 0);
+	lim = (struct eq_delta_limits){.max_result_size = p.new_.len - 1};
+	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, NULL, &lim, &e), EQ_ERR_LIMIT);
+
+	/* truncated anywhere: clean error, never more than the declared size */
+	for (size_t cut = 0; cut < delta.len; cut += 1 + cut / 3) {
+		eq_err r = apply(tmp_path("old"), delta.data, cut, &out, NULL, NULL, &e);
+		assert_int_equal(r, EQ_ERR_PARSE);
+		assert_true(out.len <= p.new_.len);
+	}
+	/* trailing data */
+	uint8_t *longer = eq_malloc(delta.len + 1);
+	assert_non_null(longer);
+	memcpy(longer, delta.data, delta.len);
+	longer[delta.len] = 0;
+	assert_int_equal(apply(tmp_path("old"), longer, delta.len + 1, &out, NULL, NULL, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "trailing"));
+	eq_free(longer);
+
+	/* every single corrupted byte fails cleanly */
+	for (size_t i = 0; i < delta.len; i += 1 + (i < 200 ? 0 : i / 50)) {
+		delta.data[i] ^= 0x5A;
+		eq_err r = apply(tmp_path("old"), delta.data, delta.len, &out, NULL, NULL, &e);
+		delta.data[i] ^= 0x5A;
+		if (r != EQ_ERR_PARSE && r != EQ_ERR_VERIFY && r != EQ_ERR_UNSUPPORTED && r != EQ_ERR_LIMIT)
+			fail_msg("byte %zu: %s: %s", i, eq_err_str(r), e.msg);
+		assert_true(out.len <= p.new_.len);
+	}
+
+	/* bad parameters */
+	params.level = 99;
+	assert_int_equal(eq_delta_create(tmp_path("old"), tmp_path("new"), &params, mem_write, &out, NULL, &e),
+			 EQ_ERR_INVAL);
+	eq_buf_done(&delta);
+	eq_buf_done(&out);
+	pair_done(&p);
+}
+
+static void test_mem_bound(void **state)
+{
+	(void)state;
+	assert_int_equal(eq_delta_apply_mem_bound(1000, 20), 1000 + (1u << 20) + (1u << 20));
+	assert_true(eq_delta_apply_mem_bound(UINT64_MAX - 5, 31) == UINT64_MAX);
+	assert_true(eq_delta_apply_mem_bound(0, 63) == UINT64_MAX);
+}
+
+/* ---- bad-input corpus: tests/data/bad/delta/<case>.delta + .expect ----- */
+
+static eq_err err_from_name(const char *name)
+{
+	for (int c = 0; c < EQ_ERR__COUNT; c++) {
+		static const char *const names[] = {"EQ_OK", "EQ_ERR_NOMEM", "EQ_ERR_IO", "EQ_ERR_PARSE",
+						    "EQ_ERR_VERIFY", "EQ_ERR_NETWORK", "EQ_ERR_LIMIT", "EQ_ERR_STATE",
+						    "EQ_ERR_INVAL", "EQ_ERR_NOTFOUND", "EQ_ERR_UNSUPPORTED",
+						    "EQ_ERR_EXPIRED", "EQ_ERR_UNSAFE"};
+		if ((size_t)c < sizeof(names) / sizeof(names[0]) && strcmp(names[c], name) == 0)
+			return (eq_err)c;
+	}
+	return EQ_ERR__COUNT;
+}
+
+static void test_bad_corpus(void **state)
+{
+	(void)state;
+	const char *data = secure_getenv("EQ_TEST_DATA");
+	char dir[1024], path[1400], ref[1100];
+	snprintf(dir, sizeof(dir), "%s/bad/delta", data ? data : "tests/data");
+	snprintf(ref, sizeof(ref), "%s/reference.tar", dir);
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	int cases = 0;
+	struct dirent *de;
+	struct eq_buf out;
+	eq_buf_init(&out, 1u << 24);
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (l < 7 || strcmp(de->d_name + l - 6, ".delta") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%.*s.expect", dir, (int)(l - 6), de->d_name);
+		size_t el;
+		char *expect = (char *)read_file(path, &el);
+		assert_non_null(expect);
+		char *nl = strchr(expect, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		char *sub = nl + 1;
+		char *nl2 = strchr(sub, '\n');
+		if (nl2)
+			*nl2 = '\0';
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		size_t n;
+		uint8_t *delta = read_file(path, &n);
+		assert_non_null(delta);
+		struct eq_error e;
+		eq_error_clear(&e);
+		eq_err r = apply(ref, delta, n, &out, NULL, NULL, &e);
+		if (r != err_from_name(expect) || !strstr(e.msg, sub))
+			fail_msg("%s: got %s '%s', expected %s '%s'", de->d_name, eq_err_str(r), e.msg, expect, sub);
+		cases++;
+		eq_free(delta);
+		eq_free(expect);
+	}
+	closedir(d);
+	eq_buf_done(&out);
+	assert_true(cases >= 8);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_object_round_trip),
+		cmocka_unit_test(test_filter_random),
+		cmocka_unit_test(test_filter_real_elf),
+		cmocka_unit_test_setup_teardown(test_delta_round_trip, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_delta_failures, setup_tmp, teardown_tmp),
+		cmocka_unit_test(test_mem_bound),
+		cmocka_unit_test(test_bad_corpus),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
