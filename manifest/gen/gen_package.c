@@ -471,6 +471,19 @@ static eq_err take_xattrs(struct reader *rd, struct archive_entry *ae, struct pe
 		if (size > rd->lim.max_xattr_size)
 			return eq_error_set(err, EQ_ERR_LIMIT, "xattr '%.80s': larger than %zu bytes", name,
 					    rd->lim.max_xattr_size);
+		/* libarchive's pax writer records each xattr twice (LIBARCHIVE.xattr
+		 * and SCHILY.xattr) and its reader returns both copies. */
+		bool dup = false;
+		for (size_t k = 0; k < e->n_xattrs && !dup; k++) {
+			const struct eq_xattr *o = &e->xattrs[k];
+			if (strcmp(o->name, name) != 0)
+				continue;
+			if (o->len != size || (size && memcmp(o->value, value, size) != 0))
+				return eq_error_set(err, EQ_ERR_PARSE, "xattr '%.80s': two different values", name);
+			dup = true;
+		}
+		if (dup)
+			continue;
 		struct eq_xattr *x = &e->xattrs[e->n_xattrs++];
 		x->name = eq_strdup(name);
 		x->value = eq_malloc(size ? size : 1);

@@ -1,5 +1,7 @@
 # Unit tests of eq_gen (equivalence store, package reader, build index).
 if(TARGET eq_gen)
   eq_add_unit_test(test_gen_store SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gen_store.c LIBS eq_gen PkgConfig::SQLITE)
+  eq_add_unit_test(test_gen_package SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gen_package.c
+    LIBS eq_gen PkgConfig::ARCHIVE)
   eq_add_unit_test(test_gen_bad SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gen_bad.c LIBS eq_gen)
 endif()

@@ -206,9 +206,13 @@ EQ_API void eq_pkg_info_done(struct eq_pkg_info *i);
 struct eq_pkg;
 
 /*
- * Reads the package file @path. The format is recognised from the content
- * (ar magic, RPM lead, otherwise a possibly compressed tar; a tar whose
- * members are debian-binary/control.tar.gz/data.tar.gz is an .ipk).
+ * Reads the package file @path. The format is recognised from the content:
+ * ar magic (.deb, or .ipk when the name ends in ".ipk"), RPM lead, else a
+ * possibly compressed tar (an .ipk container when the name ends in ".ipk",
+ * a tarball otherwise). Only in-process decompressors are used (gzip, xz,
+ * lzma, bzip2, zstd); a libarchive warning is an error, since it means lost
+ * metadata. Hard-link groups are normalised: the smallest path (strcmp
+ * order) holds the data, the others link to it, whatever the archive did.
  * Every data entry goes into the payload: paths lose a leading "./" or "/",
  * the root entry is skipped, numeric owners, mode (setuid etc.), symlinks,
  * hard links, device nodes, FIFOs and xattrs (pax SCHILY.xattr) are kept;
