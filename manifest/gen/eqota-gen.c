@@ -10,7 +10,6 @@
 
 #include <eq/gen.h>
 
-#include "gen_repo.h"
 
 #define EXIT_USAGE 2
 #define EXIT_FINDINGS 3
@@ -23,7 +22,8 @@ static const char usage_text[] =
 	"          [--key K2.key ...] [--build-index FILE] [--deltas-from N] [--store DB]\n"
 	"          [--expires DAYS] [--level 1..22]\n"
 	"  verify  --repo DIR --board B --channel C (--key NAME.pub ... | --trust FILE)\n"
-	"          [--release R] [--deep]\n"
+	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
+	"  trust   --key NAME.pub [--key ...] [--threshold N] --out FILE   write a root-of-trust file\n"
 	"  diff    --repo DIR --board B --channel C --from R1 --to R2 [--json]\n"
 	"  show    --repo DIR --board B --channel C [--release R] [--json]\n"
 	"  qa      --packages DIR|FILE --build-dir PATH\n"
@@ -54,10 +54,10 @@ static int fail(const struct eq_error *e)
 /* Options shared by the subcommands; each uses the ones it documents. */
 struct opts {
 	const char *repo, *board, *channel, *release, *packages, *out, *build_index, *store, *trust, *from, *to;
-	const char *build_dir, *method, *taskhash, *outhash, *unihash;
+	const char *build_dir, *method, *taskhash, *outhash, *unihash, *at;
 	const char *keys[EQ_MANIFEST_MAX_SIGNATURES];
 	size_t n_keys;
-	unsigned deltas_from, expires;
+	unsigned deltas_from, expires, threshold;
 	int level;
 	bool json, deep;
 };
@@ -65,7 +65,7 @@ struct opts {
 enum {
 	O_REPO = 256, O_BOARD, O_CHANNEL, O_RELEASE, O_PACKAGES, O_KEY, O_OUT, O_INDEX, O_DELTAS_FROM, O_STORE,
 	O_EXPIRES, O_TRUST, O_FROM, O_TO, O_JSON, O_BUILD_DIR, O_METHOD, O_TASKHASH, O_OUTHASH, O_UNIHASH, O_LEVEL,
-	O_DEEP
+	O_DEEP, O_AT, O_THRESHOLD
 };
 
 static const struct option long_opts[] = {
@@ -91,6 +91,8 @@ static const struct option long_opts[] = {
 	{"outhash", required_argument, NULL, O_OUTHASH},
 	{"unihash", required_argument, NULL, O_UNIHASH},
 	{"level", required_argument, NULL, O_LEVEL},
+	{"at", required_argument, NULL, O_AT},
+	{"threshold", required_argument, NULL, O_THRESHOLD},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -135,6 +137,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_TASKHASH: o->taskhash = optarg; break;
 		case O_OUTHASH: o->outhash = optarg; break;
 		case O_UNIHASH: o->unihash = optarg; break;
+		case O_AT: o->at = optarg; break;
+		case O_THRESHOLD:
+			if (!parse_uint(optarg, EQ_MANIFEST_TRUST_MAX_KEYS, &v) || v == 0)
+				return usage_error("--threshold '%s': expected 1..16", optarg);
+			o->threshold = (unsigned)v;
+			break;
 		case O_KEY:
 			if (o->n_keys == EQ_MANIFEST_MAX_SIGNATURES)
 				return usage_error("too many --key options (at most 16)%s", "");
@@ -453,6 +461,14 @@ static int cmd_verify(const struct opts *o)
 	/* An older release is expected to be past its expiry; the current one
 	 * must not be. */
 	struct eq_manifest_policy pol = {.board = o->board, .now = (int64_t)time(NULL), .check_expiry = !o->release};
+	if (o->at) {
+		/* "Will devices still accept this next week?" */
+		if (!eq_manifest_parse_time(o->at, &pol.now)) {
+			eq_manifest_trust_free(trust);
+			return usage_error("--at '%s': expected YYYY-MM-DDTHH:MM:SSZ", o->at);
+		}
+		pol.check_expiry = true;
+	}
 	struct eq_manifest *m = NULL;
 	r = eq_manifest_load_verified_file(mpath, NULL, trust, &pol, &m, &e);
 	eq_manifest_trust_free(trust);
@@ -474,6 +490,27 @@ static int cmd_verify(const struct opts *o)
 	       o->deep ? "object and delta hash-checked and" : "object and delta");
 	eq_manifest_free(m);
 	return 0;
+}
+
+static int cmd_trust(const struct opts *o)
+{
+	NEED(out, "--out FILE");
+	if (!o->n_keys)
+		return usage_error("missing %s", "--key NAME.pub");
+	struct eq_error e;
+	struct eq_manifest_trust *t = NULL;
+	uint8_t *json = NULL;
+	size_t len;
+	eq_err r = eq_manifest_trust_from_pubkeys(o->keys, o->n_keys, o->threshold ? o->threshold : 1, &t, &e);
+	if (!r)
+		r = eq_manifest_trust_to_json(t, &json, &len, &e);
+	if (!r)
+		r = eq_file_replace_atomic(o->out, json, len, 0644, &e);
+	if (!r)
+		printf("wrote %s: %zu keys, threshold %u\n", o->out, o->n_keys, eq_manifest_trust_threshold(t));
+	eq_free(json);
+	eq_manifest_trust_free(t);
+	return r ? fail(&e) : 0;
 }
 
 static void qa_print(void *ctx, const char *file, const char *path, uint64_t count)
@@ -603,6 +640,8 @@ int main(int argc, char **argv)
 		return cmd_diff(&o);
 	if (!strcmp(cmd, "show"))
 		return cmd_show(&o);
+	if (!strcmp(cmd, "trust"))
+		return cmd_trust(&o);
 	if (!strcmp(cmd, "qa"))
 		return cmd_qa(&o);
 	return usage_error("unknown command '%s'", cmd);

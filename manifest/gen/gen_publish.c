@@ -11,7 +11,6 @@
 
 #include <eq/gen.h>
 
-#include "gen_repo.h"
 
 /* Everything one publish run holds open; released by ctx_done(). */
 struct pub_ctx {

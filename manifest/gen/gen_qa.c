@@ -7,7 +7,6 @@
 
 #include <eq/gen.h>
 
-#include "gen_repo.h"
 
 /* Streams the payload of one package into the reader through a temporary
  * file: the builder writes, the reader then looks at each file's bytes. */

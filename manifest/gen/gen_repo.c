@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen_repo.h"
+#include <eq/gen.h>
+
 
 static int cmp_release(const void *a, const void *b)
 {

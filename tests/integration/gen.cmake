@@ -1,0 +1,8 @@
+if(TARGET eqota-gen)
+  add_test(NAME integration.gen_publish
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_publish.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})
+  add_test(NAME integration.gen_qa
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_qa.sh $<TARGET_FILE:eqota-gen>)
+  set_tests_properties(integration.gen_publish integration.gen_qa PROPERTIES LABELS integration TIMEOUT 900
+    ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR}")
+endif()
