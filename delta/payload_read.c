@@ -601,6 +601,10 @@ static eq_err build_link(struct eq_payload_reader *r, struct eq_error *err)
 		r->link = field_str(r->block + TAR_LINK_OFF, TAR_LINK_LEN);
 	if (!r->link)
 		return rfail(r, err, EQ_ERR_NOMEM, "out of memory for the link target");
+	/* A hard link names another entry, spelt like entry paths; a symlink's
+	 * target is content and kept verbatim. */
+	if (r->ent.type == EQ_ENTRY_HARDLINK)
+		normalise(r->link);
 	if (!r->link[0])
 		return rfail(r, err, EQ_ERR_PARSE, "empty link target");
 	if (strlen(r->link) > r->lim.max_path)

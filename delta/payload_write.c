@@ -472,7 +472,7 @@ static eq_err walk(struct eq_payload_builder *b, size_t ridx, const char *rel, s
 		n++;
 	}
 	closedir(d);
-	if (!r)
+	if (!r && n)
 		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n && !r; i++) {
 		bool isdir = false;
@@ -874,7 +874,8 @@ static eq_err group_links(struct eq_payload_builder *b, size_t *parent, size_t *
 eq_err eq_payload_builder_write(struct eq_payload_builder *b, eq_write_fn sink, void *sink_ctx,
 				uint8_t ret_sha256[EQ_SHA256_LEN], uint64_t *ret_size, struct eq_error *err)
 {
-	qsort(b->ents, b->n, sizeof(*b->ents), cmp_bent);
+	if (b->n)
+		qsort(b->ents, b->n, sizeof(*b->ents), cmp_bent);
 	size_t n = b->n ? b->n : 1;
 	EQ_AUTOFREE size_t *parent = eq_malloc(n * sizeof(size_t));
 	EQ_AUTOFREE size_t *leader = eq_malloc(n * sizeof(size_t));

@@ -426,6 +426,41 @@ static void test_gnu_tar(void **state)
 	uint8_t cap[32];
 	assert_int_equal(getxattr(ping, "security.capability", cap, sizeof(cap)), 20);
 	eq_buf_done(&b1);
+
+	/* The other direction: archives GNU tar writes itself (pax with
+	 * mtimes and its own header names; GNU long names) read and extract
+	 * to the same content. */
+	EQ_AUTOFREE char *pax = P(f, "gnu-pax.tar");
+	EQ_AUTOFREE char *gnu = P(f, "gnu-gnu.tar");
+	EQ_AUTOFREE char *px = P(f, "px");
+	assert_int_equal(mkdir(px, 0755), 0);
+	const char *cp[] = {"tar", "--format=posix", "--xattrs", "--xattrs-include=*", "-cpf", pax, "-C", src, ".", NULL};
+	assert_int_equal(run(cp), 0);
+	const char *cg[] = {"tar", "--format=gnu", "-cpf", gnu, "-C", src, ".", NULL};
+	assert_int_equal(run(cg), 0);
+	int fd = open(pax, O_RDONLY);
+	assert_true(fd >= 0);
+	eq_err rc = eq_payload_extract(eq_fd_read, &fd, px, NULL, EQ_EXTRACT_OWNERS, NULL, &e);
+	close(fd);
+	if (rc)
+		fail_msg("extract GNU pax: %s", eq_error_msg(&e));
+	snapshot(px, s2);
+	assert_memory_equal(s1, s2, 32);
+	fd = open(gnu, O_RDONLY);
+	assert_true(fd >= 0);
+	struct eq_payload_reader *r = NULL;
+	assert_int_equal(eq_payload_reader_new(eq_fd_read, &fd, NULL, &r, &e), EQ_OK);
+	const struct eq_payload_entry *ent;
+	size_t count = 0, long_names = 0;
+	while ((rc = eq_payload_reader_next(r, &ent, &e)) == EQ_OK && ent) {
+		count++;
+		long_names += strlen(ent->path) > 255 || (ent->link && strlen(ent->link) > 255);
+	}
+	assert_int_equal(rc, EQ_OK);
+	assert_int_equal(count, 13);
+	assert_int_equal(long_names, 3);
+	eq_payload_reader_free(r);
+	close(fd);
 }
 
 static void test_builder_add(void **state)
@@ -894,9 +929,10 @@ static void test_extract_existing_symlink(void **state)
 	raw_end(&r);
 	uint8_t before[32], after[32];
 	struct eq_error e;
+	EQ_AUTOFREE char *root = P(f, "root");
 	assert_int_equal(eq_sha256_file("/etc/passwd", before, NULL, &e), EQ_OK);
 	eq_error_clear(&e);
-	eq_err rc = extract_mem(r.d, r.len, P(f, "root"), NULL, NULL, &e);
+	eq_err rc = extract_mem(r.d, r.len, root, NULL, NULL, &e);
 	if (rc)
 		fail_msg("extract: %s", eq_error_msg(&e));
 	assert_int_equal(eq_sha256_file("/etc/passwd", after, NULL, &e), EQ_OK);
@@ -909,7 +945,7 @@ static void test_extract_existing_symlink(void **state)
 	/* Without openat2 no symlink is followed: the same payload is refused. */
 	assert_int_equal(unlink(landed), 0);
 	setenv("EQ_TEST_NO_OPENAT2", "1", 1);
-	rc = extract_mem(r.d, r.len, P(f, "root"), NULL, NULL, &e);
+	rc = extract_mem(r.d, r.len, root, NULL, NULL, &e);
 	unsetenv("EQ_TEST_NO_OPENAT2");
 	assert_int_equal(rc, EQ_ERR_UNSAFE);
 	assert_non_null(strstr(e.msg, "through a symlink"));
@@ -924,7 +960,8 @@ static void test_extract_fallback_roundtrip(void **state)
 	assert_int_equal(mkdir(dst, 0755), 0);
 	struct eq_buf b;
 	uint8_t s1[32], s2[32];
-	payload_ok(P(f, "src"), &b, s1);
+	EQ_AUTOFREE char *src = P(f, "src");
+	payload_ok(src, &b, s1);
 	struct eq_error e;
 	setenv("EQ_TEST_NO_OPENAT2", "1", 1);
 	eq_err rc = extract_mem(b.data, b.len, dst, NULL, NULL, &e);
