@@ -205,7 +205,8 @@ static void filter_round_trip(const uint8_t *d, size_t n, unsigned mode, uint64_
 {
 	uint8_t *f = eq_malloc(n ? n : 1);
 	assert_non_null(f);
-	memcpy(f, d, n);
+	if (n)
+		memcpy(f, d, n);
 	struct eq_xf_stats st;
 	eq_xf_buffer(f, n, true, mode, &st);
 	if (ret_converted)

@@ -1,0 +1,74 @@
+#!/bin/bash
+# Delta sizes on real Debian package pairs (bookworm point release vs
+# bookworm-security): eqota delta vs full object, bsdiff, xdelta3 and
+# zstd --patch-from, all on the same canonical payloads; then the peak RSS
+# of applying the largest delta next to eq_delta_apply_mem_bound().
+# Usage: bench/delta-pairs.sh [BUILD_DIR]   (default build-deltas)
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$SRC/build-deltas}
+EQ_DELTA=$BUILD/tests/eq-delta
+EQ_PAYLOAD=$BUILD/tests/eq-payload
+PAIRS_DIR=$SRC/.cache/debs/pairs
+PKGS=${DELTA_PAIRS_PKGS:-"libc6 libssl3 libcurl4 systemd perl-base libsystemd0 openssl zlib1g libexpat1 libxml2 bash"}
+[ -x "$EQ_DELTA" ] || { echo "build first: $EQ_DELTA missing" >&2; exit 1; }
+need=()
+command -v bsdiff >/dev/null || need+=(bsdiff)
+command -v xdelta3 >/dev/null || need+=(xdelta3)
+command -v zstd >/dev/null || need+=(zstd)
+[ -x /usr/bin/time ] || need+=(time)
+if [ "${#need[@]}" -gt 0 ]; then
+	apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+WORK=$(mktemp -d /tmp/eq-bench-delta.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+. "$SRC/bench/delta-pairs-lib.sh"
+
+fetch_pairs "$PAIRS_DIR" $PKGS
+for p in $PKGS; do
+	if [ "$(list_pairs "$PAIRS_DIR" "$p" | wc -l)" -eq 0 ]; then
+		echo "note: $p has a single version in the apt lists ($(apt-cache madison "$p" | awk -F'|' '{gsub(/ /,"",$2); print $2}' | tr '\n' ' ')), no pair"
+	fi
+done
+
+sz() { stat -c%s "$1"; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
+printf '%-12s %-22s %-22s %10s %9s %9s %9s %9s %9s %8s %8s\n' package old new payload full eqota bsdiff xdelta3 zstd-pf eq/full eq/bsd
+tot_new=0 tot_full=0 tot_eq=0 tot_bsd=0 tot_xd=0 tot_zs=0
+largest=0 largest_pkg=
+while read -r pkg old new; do
+	O=$WORK/$pkg.old.tar N=$WORK/$pkg.new.tar
+	make_payload "$PAIRS_DIR" "$pkg" "$old" "$O"
+	make_payload "$PAIRS_DIR" "$pkg" "$new" "$N"
+	"$EQ_DELTA" compress -l 19 "$N" "$WORK/full" >/dev/null
+	"$EQ_DELTA" create "$O" "$N" "$WORK/$pkg.delta" >/dev/null
+	"$EQ_DELTA" apply "$O" "$WORK/$pkg.delta" "$WORK/out"
+	cmp -s "$N" "$WORK/out" || { echo "FAIL: $pkg: delta result differs" >&2; exit 1; }
+	bsdiff "$O" "$N" "$WORK/bsd"
+	xdelta3 -e -9 -S djw -f -s "$O" "$N" "$WORK/xd"
+	zstd -q -f -19 --long=31 --patch-from="$O" "$N" -o "$WORK/zs" 2>/dev/null
+	n=$(sz "$N") f=$(sz "$WORK/full") e=$(sz "$WORK/$pkg.delta") b=$(sz "$WORK/bsd") x=$(sz "$WORK/xd") z=$(sz "$WORK/zs")
+	filter=$("$EQ_DELTA" info "$WORK/$pkg.delta" | awk '/^filter/ { print $2 }')
+	printf '%-12s %-22s %-22s %10d %9d %9d %9d %9d %9d %8s %8s  filter=%s\n' "$pkg" "$old" "$new" "$n" "$f" "$e" "$b" "$x" "$z" \
+		"$(pct "$e" "$f")" "$(pct "$e" "$b")" "$filter"
+	tot_new=$((tot_new + n)) tot_full=$((tot_full + f)) tot_eq=$((tot_eq + e))
+	tot_bsd=$((tot_bsd + b)) tot_xd=$((tot_xd + x)) tot_zs=$((tot_zs + z))
+	if [ "$n" -gt "$largest" ]; then largest=$n largest_pkg=$pkg; fi
+	rm -f "$WORK/out" "$WORK/full"
+done < <(list_pairs "$PAIRS_DIR" $PKGS)
+printf '%-12s %-22s %-22s %10d %9d %9d %9d %9d %9d %8s %8s\n' SUM "" "" "$tot_new" "$tot_full" "$tot_eq" "$tot_bsd" "$tot_xd" "$tot_zs" \
+	"$(pct "$tot_eq" "$tot_full")" "$(pct "$tot_eq" "$tot_bsd")"
+echo "payloads made with: $PAYLOAD_TOOL"
+if [ "$tot_eq" -le "$tot_bsd" ]; then echo "target met: eqota sum <= bsdiff sum"; else echo "target NOT met: eqota sum > bsdiff sum"; fi
+
+# Peak RSS of applying the largest delta vs the documented bound.
+D=$WORK/$largest_pkg.delta
+"$EQ_DELTA" info "$D" >"$WORK/info"
+bound=$(awk '/^mem_bound/ { print $2 }' "$WORK/info")
+wlog=$(awk '/^window_log/ { print $2 }' "$WORK/info")
+rss() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F: '/Maximum resident set size/ { gsub(/ /, "", $2); print $2 * 1024 }'; }
+base=$(rss "$EQ_DELTA" membound 0 10)
+peak=$(rss "$EQ_DELTA" apply "$WORK/$largest_pkg.old.tar" "$D" "$WORK/out")
+cmp -s "$WORK/$largest_pkg.new.tar" "$WORK/out"
+echo "apply $largest_pkg (window 2^$wlog): peak RSS $peak bytes, process baseline $base bytes," \
+	"library use <= $((peak - base)); eq_delta_apply_mem_bound = $bound: $([ $((peak - base)) -le "$bound" ] && echo holds || echo EXCEEDED)"
