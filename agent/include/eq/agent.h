@@ -1,0 +1,250 @@
+/*
+ * eq_agent: the device side of eqota. Config, fetch (libcurl), plan,
+ * slot building (install, provision), state, health checks. The program
+ * `eqota` (agent/main.c) only parses arguments and calls these.
+ *
+ * Uses eq_manifest, eq_delta, eq_bootloader and eq_base.
+ */
+#ifndef EQ_AGENT_H
+#define EQ_AGENT_H
+
+#include <eq/bootloader.h>
+#include <eq/common.h>
+#include <eq/delta.h>
+#include <eq/manifest.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ====================================================================== */
+/* ==== config (agent/config.c) ========================================== */
+
+#define EQ_CONFIG_DEFAULT_PATH "/etc/eqota/eqota.conf"
+#define EQ_CONFIG_MAX_BYTES (256u * 1024u)
+#define EQ_CONFIG_MAX_CHECKS 16u
+
+enum eq_slot_type { EQ_SLOT_DIR, EQ_SLOT_BLOCK };
+
+/*
+ * The parsed configuration: one plain struct, every string owned by it and
+ * freed by eq_config_done(). Defaults are documented in docs/configuration.md
+ * and applied by eq_config_load() for keys that are absent.
+ */
+struct eq_config {
+	/* [repository] */
+	char *url;          /* base URL of the repository (http, https, file) */
+	char *board;
+	char *channel;
+	char *key;          /* a PEM public key, or NULL when trust is set */
+	char *trust;        /* root-of-trust file, or NULL when key is set */
+	char *ca_file;      /* CA bundle for https, NULL: system default */
+	unsigned connect_timeout_s;   /* default 15 */
+	unsigned low_speed_time_s;    /* abort below 1 byte/s for this long, default 60 */
+	unsigned retries;             /* per request, default 5 */
+	unsigned retry_delay_ms;      /* first backoff, doubled each retry, default 1000 */
+	/* [slots] */
+	enum eq_slot_type slot_type;
+	char *slot_a;       /* directory (dir) or block device (block) */
+	char *slot_b;
+	char *mkfs;         /* block slots: mkfs command, default "mkfs.ext4 -q -F" */
+	/* [bootloader] */
+	char *bl_backend;   /* "file", "uboot", "grub" */
+	char *bl_path;      /* env file for file and grub backends */
+	char *cmdline;      /* where the booted slot is read, default /proc/cmdline */
+	/* [paths] */
+	char *data_dir;     /* default /var/lib/eqota */
+	/* [health] */
+	char *checks[EQ_CONFIG_MAX_CHECKS]; /* command lines, split at spaces */
+	size_t n_checks;
+	unsigned health_timeout_s; /* default 60 */
+	/* [daemon] */
+	unsigned poll_interval_s;  /* default 3600 */
+	unsigned poll_jitter_s;    /* default 600 */
+};
+
+/*
+ * Loads and checks the INI file at @path: "[section]" lines, "key = value"
+ * lines, '#' and ';' comments. Unknown sections and keys, repeated keys
+ * (except health "check"), missing required keys and out-of-range values are
+ * EQ_ERR_PARSE / EQ_ERR_INVAL naming "FILE:LINE: key". On success *ret is
+ * filled (free with eq_config_done()).
+ */
+EQ_API eq_err eq_config_load(const char *path, struct eq_config *ret, struct eq_error *err) EQ_MUST_CHECK;
+/* Parses config text already in memory; @name is used in messages. */
+EQ_API eq_err eq_config_parse(const char *name, const char *text, size_t len, struct eq_config *ret,
+			      struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_config_done(struct eq_config *c);
+
+/* ====================================================================== */
+/* ==== fetch (agent/fetch.c, libcurl) ==================================== */
+
+struct eq_fetcher;
+
+/* Counters of what went over the network (for reports and tests). */
+struct eq_fetch_stats {
+	uint64_t requests;
+	uint64_t bytes;          /* body bytes received */
+	uint64_t resumed;        /* downloads continued with a Range request */
+	uint64_t not_modified;   /* 304 answers */
+};
+
+/*
+ * Creates a fetcher for the repository of @cfg. Partial and finished
+ * downloads live in @download_dir (created if missing). Free with
+ * eq_fetcher_free().
+ */
+EQ_API eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, struct eq_fetcher **ret,
+			     struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_fetcher_free(struct eq_fetcher *f);
+EQ_API void eq_fetcher_set_progress(struct eq_fetcher *f, eq_progress_fn fn, void *ctx);
+EQ_API void eq_fetcher_stats(const struct eq_fetcher *f, struct eq_fetch_stats *ret);
+
+/*
+ * Fetches boards/<board>/<channel>/manifest.json and its .sig. Conditional
+ * GET: the validators (ETag, Last-Modified) of the last successful fetch are
+ * kept in the download dir; when the server answers 304, *ret_not_modified
+ * is true and nothing else is returned. Otherwise the exact bytes of both
+ * files (each capped at its EQ_MANIFEST_*_MAX_BYTES) are returned; the caller
+ * frees them with eq_free() and must verify before parsing. The validators
+ * are remembered only once eq_fetch_manifest_commit() is called (after the
+ * caller verified the bytes), so a rejected manifest is fetched again.
+ */
+EQ_API eq_err eq_fetch_manifest(struct eq_fetcher *f, bool *ret_not_modified, uint8_t **ret_manifest,
+				size_t *ret_manifest_len, uint8_t **ret_sig, size_t *ret_sig_len,
+				struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_fetch_manifest_commit(struct eq_fetcher *f, struct eq_error *err) EQ_MUST_CHECK;
+/* Forgets the validators so that the next eq_fetch_manifest() is a full GET. */
+EQ_API void eq_fetch_manifest_forget(struct eq_fetcher *f);
+
+/*
+ * Downloads repository file @rel_path (e.g. "objects/<sha>") which must have
+ * exactly @size bytes with SHA-256 @sha256_hex. Data goes to
+ * "<download_dir>/<sha256_hex>.part"; an existing .part is continued with an
+ * HTTP Range request. A server sending more than @size bytes is cut off and
+ * the download rejected (EQ_ERR_LIMIT); a hash mismatch removes the file
+ * (EQ_ERR_VERIFY). On success the file is renamed to
+ * "<download_dir>/<sha256_hex>" and *ret_path (malloc'ed, caller frees) names
+ * it; an already complete and verified file is returned without a request.
+ */
+EQ_API eq_err eq_fetch_object(struct eq_fetcher *f, const char *rel_path, const char *sha256_hex, uint64_t size,
+			      char **ret_path, struct eq_error *err) EQ_MUST_CHECK;
+
+/* ====================================================================== */
+/* ==== slot records, plan and install (agent/slot*.c, agent/install.c) ==== */
+
+/*
+ * Where a slot describes itself, relative to its root:
+ *   usr/lib/eqota/slot/manifest.json, manifest.json.sig   the release
+ *   usr/lib/eqota/slot/packages/<name>.files              each package's files
+ * A .files line: "TYPE MODE UID GID SIZE SHA256 PATH" (TYPE f d l h c b p;
+ * SHA256 "-" for non-files; PATH percent-encoded for bytes <= 0x20, '%' and
+ * >= 0x7f), in payload order; documented in docs/internals/slot-records.md.
+ */
+#define EQ_SLOT_RECORD_DIR "usr/lib/eqota/slot"
+
+enum eq_plan_action {
+	EQ_PLAN_KEEP,   /* same unihash (or payload): copy from the running slot */
+	EQ_PLAN_DELTA,  /* apply a delta to the payload rebuilt from the running slot */
+	EQ_PLAN_FULL,   /* download the full object */
+	EQ_PLAN_REMOVE, /* in the running release only */
+};
+EQ_API const char *eq_plan_action_name(enum eq_plan_action a);
+
+struct eq_plan_item {
+	enum eq_plan_action action;
+	const struct eq_manifest_package *pkg; /* in the new manifest (NULL for REMOVE) */
+	const struct eq_manifest_package *old; /* in the running manifest, or NULL */
+	const struct eq_manifest_delta *delta; /* for DELTA */
+	uint64_t download;                     /* bytes this item fetches */
+};
+
+struct eq_plan {
+	struct eq_plan_item *items; /* owned; pointers into the two manifests */
+	size_t n;
+	size_t count[4];
+	uint64_t download_bytes;  /* sum of items' download */
+	uint64_t full_bytes;      /* every object of the new release */
+	uint64_t install_bytes;   /* sum of payload sizes of the new release */
+};
+
+/*
+ * Decides per package from the signed manifests alone (O(packages)): keep
+ * when the unihash (or the payload hash) is unchanged, delta when the new
+ * package offers one from the running payload, full otherwise, remove for
+ * packages that are gone. @running may be NULL (provisioning: all full).
+ * Free with eq_plan_done(); the plan points into both manifests.
+ */
+EQ_API eq_err eq_plan_make(const struct eq_manifest *running, const struct eq_manifest *next, struct eq_plan *ret,
+			   struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_plan_done(struct eq_plan *p);
+
+/* Fetches an object or delta for the installer; returns a local file path
+ * (malloc'ed, caller frees) holding exactly the verified bytes. */
+typedef eq_err (*eq_object_fn)(void *ctx, const char *rel_path, const char *sha256_hex, uint64_t size,
+			       char **ret_path, struct eq_error *err);
+
+struct eq_install {
+	const char *running_root;      /* root of the running slot, NULL when provisioning */
+	const struct eq_manifest *running;
+	const char *target_root;       /* empty directory that becomes the new slot's root */
+	const struct eq_manifest *next;
+	const uint8_t *manifest_bytes; /* the signed bytes of @next and its .sig, recorded in the slot */
+	size_t manifest_len;
+	const uint8_t *sig_bytes;
+	size_t sig_len;
+	const char *work_dir;          /* for temporary payloads */
+	eq_object_fn fetch;
+	void *fetch_ctx;
+	bool owners;                   /* apply owners and xattrs (running as root) */
+	eq_progress_fn progress;
+	void *progress_ctx;
+};
+
+/* What the installer did, per action, after fallbacks. */
+struct eq_install_report {
+	size_t kept, delta, full, fallback; /* fallback: kept/delta that had to download the object */
+	uint64_t bytes_written;             /* payload bytes installed */
+};
+
+/*
+ * Builds the new slot in @in->target_root from scratch so that it holds
+ * exactly @in->next: kept packages copied from the running slot with every
+ * file checked against its recorded hash (a mismatch turns the package into
+ * a download), changed packages from a delta against the payload rebuilt
+ * from the running slot (checked against the running manifest's payload
+ * hash; on mismatch the full object) or from the full object. Every payload
+ * is checked against the manifest before it is extracted. Finally the
+ * manifest, its signature and every package's file list are written under
+ * EQ_SLOT_RECORD_DIR and everything is synced. The plan @plan must come from
+ * eq_plan_make(in->running, in->next).
+ */
+EQ_API eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan,
+			      struct eq_install_report *ret, struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Reads the release recorded in the slot at @root (manifest bytes, its .sig)
+ * and verifies it against @trust (expiry not checked: a slot's own record is
+ * never refused for its age). *ret_m is freed with eq_manifest_free();
+ * EQ_ERR_NOTFOUND when the slot has no record.
+ */
+EQ_API eq_err eq_slot_read_release(const char *root, const struct eq_manifest_trust *trust, const char *board,
+				   struct eq_manifest **ret_m, struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Prepares slot @name ("A"/"B") of @cfg for writing: a dir slot is emptied;
+ * a block slot is formatted (cfg->mkfs) and mounted under
+ * <data_dir>/mnt/<name>. *ret_root (malloc'ed) is the root to fill.
+ * eq_slot_release() unmounts a block slot after syncing.
+ */
+EQ_API eq_err eq_slot_prepare(const struct eq_config *cfg, const char *name, char **ret_root,
+			      struct eq_error *err) EQ_MUST_CHECK;
+/* Root of slot @name for reading (mounting a block slot read-only if needed). */
+EQ_API eq_err eq_slot_open(const struct eq_config *cfg, const char *name, char **ret_root,
+			   struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_slot_release(const struct eq_config *cfg, const char *name, struct eq_error *err) EQ_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
