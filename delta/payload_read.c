@@ -685,7 +685,7 @@ static eq_err next_header(struct eq_payload_reader *r, struct eq_error *err)
 {
 	bool seen_x = false;
 	for (;;) {
-		bool end;
+		bool end = false;
 		eq_err e = read_header(r, &end, err);
 		if (e)
 			return e;

@@ -965,7 +965,7 @@ static void limits_merge(struct eq_payload_limits *out, const struct eq_payload_
 
 static eq_err read_archive(struct reader *rd, int fd, const char *path, struct eq_error *err)
 {
-	enum kind k;
+	enum kind k = K_AR; /* always set by sniff() on success */
 	eq_err r = sniff(fd, &k, err);
 	if (r != EQ_OK)
 		return r;
