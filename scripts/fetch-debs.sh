@@ -56,7 +56,7 @@ for p in "${pkgs[@]}"; do
 done
 
 # apt-get download names files NAME_VERSION_ARCH.deb with ':' escaped as %3a.
-fname() { local p=$1 v=${2//:/%3a}; ls "$pool/${p}_${v}_"*.deb 2>/dev/null | head -n1; }
+fname() { local p=$1 v=${2//:/%3a} f; for f in "$pool/${p}_${v}_"*.deb; do [ -e "$f" ] && echo "$f"; return 0; done; }
 todo=()
 for pv in "${want[@]}"; do
   [ -n "$(fname "${pv%%=*}" "${pv#*=}")" ] || todo+=("$pv")

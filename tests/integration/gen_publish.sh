@@ -118,7 +118,7 @@ for off in 0 7 $((size / 3)) $((size / 2)) $((size - 2)); do
   expect_fail "tampered manifest byte $off" "does not verify" "$gen" verify --repo repo-t "${B[@]}" --key rel.pub
 done
 cp repo/boards/qemux86-64/stable/manifest.json "$mf"
-obj=$(ls repo-t/objects | head -n1)
+obj=$(find repo-t/objects -type f -printf "%f\n" -quit)
 printf 'x' >> "repo-t/objects/$obj"
 expect_fail "tampered object" "bytes, the manifest says" "$gen" verify --repo repo-t "${B[@]}" --key rel.pub
 
