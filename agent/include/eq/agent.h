@@ -140,6 +140,10 @@ EQ_API eq_err eq_fetch_object(struct eq_fetcher *f, const char *rel_path, const 
  * A .files line: "TYPE MODE UID GID SIZE SHA256 PATH" (TYPE f d l h c b p;
  * SHA256 "-" for non-files; PATH percent-encoded for bytes <= 0x20, '%' and
  * >= 0x7f), in payload order; documented in docs/internals/slot-records.md.
+ * Added: a first line "eqota-files 1", and an 8th field EXTRA for types l
+ * (symlink target, percent-encoded), h (the path it links to) and c/b
+ * ("MAJOR:MINOR"), so a kept package can be checked and copied from its
+ * record alone.
  */
 #define EQ_SLOT_RECORD_DIR "usr/lib/eqota/slot"
 
@@ -199,6 +203,7 @@ struct eq_install {
 	bool owners;                   /* apply owners and xattrs (running as root) */
 	eq_progress_fn progress;
 	void *progress_ctx;
+	const char *target_name;       /* added: slot name for messages ("B"); NULL: target_root */
 };
 
 /* What the installer did, per action, after fallbacks. */
@@ -221,6 +226,22 @@ struct eq_install_report {
  */
 EQ_API eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan,
 			      struct eq_install_report *ret, struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Added. The early space check eq_install_slot() runs before it fetches
+ * anything (callers may run it alone, e.g. for `eqota check`), from the
+ * sizes the manifest declares:
+ *   - the work_dir filesystem must hold every download of the plan (the
+ *     fetched files stay for resume until the caller removes them) plus the
+ *     largest temporary payload set: one payload for a full object, the
+ *     rebuilt old payload and the new one for a delta;
+ *   - the target_root filesystem must hold the sum of the new payload sizes.
+ * When both are on one filesystem the two needs are added. statvfs free
+ * space as seen by an unprivileged user (f_bavail). EQ_ERR_LIMIT
+ * "slot B has 120 MiB free, release needs 170 MiB", EQ_ERR_IO (statvfs).
+ */
+EQ_API eq_err eq_install_check_space(const struct eq_install *in, const struct eq_plan *plan,
+				     struct eq_error *err) EQ_MUST_CHECK;
 
 /*
  * Reads the release recorded in the slot at @root (manifest bytes, its .sig)

@@ -1,0 +1,992 @@
+/*
+ * The installer: builds a slot from scratch so that it holds exactly one
+ * release (docs/internals/install.md). One package at a time, streamed, so
+ * memory is the plan plus one package's file list, and temporary disk use is
+ * at most two payloads.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <eq/agent.h>
+
+#include "records.h"
+
+#define COPY_BUF_LEN (128u * 1024u)
+#define XATTR_LIST_MAX_LEN (64u * 1024u)
+
+struct inst {
+	const struct eq_install *in;
+	const struct eq_plan *plan;
+	int tfd;             /* target root, O_PATH */
+	int rfd;             /* running root, O_PATH, or -1 */
+	char *rec_dir;       /* <target>/EQ_SLOT_RECORD_DIR/packages */
+	struct eq_payload_limits lim;
+	struct eq_install_report rep;
+	struct eq_progress prog;
+	double t0;
+	uint8_t *buf;        /* COPY_BUF_LEN */
+	unsigned long tmpn;
+	bool use_openat2;
+	bool mismatch;       /* the last error is about the running slot, not ours */
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+/* A running-slot problem: the package is downloaded instead. */
+static eq_err miss(struct inst *x, struct eq_error *err, const char *fmt, ...) EQ_PRINTF(3, 4);
+static eq_err miss(struct inst *x, struct eq_error *err, const char *fmt, ...)
+{
+	char msg[EQ_ERROR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	x->mismatch = true;
+	return eq_error_set(err, EQ_ERR_VERIFY, "%s", msg);
+}
+
+static void progress(struct inst *x, const char *item)
+{
+	if (!x->in->progress)
+		return;
+	x->prog.item = item;
+	x->prog.elapsed_s = eq_now_s() - x->t0;
+	x->in->progress(&x->prog, x->in->progress_ctx);
+}
+
+static void fmt_size(uint64_t v, bool round_up, char out[32])
+{
+	static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+	unsigned u = 0;
+	uint64_t div = 1;
+	while (u < 4 && v / div >= 1024) {
+		div *= 1024;
+		u++;
+	}
+	uint64_t q = v / div + (round_up && v % div ? 1 : 0);
+	snprintf(out, 32, "%" PRIu64 " %s", q, unit[u]);
+}
+
+/* A sink that hashes and counts what it writes to a file descriptor, and
+ * remembers whether the failure was its own (our disk) or the producer's. */
+struct hsink {
+	int fd;
+	struct eq_sha256 sha;
+	uint64_t n;
+	bool failed;
+};
+
+static eq_err hsink_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	struct hsink *h = ctx;
+	eq_err r = eq_write_all(h->fd, data, len, err);
+	if (r) {
+		h->failed = true;
+		return r;
+	}
+	eq_sha256_update(&h->sha, data, len);
+	h->n += len;
+	return EQ_OK;
+}
+
+static void hsink_init(struct hsink *h, int fd)
+{
+	memset(h, 0, sizeof(*h));
+	h->fd = fd;
+	eq_sha256_init(&h->sha);
+}
+
+/* True when the digest of @h equals the manifest's @hex and size. */
+static bool hsink_matches(struct hsink *h, const char *hex, uint64_t size, char got[EQ_SHA256_HEX_LEN + 1])
+{
+	uint8_t d[EQ_SHA256_LEN];
+	eq_sha256_final(&h->sha, d);
+	eq_hex_encode(d, sizeof(d), got);
+	return h->n == size && !strcmp(got, hex);
+}
+
+/* A temporary file in work_dir. With @ret_path NULL it is unlinked at once
+ * (used through the fd only), so nothing is left behind by a crash. */
+static eq_err work_tmp(struct inst *x, const char *what, int *ret_fd, char **ret_path, struct eq_error *err)
+{
+	char *p = eq_asprintf("%s/.eq-%s-XXXXXX", x->in->work_dir, what);
+	if (!p)
+		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	int fd = mkostemp(p, O_CLOEXEC);
+	if (fd < 0) {
+		eq_err r = eq_error_errno(err, EQ_ERR_IO, "install: cannot create a temporary file in '%s'",
+					  x->in->work_dir);
+		eq_free(p);
+		return r;
+	}
+	if (!ret_path) {
+		(void)unlink(p);
+		eq_free(p);
+	} else {
+		*ret_path = p;
+	}
+	*ret_fd = fd;
+	return EQ_OK;
+}
+
+/* ---- paths inside a root -------------------------------------------------- */
+
+/* Opens directory @rel ("" = the root) below @rootfd as O_PATH, resolving
+ * symlinks as if @rootfd were "/" (a slot's absolute symlinks point into the
+ * slot, never into the host). -1 with errno on failure. */
+static int open_dir_in(struct inst *x, int rootfd, const char *rel)
+{
+	const char *p = rel[0] ? rel : ".";
+	if (x->use_openat2) {
+		struct open_how how = {
+			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+		};
+		for (int tries = 0; tries < 8; tries++) {
+			long fd = syscall(SYS_openat2, rootfd, p, &how, sizeof(how));
+			if (fd >= 0)
+				return (int)fd;
+			if (errno == ENOSYS) {
+				x->use_openat2 = false;
+				break;
+			}
+			if (errno != EAGAIN)
+				return -1;
+		}
+		if (x->use_openat2)
+			return -1;
+	}
+	/* Old kernels: follow no symlink at all; stricter, never outside. */
+	int cur = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0 || !rel[0])
+		return cur;
+	const char *c = rel;
+	char comp[256];
+	while (*c) {
+		const char *end = strchr(c, '/');
+		size_t n = end ? (size_t)(end - c) : strlen(c);
+		if (n >= sizeof(comp)) {
+			close(cur);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(comp, c, n);
+		comp[n] = '\0';
+		int fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(cur);
+		if (fd < 0) {
+			errno = e;
+			return -1;
+		}
+		cur = fd;
+		c = end ? end + 1 : c + n;
+	}
+	return cur;
+}
+
+/* Opens the directory holding @path below @rootfd; *ret_base points into
+ * @path. With @create, missing parents are made (0755, as extract does). */
+static int open_parent(struct inst *x, int rootfd, const char *path, bool create, const char **ret_base)
+{
+	const char *slash = strrchr(path, '/');
+	*ret_base = slash ? slash + 1 : path;
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	char dir[EQ_REC_MAX_PATH + 1];
+	if (dlen > EQ_REC_MAX_PATH) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, path, dlen);
+	dir[dlen] = '\0';
+	int fd = open_dir_in(x, rootfd, dir);
+	if (fd >= 0 || errno != ENOENT || !create)
+		return fd;
+	for (size_t i = 0; i <= dlen; i++) {
+		if (i < dlen && dir[i] != '/')
+			continue;
+		char save = dir[i];
+		dir[i] = '\0';
+		int probe = open_dir_in(x, rootfd, dir);
+		if (probe >= 0) {
+			close(probe);
+		} else if (errno == ENOENT) {
+			const char *b;
+			int pfd = open_parent(x, rootfd, dir, false, &b);
+			if (pfd < 0)
+				return -1;
+			int rc = mkdirat(pfd, b, 0755);
+			int e = errno;
+			close(pfd);
+			if (rc != 0 && e != EEXIST) {
+				errno = e;
+				return -1;
+			}
+		} else {
+			return -1;
+		}
+		dir[i] = save;
+	}
+	return open_dir_in(x, rootfd, dir);
+}
+
+/* ---- copying a kept package ------------------------------------------------ */
+
+/* The xattrs the payload keeps (docs/internals/payload.md): user.* and
+ * security.* except LSM labels, which the target system assigns itself. */
+static bool xattr_kept(const char *name)
+{
+	if (!strncmp(name, "user.", 5))
+		return true;
+	if (strncmp(name, "security.", 9))
+		return false;
+	return strcmp(name, "security.selinux") && strncmp(name, "security.SMACK64", 16) &&
+	       strcmp(name, "security.apparmor");
+}
+
+static eq_err copy_xattrs(struct inst *x, int sfd, int tfd, const char *path, struct eq_error *err)
+{
+	char list[XATTR_LIST_MAX_LEN];
+	ssize_t n = flistxattr(sfd, list, sizeof(list));
+	if (n < 0) {
+		if (errno == ENOTSUP)
+			return EQ_OK;
+		return miss(x, err, "'%s': cannot list xattrs: %s", path, strerror(errno));
+	}
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1) {
+		const char *name = list + i;
+		if (!xattr_kept(name))
+			continue;
+		ssize_t vl = fgetxattr(sfd, name, x->buf, COPY_BUF_LEN);
+		if (vl < 0)
+			return miss(x, err, "'%s': cannot read xattr '%s': %s", path, name, strerror(errno));
+		if (fsetxattr(tfd, name, x->buf, (size_t)vl, 0) != 0)
+			return eq_error_errno(err, EQ_ERR_IO, "'%s': cannot set xattr '%s'", path, name);
+	}
+	return EQ_OK;
+}
+
+static bool meta_matches(const struct inst *x, const struct eq_rec_entry *e, const struct stat *st)
+{
+	if ((uint32_t)(st->st_mode & 07777) != e->mode)
+		return false;
+	/* Without owners the slot's files belong to whoever installed them. */
+	return !x->in->owners || (st->st_uid == e->uid && st->st_gid == e->gid);
+}
+
+static void tmp_name(struct inst *x, char out[64])
+{
+	snprintf(out, 64, ".eqtmp-%ld-%lu", (long)getpid(), x->tmpn++);
+}
+
+static eq_err copy_file(struct inst *x, int sdir, int tdir, const char *base, const struct eq_rec_entry *e,
+			struct eq_error *err)
+{
+	int s = openat(sdir, base, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (s < 0)
+		return miss(x, err, "'%s': %s", e->path, strerror(errno));
+	struct stat st;
+	if (fstat(s, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(s);
+		return miss(x, err, "'%s' is not a regular file", e->path);
+	}
+	if (!meta_matches(x, e, &st) || (uint64_t)st.st_size != e->size) {
+		close(s);
+		return miss(x, err, "'%s': mode, owner or size differ from the record", e->path);
+	}
+	char tmp[64];
+	tmp_name(x, tmp);
+	int t = openat(tdir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (t < 0) {
+		close(s);
+		return eq_error_errno(err, EQ_ERR_IO, "'%s': cannot create", e->path);
+	}
+	struct eq_sha256 sha;
+	eq_sha256_init(&sha);
+	uint64_t total = 0;
+	eq_err r = EQ_OK;
+	for (;;) {
+		ssize_t n = read(s, x->buf, COPY_BUF_LEN);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = miss(x, err, "'%s': read: %s", e->path, strerror(errno));
+			break;
+		}
+		if (!n)
+			break;
+		total += (uint64_t)n;
+		if (total > e->size) {
+			r = miss(x, err, "'%s' grew past its recorded size", e->path);
+			break;
+		}
+		eq_sha256_update(&sha, x->buf, (size_t)n);
+		r = eq_write_all(t, x->buf, (size_t)n, err);
+		if (r) {
+			r = eq_error_prefix(err, "'%s'", e->path);
+			break;
+		}
+	}
+	if (!r) {
+		uint8_t d[EQ_SHA256_LEN];
+		eq_sha256_final(&sha, d);
+		if (total != e->size || memcmp(d, e->sha256, sizeof(d)))
+			r = miss(x, err, "'%s': content differs from the record", e->path);
+	}
+	/* chown clears setuid and security.capability: owner, mode, xattrs. */
+	if (!r && x->in->owners && fchown(t, e->uid, e->gid) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "'%s': chown", e->path);
+	if (!r && fchmod(t, e->mode) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "'%s': chmod", e->path);
+	if (!r && x->in->owners)
+		r = copy_xattrs(x, s, t, e->path, err);
+	close(s);
+	if (close(t) != 0 && !r)
+		r = eq_error_errno(err, EQ_ERR_IO, "'%s': close", e->path);
+	if (!r && renameat(tdir, tmp, tdir, base) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "'%s': rename into place", e->path);
+	if (r)
+		(void)unlinkat(tdir, tmp, 0);
+	return r;
+}
+
+static eq_err copy_dir(struct inst *x, int sdir, int tdir, const char *base, const struct eq_rec_entry *e,
+		       struct eq_error *err)
+{
+	int s = openat(sdir, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (s < 0 || fstat(s, &st) != 0 || !meta_matches(x, e, &st)) {
+		if (s >= 0)
+			close(s);
+		return miss(x, err, "'%s': not a directory with the recorded mode and owner", e->path);
+	}
+	eq_err r = EQ_OK;
+	if (mkdirat(tdir, base, 0700) != 0 && errno != EEXIST)
+		r = eq_error_errno(err, EQ_ERR_IO, "'%s': mkdir", e->path);
+	struct stat tst;
+	if (!r && fstatat(tdir, base, &tst, AT_SYMLINK_NOFOLLOW) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "'%s': stat", e->path);
+	/* Another package made it a symlink to a directory: keep it, as
+	 * extract and dpkg do. */
+	if (!r && S_ISLNK(tst.st_mode)) {
+		close(s);
+		return EQ_OK;
+	}
+	if (!r && !S_ISDIR(tst.st_mode))
+		r = eq_error_set(err, EQ_ERR_STATE, "'%s': another package put a non-directory there", e->path);
+	int t = r ? -1 : openat(tdir, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (!r && t < 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "'%s': open", e->path);
+	if (!r && x->in->owners && fchown(t, e->uid, e->gid) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "'%s': chown", e->path);
+	if (!r && fchmod(t, e->mode) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "'%s': chmod", e->path);
+	if (!r && x->in->owners)
+		r = copy_xattrs(x, s, t, e->path, err);
+	if (t >= 0)
+		close(t);
+	close(s);
+	return r;
+}
+
+static eq_err place_tmp(int tdir, const char *tmp, const char *base, const char *path, struct eq_error *err)
+{
+	if (renameat(tdir, tmp, tdir, base) != 0) {
+		eq_err r = eq_error_errno(err, EQ_ERR_IO, "'%s': rename into place", path);
+		(void)unlinkat(tdir, tmp, 0);
+		return r;
+	}
+	/* rename() of a name onto a hard link of the same inode does nothing. */
+	(void)unlinkat(tdir, tmp, 0);
+	return EQ_OK;
+}
+
+static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq_error *err)
+{
+	const char *sbase, *tbase;
+	int sdir = open_parent(x, x->rfd, e->path, false, &sbase);
+	if (sdir < 0)
+		return miss(x, err, "'%s': parent directory: %s", e->path, strerror(errno));
+	int tdir = open_parent(x, x->tfd, e->path, true, &tbase);
+	if (tdir < 0) {
+		eq_err r = eq_error_errno(err, EQ_ERR_IO, "'%s': cannot open its directory in the target", e->path);
+		close(sdir);
+		return r;
+	}
+	eq_err r = EQ_OK;
+	struct stat st;
+	char tmp[64];
+	if (e->type != 'f' && e->type != 'd') {
+		if (fstatat(sdir, sbase, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			r = miss(x, err, "'%s': %s", e->path, strerror(errno));
+		else if (!meta_matches(x, e, &st))
+			r = miss(x, err, "'%s': mode or owner differ from the record", e->path);
+	}
+	switch (r ? 0 : e->type) {
+	case 'f':
+		r = copy_file(x, sdir, tdir, sbase, e, err);
+		break;
+	case 'd':
+		r = copy_dir(x, sdir, tdir, sbase, e, err);
+		break;
+	case 'l': {
+		char target[EQ_REC_MAX_PATH + 2];
+		ssize_t n = S_ISLNK(st.st_mode) ? readlinkat(sdir, sbase, target, sizeof(target)) : -1;
+		if (n < 0 || (size_t)n >= sizeof(target) - 1 || (target[n] = '\0', strcmp(target, e->link))) {
+			r = miss(x, err, "'%s': not a symlink to the recorded target", e->path);
+			break;
+		}
+		tmp_name(x, tmp);
+		if (symlinkat(e->link, tdir, tmp) != 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "'%s': symlink", e->path);
+		else if (x->in->owners && fchownat(tdir, tmp, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) != 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "'%s': chown", e->path);
+		r = r ? r : place_tmp(tdir, tmp, tbase, e->path, err);
+		if (r)
+			(void)unlinkat(tdir, tmp, 0);
+		break;
+	}
+	case 'h': {
+		/* The record says both names are one file in the running slot;
+		 * the rebuilt payload depends on that, so check it. */
+		const char *fbase;
+		struct stat fst;
+		int fs = open_parent(x, x->rfd, e->link, false, &fbase);
+		bool same = fs >= 0 && S_ISREG(st.st_mode) && fstatat(fs, fbase, &fst, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    fst.st_dev == st.st_dev && fst.st_ino == st.st_ino;
+		if (fs >= 0)
+			close(fs);
+		if (!same) {
+			r = miss(x, err, "'%s' is not a hard link of '%s'", e->path, e->link);
+			break;
+		}
+		int ft = open_parent(x, x->tfd, e->link, false, &fbase);
+		tmp_name(x, tmp);
+		if (ft < 0 || linkat(ft, fbase, tdir, tmp, 0) != 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "'%s': link to '%s'", e->path, e->link);
+		if (ft >= 0)
+			close(ft);
+		r = r ? r : place_tmp(tdir, tmp, tbase, e->path, err);
+		break;
+	}
+	case 'c':
+	case 'b':
+	case 'p': {
+		mode_t fmt = e->type == 'c' ? S_IFCHR : e->type == 'b' ? S_IFBLK : S_IFIFO;
+		dev_t dev = e->type == 'p' ? 0 : makedev(e->devmajor, e->devminor);
+		if ((st.st_mode & S_IFMT) != fmt || (e->type != 'p' && st.st_rdev != dev)) {
+			r = miss(x, err, "'%s': not the recorded device node or fifo", e->path);
+			break;
+		}
+		tmp_name(x, tmp);
+		if (mknodat(tdir, tmp, fmt | 0600, dev) != 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "'%s': mknod", e->path);
+		else if (x->in->owners && fchownat(tdir, tmp, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) != 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "'%s': chown", e->path);
+		else if (fchmodat(tdir, tmp, e->mode, 0) != 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "'%s': chmod", e->path);
+		if (r)
+			(void)unlinkat(tdir, tmp, 0);
+		else
+			r = place_tmp(tdir, tmp, tbase, e->path, err);
+		break;
+	}
+	default:
+		break;
+	}
+	close(sdir);
+	close(tdir);
+	return r;
+}
+
+/* Removes the non-directories a failed copy already placed, so the full
+ * object extracts over exactly what it describes. */
+static void undo_copy(struct inst *x, const struct eq_rec_list *l, size_t upto)
+{
+	for (size_t i = upto; i-- > 0;) {
+		if (l->v[i].type == 'd')
+			continue;
+		const char *b;
+		int d = open_parent(x, x->tfd, l->v[i].path, false, &b);
+		if (d >= 0) {
+			(void)unlinkat(d, b, 0);
+			close(d);
+		}
+	}
+}
+
+static char *record_path(const char *root, const char *name)
+{
+	return eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/packages/%s.files", root, name);
+}
+
+static eq_err write_list(struct inst *x, const char *name, const struct eq_rec_list *l, struct eq_error *err)
+{
+	EQ_AUTOFREE char *path = eq_asprintf("%s/%s.files", x->rec_dir, name);
+	if (!path)
+		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	FILE *f = fopen(path, "we");
+	if (!f)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot create '%s'", path);
+	eq_err r = eq_rec_write_header(f, err);
+	for (size_t i = 0; i < l->n && !r; i++)
+		r = eq_rec_write_entry(f, &l->v[i], err);
+	if (fclose(f) != 0 && !r)
+		r = eq_error_errno(err, EQ_ERR_IO, "writing '%s'", path);
+	return r;
+}
+
+static eq_err do_keep(struct inst *x, const struct eq_plan_item *it, struct eq_error *err)
+{
+	EQ_AUTOFREE char *rp = record_path(x->in->running_root, it->old->name);
+	if (!rp)
+		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	struct eq_rec_list l;
+	eq_rec_list_init(&l);
+	eq_err r = eq_rec_load(rp, &l, err);
+	if (r) {
+		x->mismatch = r != EQ_ERR_NOMEM;
+		return r;
+	}
+	size_t i = 0;
+	for (; i < l.n && !r; i++)
+		r = copy_entry(x, &l.v[i], err);
+	if (r && x->mismatch)
+		undo_copy(x, &l, i);
+	if (!r)
+		r = write_list(x, it->pkg->name, &l, err);
+	eq_rec_list_done(&l);
+	return r;
+}
+
+/* ---- payloads ------------------------------------------------------------- */
+
+/* Fetches @rel and checks the file against the manifest again: the fetch
+ * callback is pluggable, the manifest is what we trust. */
+static eq_err fetch_checked(struct inst *x, const char *rel, const char *sha, uint64_t size, char **ret_path,
+			    struct eq_error *err)
+{
+	char *path = NULL;
+	eq_err r = x->in->fetch(x->in->fetch_ctx, rel, sha, size, &path, err);
+	if (r)
+		return r;
+	uint8_t d[EQ_SHA256_LEN];
+	char hex[EQ_SHA256_HEX_LEN + 1];
+	uint64_t got = 0;
+	r = eq_sha256_file(path, d, &got, err);
+	if (!r) {
+		eq_hex_encode(d, sizeof(d), hex);
+		if (got != size)
+			r = eq_error_set(err, EQ_ERR_VERIFY, "'%s' has %" PRIu64 " bytes, the manifest says %" PRIu64,
+					 rel, got, size);
+		else if (strcmp(hex, sha))
+			r = eq_error_set(err, EQ_ERR_VERIFY, "'%s' has SHA-256 %s, the manifest says %s", rel, hex,
+					 sha);
+	}
+	if (r) {
+		eq_free(path);
+		return r;
+	}
+	*ret_path = path;
+	return EQ_OK;
+}
+
+/* Writes the record of the verified payload in @fd, then extracts it. */
+static eq_err install_payload(struct inst *x, const struct eq_manifest_package *pkg, int fd, struct eq_error *err)
+{
+	EQ_AUTOFREE char *tmp = eq_asprintf("%s/%s.files.tmp", x->rec_dir, pkg->name);
+	EQ_AUTOFREE char *fin = eq_asprintf("%s/%s.files", x->rec_dir, pkg->name);
+	if (!tmp || !fin)
+		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		return eq_error_errno(err, EQ_ERR_IO, "install: seek in the temporary payload");
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot create '%s'", tmp);
+	eq_err r = eq_rec_from_payload(eq_fd_read, &fd, &x->lim, f, NULL, err);
+	if (fclose(f) != 0 && !r)
+		r = eq_error_errno(err, EQ_ERR_IO, "writing '%s'", tmp);
+	if (!r && lseek(fd, 0, SEEK_SET) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "install: seek in the temporary payload");
+	uint8_t d[EQ_SHA256_LEN];
+	unsigned flags = x->in->owners ? EQ_EXTRACT_OWNERS : 0;
+	if (!r)
+		r = eq_payload_extract(eq_fd_read, &fd, x->in->target_root, &x->lim, flags, d, err);
+	if (!r) {
+		char hex[EQ_SHA256_HEX_LEN + 1];
+		eq_hex_encode(d, sizeof(d), hex);
+		/* Our own temporary file changed under us: refuse the slot. */
+		if (strcmp(hex, pkg->payload.sha256))
+			r = eq_error_set(err, EQ_ERR_VERIFY, "extracted payload has SHA-256 %s, the manifest says %s",
+					 hex, pkg->payload.sha256);
+	}
+	if (!r && rename(tmp, fin) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot rename '%s'", tmp);
+	if (r)
+		(void)unlink(tmp);
+	else
+		x->rep.bytes_written += pkg->payload.size;
+	return r;
+}
+
+static eq_err do_full(struct inst *x, const struct eq_manifest_package *pkg, struct eq_error *err)
+{
+	EQ_AUTOFREE char *obj = NULL;
+	eq_err r = fetch_checked(x, pkg->object.path, pkg->object.sha256, pkg->object.size, &obj, err);
+	if (r)
+		return r;
+	int ofd = open(obj, O_RDONLY | O_CLOEXEC);
+	if (ofd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", obj);
+	int pfd;
+	r = work_tmp(x, "payload", &pfd, NULL, err);
+	if (r) {
+		close(ofd);
+		return r;
+	}
+	struct hsink hs;
+	hsink_init(&hs, pfd);
+	r = eq_object_decompress(eq_fd_read, &ofd, hsink_write, &hs, pkg->payload.size, 0, err);
+	close(ofd);
+	char got[EQ_SHA256_HEX_LEN + 1];
+	if (!r && !hsink_matches(&hs, pkg->payload.sha256, pkg->payload.size, got))
+		r = eq_error_set(err, EQ_ERR_VERIFY,
+				 "payload of '%s' has SHA-256 %s (%" PRIu64 " bytes), the manifest says %s (%" PRIu64
+				 " bytes)",
+				 pkg->object.path, got, hs.n, pkg->payload.sha256, pkg->payload.size);
+	if (!r)
+		r = install_payload(x, pkg, pfd, err);
+	close(pfd);
+	return r;
+}
+
+/* Rebuilds the running package's payload into a temporary file (path
+ * returned) and checks it against the running manifest. */
+static eq_err rebuild_old(struct inst *x, const struct eq_manifest_package *old, char **ret_path, struct eq_error *err)
+{
+	EQ_AUTOFREE char *rp = record_path(x->in->running_root, old->name);
+	EQ_AUTOFREE const char **paths = NULL;
+	if (!rp)
+		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	struct eq_rec_list l;
+	eq_rec_list_init(&l);
+	eq_err r = eq_rec_load(rp, &l, err);
+	if (r) {
+		x->mismatch = r != EQ_ERR_NOMEM;
+		return r;
+	}
+	paths = eq_calloc(l.n ? l.n : 1, sizeof(*paths));
+	struct eq_payload_builder *b = NULL;
+	if (!paths)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	for (size_t i = 0; !r && i < l.n; i++)
+		paths[i] = l.v[i].path;
+	if (!r)
+		r = eq_payload_builder_new(&x->lim, &b, err);
+	if (!r) {
+		r = eq_payload_builder_add_paths(b, x->in->running_root, paths, l.n, err);
+		x->mismatch = r && r != EQ_ERR_NOMEM;
+	}
+	int fd = -1;
+	char *path = NULL;
+	if (!r)
+		r = work_tmp(x, "ref", &fd, &path, err);
+	struct hsink hs;
+	hsink_init(&hs, fd);
+	if (!r) {
+		uint8_t d[EQ_SHA256_LEN];
+		uint64_t n;
+		r = eq_payload_builder_write(b, hsink_write, &hs, d, &n, err);
+		x->mismatch = r && !hs.failed && r != EQ_ERR_NOMEM;
+	}
+	eq_payload_builder_free(b);
+	eq_rec_list_done(&l);
+	char got[EQ_SHA256_HEX_LEN + 1];
+	if (!r && !hsink_matches(&hs, old->payload.sha256, old->payload.size, got))
+		r = miss(x, err, "the rebuilt payload has SHA-256 %s, the running release says %s", got,
+			 old->payload.sha256);
+	if (fd >= 0 && close(fd) != 0 && !r)
+		r = eq_error_errno(err, EQ_ERR_IO, "writing '%s'", path);
+	if (r) {
+		if (path)
+			(void)unlink(path);
+		eq_free(path);
+		return r;
+	}
+	*ret_path = path;
+	return EQ_OK;
+}
+
+static eq_err do_delta(struct inst *x, const struct eq_plan_item *it, struct eq_error *err)
+{
+	const struct eq_manifest_package *pkg = it->pkg;
+	EQ_AUTOFREE char *ref = NULL;
+	EQ_AUTOFREE char *dpath = NULL;
+	eq_err r = rebuild_old(x, it->old, &ref, err);
+	if (r)
+		return r;
+	r = fetch_checked(x, it->delta->path, it->delta->sha256, it->delta->size, &dpath, err);
+	/* A broken delta on the server: the full object is another way. */
+	if (r == EQ_ERR_VERIFY)
+		x->mismatch = true;
+	int dfd = -1, pfd = -1;
+	if (!r && (dfd = open(dpath, O_RDONLY | O_CLOEXEC)) < 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", dpath);
+	if (!r)
+		r = work_tmp(x, "payload", &pfd, NULL, err);
+	struct hsink hs;
+	hsink_init(&hs, pfd);
+	if (!r) {
+		uint8_t expect[EQ_SHA256_LEN];
+		if (!eq_hex_decode(pkg->payload.sha256, expect, sizeof(expect)))
+			r = eq_error_set(err, EQ_ERR_INVAL, "bad payload hash in the manifest");
+		else
+			r = eq_delta_apply(ref, eq_fd_read, &dfd, hsink_write, &hs, expect, err);
+		x->mismatch = r && !hs.failed && r != EQ_ERR_NOMEM;
+	}
+	/* The reference is no longer needed: free its disk space first. */
+	(void)unlink(ref);
+	if (dfd >= 0)
+		close(dfd);
+	char got[EQ_SHA256_HEX_LEN + 1];
+	if (!r && !hsink_matches(&hs, pkg->payload.sha256, pkg->payload.size, got))
+		r = miss(x, err, "delta result has SHA-256 %s, the manifest says %s", got, pkg->payload.sha256);
+	if (!r)
+		r = install_payload(x, pkg, pfd, err);
+	if (pfd >= 0)
+		close(pfd);
+	return r;
+}
+
+/* ---- space ---------------------------------------------------------------- */
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+eq_err eq_install_check_space(const struct eq_install *in, const struct eq_plan *plan, struct eq_error *err)
+{
+	if (!in || !plan || !in->target_root || !in->work_dir)
+		return eq_error_set(err, EQ_ERR_INVAL, "install: target_root and work_dir are required");
+	uint64_t tmp_max = 0;
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct eq_plan_item *it = &plan->items[i];
+		if (it->action == EQ_PLAN_REMOVE || !it->pkg)
+			continue;
+		uint64_t t = it->pkg->payload.size;
+		/* Any kept package may fall back to its full object. */
+		if (it->action == EQ_PLAN_DELTA && it->old)
+			t = add_sat(t, it->old->payload.size);
+		if (t > tmp_max)
+			tmp_max = t;
+	}
+	uint64_t work_need = add_sat(plan->download_bytes, tmp_max);
+	uint64_t target_need = plan->install_bytes;
+	struct statvfs wv, tv;
+	struct stat ws, ts;
+	if (statvfs(in->work_dir, &wv) != 0 || stat(in->work_dir, &ws) != 0)
+		return eq_error_errno(err, EQ_ERR_IO, "install: work dir '%s'", in->work_dir);
+	if (statvfs(in->target_root, &tv) != 0 || stat(in->target_root, &ts) != 0)
+		return eq_error_errno(err, EQ_ERR_IO, "install: target '%s'", in->target_root);
+	uint64_t wfree = (uint64_t)wv.f_bavail * (uint64_t)wv.f_frsize;
+	uint64_t tfree = (uint64_t)tv.f_bavail * (uint64_t)tv.f_frsize;
+	char what[300];
+	if (in->target_name)
+		snprintf(what, sizeof(what), "slot %s", in->target_name);
+	else
+		snprintf(what, sizeof(what), "target '%s'", in->target_root);
+	char a[32], b[32], c[32], d[32];
+	if (ws.st_dev == ts.st_dev) {
+		uint64_t need = add_sat(work_need, target_need);
+		if (tfree < need) {
+			fmt_size(tfree, false, a);
+			fmt_size(need, true, b);
+			fmt_size(target_need, true, c);
+			fmt_size(work_need, true, d);
+			return eq_error_set(err, EQ_ERR_LIMIT,
+					    "%s has %s free, release needs %s (%s of files, %s of downloads and "
+					    "temporary payloads in the same filesystem)",
+					    what, a, b, c, d);
+		}
+		return EQ_OK;
+	}
+	if (tfree < target_need) {
+		fmt_size(tfree, false, a);
+		fmt_size(target_need, true, b);
+		return eq_error_set(err, EQ_ERR_LIMIT, "%s has %s free, release needs %s", what, a, b);
+	}
+	if (wfree < work_need) {
+		fmt_size(wfree, false, a);
+		fmt_size(work_need, true, b);
+		return eq_error_set(err, EQ_ERR_LIMIT,
+				    "work dir '%s' has %s free, downloads and temporary payloads need %s", in->work_dir,
+				    a, b);
+	}
+	return EQ_OK;
+}
+
+/* ---- the slot ------------------------------------------------------------- */
+
+static eq_err check_empty(const char *root, struct eq_error *err)
+{
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "install: target '%s'", root);
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return eq_error_errno(err, EQ_ERR_IO, "install: target '%s'", root);
+	}
+	struct dirent *de;
+	eq_err r = EQ_OK;
+	while ((de = readdir(d))) {
+		/* mkfs.ext4 makes lost+found; it belongs to the filesystem. */
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, "lost+found"))
+			continue;
+		r = eq_error_set(err, EQ_ERR_STATE, "install: target '%s' is not empty ('%s')", root, de->d_name);
+		break;
+	}
+	closedir(d);
+	return r;
+}
+
+static eq_err check_plan(const struct eq_install *in, const struct eq_plan *plan, struct eq_error *err)
+{
+	if (!in->target_root || !in->next || !in->work_dir || !in->fetch || !in->manifest_bytes || !in->sig_bytes)
+		return eq_error_set(err, EQ_ERR_INVAL,
+				    "install: target_root, next, work_dir, fetch and the manifest bytes are required");
+	size_t n = 0;
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct eq_plan_item *it = &plan->items[i];
+		if (it->action == EQ_PLAN_REMOVE)
+			continue;
+		if (!it->pkg || eq_manifest_package_at(in->next, n) != it->pkg)
+			return eq_error_set(err, EQ_ERR_INVAL, "install: the plan was not made for this manifest");
+		n++;
+		if ((it->action == EQ_PLAN_KEEP || it->action == EQ_PLAN_DELTA) &&
+		    (!in->running_root || !in->running || !it->old))
+			return eq_error_set(err, EQ_ERR_INVAL, "install: package '%s' is planned as %s without a running slot",
+					    it->pkg->name, eq_plan_action_name(it->action));
+		if (it->action == EQ_PLAN_DELTA && !it->delta)
+			return eq_error_set(err, EQ_ERR_INVAL, "install: package '%s' has no delta", it->pkg->name);
+	}
+	if (n != eq_manifest_package_count(in->next))
+		return eq_error_set(err, EQ_ERR_INVAL, "install: the plan was not made for this manifest");
+	return EQ_OK;
+}
+
+static eq_err install_item(struct inst *x, const struct eq_plan_item *it, struct eq_error *err)
+{
+	const char *name = it->pkg->name;
+	enum eq_plan_action act = it->action;
+	x->mismatch = false;
+	eq_err r = EQ_OK;
+	if (act == EQ_PLAN_KEEP)
+		r = do_keep(x, it, err);
+	else if (act == EQ_PLAN_DELTA)
+		r = do_delta(x, it, err);
+	if (r && x->mismatch) {
+		/* The running slot is not what its record says (or a delta does
+		 * not fit it): the full object is the way that needs nothing
+		 * from it. */
+		eq_log(EQ_LOG_WARNING, "package '%s': %s; downloading the full object, continuing", name,
+		       eq_error_msg(err));
+		x->rep.fallback++;
+		act = EQ_PLAN_FULL;
+		r = EQ_OK;
+	}
+	if (!r && act == EQ_PLAN_FULL)
+		r = do_full(x, it->pkg, err);
+	if (r)
+		return eq_error_prefix(err, "package '%s'", name);
+	if (act == EQ_PLAN_KEEP) {
+		x->rep.kept++;
+		x->rep.bytes_written += it->pkg->payload.size;
+	} else if (act == EQ_PLAN_DELTA) {
+		x->rep.delta++;
+	} else {
+		x->rep.full++;
+	}
+	return EQ_OK;
+}
+
+eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, struct eq_install_report *ret,
+		       struct eq_error *err)
+{
+	if (!in || !plan)
+		return eq_error_set(err, EQ_ERR_INVAL, "install: no plan");
+	eq_err r = check_plan(in, plan, err);
+	if (!r)
+		r = check_empty(in->target_root, err);
+	if (!r)
+		r = eq_install_check_space(in, plan, err);
+	if (r)
+		return r;
+	struct inst x = {.in = in, .plan = plan, .tfd = -1, .rfd = -1, .use_openat2 = true, .t0 = eq_now_s()};
+	eq_payload_limits_default(&x.lim);
+	x.prog.what = "install";
+	x.prog.items_total = eq_manifest_package_count(in->next);
+	x.prog.bytes_total = plan->install_bytes;
+	x.buf = eq_malloc(COPY_BUF_LEN);
+	x.rec_dir = eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/packages", in->target_root);
+	if (!x.buf || !x.rec_dir)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	/* The record folder is made first, as real directories, so that no
+	 * package can turn a component into a symlink under our writes. */
+	if (!r)
+		r = eq_mkdir_p(x.rec_dir, 0755, err);
+	if (!r && (x.tfd = open(in->target_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "install: target '%s'", in->target_root);
+	if (!r && in->running_root && (x.rfd = open(in->running_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "install: running slot '%s'", in->running_root);
+	for (size_t i = 0; !r && i < plan->n; i++) {
+		const struct eq_plan_item *it = &plan->items[i];
+		if (it->action == EQ_PLAN_REMOVE)
+			continue;
+		progress(&x, it->pkg->name);
+		r = install_item(&x, it, err);
+		x.prog.items_done++;
+		x.prog.bytes_done += it->pkg->payload.size;
+	}
+	/* The manifest goes last: a slot with a manifest is complete. */
+	EQ_AUTOFREE char *mpath = eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/manifest.json", in->target_root);
+	EQ_AUTOFREE char *spath = eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/manifest.json.sig", in->target_root);
+	if (!r && (!mpath || !spath))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	if (!r)
+		r = eq_file_replace_atomic(spath, in->sig_bytes, in->sig_len, 0644, err);
+	if (!r)
+		r = eq_file_replace_atomic(mpath, in->manifest_bytes, in->manifest_len, 0644, err);
+	if (!r) {
+		int sfd = open(in->target_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (sfd < 0 || syncfs(sfd) != 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "install: syncfs '%s'", in->target_root);
+		if (sfd >= 0)
+			close(sfd);
+	}
+	if (!r)
+		progress(&x, NULL);
+	if (x.tfd >= 0)
+		close(x.tfd);
+	if (x.rfd >= 0)
+		close(x.rfd);
+	eq_free(x.buf);
+	eq_free(x.rec_dir);
+	if (!r && ret)
+		*ret = x.rep;
+	return r;
+}
