@@ -1,0 +1,808 @@
+/*
+ * Downloads from the repository with libcurl: the manifest (conditional
+ * GET) and objects (resumable, capped at the declared size, hash checked).
+ * One easy handle is reused so that a run of object downloads shares one
+ * keep-alive connection. CURLcode is translated to EQ_ERR_NETWORK here and
+ * nowhere else (STYLE 13).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include <eq/agent.h>
+
+#define VALIDATORS_NAME "manifest.validators"
+#define VALIDATORS_MAX_BYTES 4096u
+#define HEADER_VALUE_MAX 1024u
+#define BACKOFF_CAP_MS 60000u
+#define PROGRESS_INTERVAL_S 0.2
+
+struct eq_fetcher {
+	char *base_url; /* without trailing '/' */
+	char *manifest_rel, *sig_rel;
+	char *dir;
+	char *validators_path;
+	unsigned retries, retry_delay_ms;
+	CURL *curl;
+	char errbuf[CURL_ERROR_SIZE];
+	eq_progress_fn progress;
+	void *progress_ctx;
+	struct eq_fetch_stats stats;
+	/* validators of the last 200 answer, written by _commit */
+	bool pending;
+	char *pending_etag, *pending_lastmod;
+	bool forgotten; /* do not send validators until the next commit */
+	uint64_t rng;
+};
+
+/* Where the body of one request goes, and what its headers said. */
+struct xfer {
+	struct eq_fetcher *f;
+	const char *url, *rel;
+	/* memory sink (manifest, .sig) */
+	struct eq_buf *mem;
+	/* file sink (objects) */
+	int fd;
+	uint64_t have; /* bytes already in the .part when the request started */
+	uint64_t cap;  /* most bytes the whole file may have */
+	bool range;    /* a Range request for bytes have- was sent */
+	bool is_file;  /* file:// URL: no status line, curl applies the range itself */
+	/* headers of the current response (reset at each status line, so the
+	 * last of a redirect chain wins) */
+	long status;
+	bool content_range;
+	uint64_t range_start;
+	bool has_length;
+	uint64_t length;
+	char etag[HEADER_VALUE_MAX], lastmod[HEADER_VALUE_MAX];
+	/* outcome of the callbacks */
+	bool body_started;
+	uint64_t received; /* body bytes kept by this request */
+	eq_err cb_err;     /* set when a callback aborted the transfer */
+	struct eq_error cb_error;
+	double last_progress_s;
+	double started_s;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static uint64_t rng_next(struct eq_fetcher *f)
+{
+	/* xorshift64: jitter only, never security relevant */
+	uint64_t x = f->rng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	f->rng = x;
+	return x;
+}
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000u), .tv_nsec = (long)(ms % 1000u) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+	}
+}
+
+/* Exponential backoff before retry @attempt (1-based): the configured delay
+ * doubled each time, capped, plus up to 1/8 jitter so a fleet that failed
+ * together does not retry together. */
+static void backoff(struct eq_fetcher *f, unsigned attempt)
+{
+	uint64_t ms = f->retry_delay_ms;
+	for (unsigned i = 1; i < attempt && ms < BACKOFF_CAP_MS; i++)
+		ms *= 2u;
+	if (ms > BACKOFF_CAP_MS)
+		ms = BACKOFF_CAP_MS;
+	ms += rng_next(f) % (ms / 8u + 1u);
+	eq_log(EQ_LOG_DEBUG, "fetch: retry %u in %" PRIu64 " ms", attempt, ms);
+	sleep_ms(ms);
+}
+
+/* Repository paths come from a verified manifest, but they still become
+ * URLs and the file names below our directory. */
+static bool safe_rel_path(const char *p)
+{
+	if (!*p || *p == '/' || strstr(p, "..") || strlen(p) > 1024)
+		return false;
+	for (const char *q = p; *q; q++) {
+		char c = *q;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+		      c == '.' || c == '_' || c == '-' || c == '+'))
+			return false;
+	}
+	return true;
+}
+
+static bool ci_prefix(const char *s, size_t len, const char *prefix, const char **ret_value)
+{
+	size_t pl = strlen(prefix);
+	if (len < pl || strncasecmp(s, prefix, pl) != 0)
+		return false;
+	*ret_value = s + pl;
+	return true;
+}
+
+/* Copies a header value without surrounding spaces and without CR/LF, so a
+ * stored validator can never inject a header line. */
+static void copy_value(char *dst, size_t dst_len, const char *v, const char *end)
+{
+	while (v < end && (*v == ' ' || *v == '\t'))
+		v++;
+	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	size_t n = (size_t)(end - v);
+	if (n >= dst_len || memchr(v, '\r', n) || memchr(v, '\n', n)) {
+		dst[0] = '\0';
+		return;
+	}
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+static bool parse_u64(const char *s, const char *end, uint64_t *ret)
+{
+	uint64_t n = 0;
+	while (s < end && *s == ' ')
+		s++;
+	if (s >= end || *s < '0' || *s > '9')
+		return false;
+	for (; s < end && *s >= '0' && *s <= '9'; s++) {
+		if (n > (UINT64_MAX - 9u) / 10u)
+			return false;
+		n = n * 10u + (uint64_t)(*s - '0');
+	}
+	*ret = n;
+	return true;
+}
+
+/* ---- curl callbacks ----------------------------------------------------- */
+
+static eq_err abort_with(struct xfer *x, eq_err code)
+{
+	x->cb_err = code;
+	return code;
+}
+
+static uint64_t sink_total(const struct xfer *x)
+{
+	return x->mem ? x->mem->len : x->have + x->received;
+}
+
+static size_t header_cb(char *buf, size_t size, size_t nitems, void *ud)
+{
+	struct xfer *x = ud;
+	size_t len = size * nitems;
+	const char *end = buf + len, *v;
+	if (len >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+		const char *sp = memchr(buf, ' ', len);
+		uint64_t st = 0;
+		x->status = sp && parse_u64(sp + 1, end, &st) && st < 1000 ? (long)st : 0;
+		x->content_range = x->has_length = false;
+		x->etag[0] = x->lastmod[0] = '\0';
+	} else if (ci_prefix(buf, len, "content-length:", &v)) {
+		x->has_length = parse_u64(v, end, &x->length);
+	} else if (ci_prefix(buf, len, "content-range:", &v)) {
+		/* "bytes START-END/TOTAL" */
+		while (v < end && *v == ' ')
+			v++;
+		if (ci_prefix(v, (size_t)(end - v), "bytes ", &v))
+			x->content_range = parse_u64(v, end, &x->range_start);
+	} else if (ci_prefix(buf, len, "etag:", &v)) {
+		copy_value(x->etag, sizeof(x->etag), v, end);
+	} else if (ci_prefix(buf, len, "last-modified:", &v)) {
+		copy_value(x->lastmod, sizeof(x->lastmod), v, end);
+	} else if ((len == 2 && buf[0] == '\r') || (len == 1 && buf[0] == '\n')) {
+		/* End of a header block: refuse an announced oversize body before
+		 * a byte of it arrives. */
+		if ((x->status == 200 || x->status == 206) && x->has_length) {
+			uint64_t start = x->status == 206 ? x->have : 0;
+			if (x->length > x->cap || start + x->length > x->cap) {
+				if (x->mem)
+					eq_error_set(&x->cb_error, EQ_ERR_LIMIT,
+						     "%s: server sent more than the limit of %" PRIu64
+						     " bytes for %s (Content-Length %" PRIu64 ")",
+						     x->url, x->cap, x->rel, x->length);
+				else
+					eq_error_set(&x->cb_error, EQ_ERR_LIMIT,
+						     "%s: server sent more than the %" PRIu64
+						     " bytes the manifest declares for %s (Content-Length %" PRIu64
+						     " from byte %" PRIu64 ")",
+						     x->url, x->cap, x->rel, x->length, start);
+				(void)abort_with(x, EQ_ERR_LIMIT);
+				return 0;
+			}
+		}
+	}
+	return len;
+}
+
+static void report_progress(struct xfer *x, bool final)
+{
+	struct eq_fetcher *f = x->f;
+	if (!f->progress)
+		return;
+	double now = eq_now_s();
+	if (!final && now - x->last_progress_s < PROGRESS_INTERVAL_S)
+		return;
+	x->last_progress_s = now;
+	struct eq_progress p = {
+		.what = "download",
+		.item = x->rel,
+		.bytes_done = sink_total(x),
+		.bytes_total = x->cap,
+		.elapsed_s = now - x->started_s,
+	};
+	f->progress(&p, f->progress_ctx);
+}
+
+/* First body bytes of a file download: decide whether they continue the
+ * .part (206 at the right offset) or replace it (200). */
+static bool start_body(struct xfer *x)
+{
+	x->body_started = true;
+	if (x->is_file || x->status == 206) {
+		if (x->range && !x->is_file && (!x->content_range || x->range_start != x->have)) {
+			(void)abort_with(x, eq_error_set(&x->cb_error, EQ_ERR_NETWORK,
+							 "%s: asked for bytes from %" PRIu64
+							 " but the server sent a range starting at %" PRIu64,
+							 x->url, x->have, x->content_range ? x->range_start : 0));
+			return false;
+		}
+		return true;
+	}
+	if (x->range) {
+		/* 200 to a Range request: the server ignored the range and sends
+		 * the whole file, so the .part starts over. */
+		eq_log(EQ_LOG_DEBUG, "fetch: %s ignored the range, starting over", x->url);
+		if (ftruncate(x->fd, 0) != 0) {
+			(void)abort_with(x, eq_error_errno(&x->cb_error, EQ_ERR_IO, "cannot truncate the .part of %s",
+							   x->rel));
+			return false;
+		}
+		x->have = 0;
+		x->range = false;
+	}
+	return true;
+}
+
+static size_t write_cb(char *buf, size_t size, size_t nmemb, void *ud)
+{
+	struct xfer *x = ud;
+	size_t len = size * nmemb;
+	x->f->stats.bytes += len;
+	if (!x->is_file && x->status != 200 && x->status != 206)
+		return len; /* an error page: the status tells what happened */
+	if (x->mem) {
+		if (eq_buf_append(x->mem, buf, len, &x->cb_error) != EQ_OK) {
+			if (x->cb_error.code == EQ_ERR_LIMIT)
+				eq_error_set(&x->cb_error, EQ_ERR_LIMIT, "%s: server sent more than the limit of %" PRIu64
+					     " bytes for %s", x->url, x->cap, x->rel);
+			(void)abort_with(x, x->cb_error.code);
+			return 0;
+		}
+		report_progress(x, false);
+		return len;
+	}
+	if (!x->body_started && !start_body(x))
+		return 0;
+	if (len > x->cap - x->have - x->received) {
+		(void)abort_with(x, eq_error_set(&x->cb_error, EQ_ERR_LIMIT,
+						 "%s: server sent more than the %" PRIu64
+						 " bytes the manifest declares for %s",
+						 x->url, x->cap, x->rel));
+		return 0;
+	}
+	if (eq_write_all(x->fd, buf, len, &x->cb_error) != EQ_OK) {
+		(void)abort_with(x, x->cb_error.code);
+		return 0;
+	}
+	x->received += len;
+	report_progress(x, false);
+	return len;
+}
+
+/* ---- one request -------------------------------------------------------- */
+
+/* Whether a failed request is worth repeating. */
+enum outcome { OUT_OK, OUT_RETRY, OUT_FAIL };
+
+#define SETOPT(f, opt, val)                                                                                   \
+	do {                                                                                                  \
+		CURLcode rc_ = curl_easy_setopt((f)->curl, opt, val);                                         \
+		if (rc_ != CURLE_OK)                                                                          \
+			return eq_error_set(err, EQ_ERR_NETWORK, "curl option %s: %s", #opt,                  \
+					    curl_easy_strerror(rc_));                                         \
+	} while (0)
+
+/*
+ * Performs one GET of @x->url into @x's sink. Returns EQ_OK for a 2xx (or
+ * 304 when @allow_304) answer with *ret_status set; otherwise an error with
+ * *ret_outcome saying whether to retry.
+ */
+static eq_err perform(struct eq_fetcher *f, struct xfer *x, struct curl_slist *headers, long *ret_status,
+		      enum outcome *ret_outcome, struct eq_error *err)
+{
+	char range[32];
+	*ret_outcome = OUT_FAIL;
+	x->f = f;
+	x->status = 0;
+	x->cb_err = EQ_OK;
+	eq_error_clear(&x->cb_error);
+	x->started_s = x->last_progress_s = eq_now_s();
+	f->errbuf[0] = '\0';
+	SETOPT(f, CURLOPT_URL, x->url);
+	SETOPT(f, CURLOPT_HTTPHEADER, headers);
+	if (x->range) {
+		snprintf(range, sizeof(range), "%" PRIu64 "-", x->have);
+		SETOPT(f, CURLOPT_RANGE, range);
+	} else {
+		SETOPT(f, CURLOPT_RANGE, (char *)NULL);
+	}
+	SETOPT(f, CURLOPT_WRITEDATA, x);
+	SETOPT(f, CURLOPT_HEADERDATA, x);
+
+	f->stats.requests++;
+	CURLcode rc = curl_easy_perform(f->curl);
+	/* The handle outlives this call: drop pointers to our stack now. */
+	(void)curl_easy_setopt(f->curl, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
+	(void)curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, (void *)NULL);
+	(void)curl_easy_setopt(f->curl, CURLOPT_HEADERDATA, (void *)NULL);
+
+	if (x->cb_err != EQ_OK) {
+		if (err)
+			*err = x->cb_error;
+		/* a wrong Content-Range is a server hiccup worth one more try */
+		*ret_outcome = x->cb_err == EQ_ERR_NETWORK ? OUT_RETRY : OUT_FAIL;
+		return x->cb_err;
+	}
+	long status = 0;
+	(void)curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (rc != CURLE_OK) {
+		if (rc == CURLE_FILE_COULDNT_READ_FILE) {
+			return eq_error_set(err, EQ_ERR_NOTFOUND, "%s: %s%s%s", x->url, curl_easy_strerror(rc),
+					    f->errbuf[0] ? ": " : "", f->errbuf);
+		}
+		/* Option and protocol refusals will not get better by retrying. */
+		if (rc != CURLE_UNSUPPORTED_PROTOCOL && rc != CURLE_URL_MALFORMAT && rc != CURLE_TOO_MANY_REDIRECTS &&
+		    rc != CURLE_SSL_CACERT_BADFILE && rc != CURLE_PEER_FAILED_VERIFICATION)
+			*ret_outcome = OUT_RETRY;
+		return eq_error_set(err, EQ_ERR_NETWORK, "%s: %s%s%s", x->url, curl_easy_strerror(rc),
+				    f->errbuf[0] ? ": " : "", f->errbuf);
+	}
+	if (x->is_file)
+		status = x->range ? 206 : 200;
+	if (status == 404 || status == 410)
+		return eq_error_set(err, EQ_ERR_NOTFOUND, "%s: HTTP %ld", x->url, status);
+	if (status >= 500) {
+		*ret_outcome = OUT_RETRY;
+		return eq_error_set(err, EQ_ERR_NETWORK, "%s: HTTP %ld", x->url, status);
+	}
+	if (status != 200 && status != 206 && status != 304)
+		return eq_error_set(err, EQ_ERR_NETWORK, "%s: unexpected HTTP %ld", x->url, status);
+	*ret_status = status;
+	*ret_outcome = OUT_OK;
+	return EQ_OK;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+void eq_fetcher_free(struct eq_fetcher *f)
+{
+	if (!f)
+		return;
+	if (f->curl)
+		curl_easy_cleanup(f->curl);
+	eq_free(f->base_url);
+	eq_free(f->manifest_rel);
+	eq_free(f->sig_rel);
+	eq_free(f->dir);
+	eq_free(f->validators_path);
+	eq_free(f->pending_etag);
+	eq_free(f->pending_lastmod);
+	eq_free(f);
+}
+
+#undef SETOPT
+#define SETOPT(opt, val)                                                                                      \
+	do {                                                                                                  \
+		CURLcode rc_ = curl_easy_setopt(f->curl, opt, val);                                           \
+		if (rc_ != CURLE_OK) {                                                                        \
+			r = eq_error_set(err, EQ_ERR_NETWORK, "curl option %s: %s", #opt,                     \
+					 curl_easy_strerror(rc_));                                            \
+			goto out;                                                                             \
+		}                                                                                             \
+	} while (0)
+
+eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, struct eq_fetcher **ret,
+		      struct eq_error *err)
+{
+	eq_err r;
+	struct eq_fetcher *f = eq_calloc(1, sizeof(*f));
+	if (!f)
+		return eq_error_set(err, EQ_ERR_NOMEM, "fetcher: out of memory");
+	f->retries = cfg->retries;
+	f->retry_delay_ms = cfg->retry_delay_ms ? cfg->retry_delay_ms : 1;
+	f->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)f;
+	if (!f->rng)
+		f->rng = 1;
+	f->base_url = eq_strdup(cfg->url);
+	f->manifest_rel = eq_asprintf("boards/%s/%s/manifest.json", cfg->board, cfg->channel);
+	f->sig_rel = eq_asprintf("boards/%s/%s/manifest.json.sig", cfg->board, cfg->channel);
+	f->dir = eq_strdup(download_dir);
+	f->validators_path = eq_asprintf("%s/" VALIDATORS_NAME, download_dir);
+	if (!f->base_url || !f->manifest_rel || !f->sig_rel || !f->dir || !f->validators_path) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "fetcher: out of memory");
+		goto out;
+	}
+	size_t l = strlen(f->base_url);
+	while (l > 0 && f->base_url[l - 1] == '/')
+		f->base_url[--l] = '\0';
+	if ((r = eq_mkdir_p(download_dir, 0700, err)) != EQ_OK)
+		goto out;
+
+	if (!(f->curl = curl_easy_init())) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "fetcher: curl_easy_init failed");
+		goto out;
+	}
+	SETOPT(CURLOPT_ERRORBUFFER, f->errbuf);
+	SETOPT(CURLOPT_NOSIGNAL, 1L);
+	SETOPT(CURLOPT_USERAGENT, "eqota");
+	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https,file");
+	SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	SETOPT(CURLOPT_FOLLOWLOCATION, 1L);
+	SETOPT(CURLOPT_MAXREDIRS, 5L);
+	SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
+	SETOPT(CURLOPT_SSL_VERIFYHOST, 2L);
+	if (cfg->ca_file)
+		SETOPT(CURLOPT_CAINFO, cfg->ca_file);
+	SETOPT(CURLOPT_CONNECTTIMEOUT, (long)cfg->connect_timeout_s);
+	SETOPT(CURLOPT_LOW_SPEED_LIMIT, 1L);
+	SETOPT(CURLOPT_LOW_SPEED_TIME, (long)cfg->low_speed_time_s);
+	SETOPT(CURLOPT_FAILONERROR, 0L);
+	SETOPT(CURLOPT_HEADERFUNCTION, header_cb);
+	SETOPT(CURLOPT_WRITEFUNCTION, write_cb);
+	*ret = f;
+	return EQ_OK;
+out:
+	eq_fetcher_free(f);
+	return r;
+}
+#undef SETOPT
+
+void eq_fetcher_set_progress(struct eq_fetcher *f, eq_progress_fn fn, void *ctx)
+{
+	f->progress = fn;
+	f->progress_ctx = ctx;
+}
+
+void eq_fetcher_stats(const struct eq_fetcher *f, struct eq_fetch_stats *ret)
+{
+	*ret = f->stats;
+}
+
+/* ---- manifest ----------------------------------------------------------- */
+
+/* The validators file: "etag <value>" and "last-modified <value>" lines.
+ * A damaged file only costs a full download, so it is ignored. */
+static void load_validators(struct eq_fetcher *f, char *etag, char *lastmod, size_t cap)
+{
+	uint8_t *data = NULL;
+	size_t len = 0;
+	struct eq_error e;
+	etag[0] = lastmod[0] = '\0';
+	if (f->forgotten || eq_file_read_all(f->validators_path, VALIDATORS_MAX_BYTES, &data, &len, &e) != EQ_OK)
+		return;
+	const char *s = (const char *)data, *end = s + len, *v;
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *le = nl ? nl : end;
+		if (ci_prefix(s, (size_t)(le - s), "etag ", &v))
+			copy_value(etag, cap, v, le);
+		else if (ci_prefix(s, (size_t)(le - s), "last-modified ", &v))
+			copy_value(lastmod, cap, v, le);
+		s = nl ? nl + 1 : end;
+	}
+	eq_free(data);
+}
+
+static eq_err fetch_mem(struct eq_fetcher *f, const char *rel, size_t cap, struct curl_slist *headers,
+			long *ret_status, struct eq_buf *buf, struct xfer *x, struct eq_error *err)
+{
+	EQ_AUTOFREE char *url = eq_asprintf("%s/%s", f->base_url, rel);
+	if (!url)
+		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
+	eq_err r = EQ_OK;
+	for (unsigned attempt = 0; attempt <= f->retries; attempt++) {
+		if (attempt)
+			backoff(f, attempt);
+		memset(x, 0, sizeof(*x));
+		eq_buf_reset(buf);
+		x->url = url;
+		x->rel = rel;
+		x->mem = buf;
+		x->cap = cap;
+		x->fd = -1;
+		x->is_file = strncmp(url, "file:", 5) == 0;
+		enum outcome o;
+		r = perform(f, x, headers, ret_status, &o, err);
+		if (o != OUT_RETRY)
+			break;
+	}
+	return r;
+}
+
+eq_err eq_fetch_manifest(struct eq_fetcher *f, bool *ret_not_modified, uint8_t **ret_manifest,
+			 size_t *ret_manifest_len, uint8_t **ret_sig, size_t *ret_sig_len, struct eq_error *err)
+{
+	char etag[HEADER_VALUE_MAX], lastmod[HEADER_VALUE_MAX];
+	struct curl_slist *headers = NULL;
+	struct eq_buf m, s;
+	struct xfer *x = eq_calloc(1, sizeof(*x));
+	long status = 0;
+	eq_err r = EQ_OK;
+	eq_buf_init(&m, EQ_MANIFEST_MAX_BYTES);
+	eq_buf_init(&s, EQ_MANIFEST_SIG_MAX_BYTES);
+	if (!x) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", f->manifest_rel);
+		goto out;
+	}
+	load_validators(f, etag, lastmod, sizeof(etag));
+	const char *names[2] = {"If-None-Match: ", "If-Modified-Since: "};
+	const char *values[2] = {etag, lastmod};
+	for (int i = 0; i < 2; i++) {
+		if (!values[i][0])
+			continue;
+		EQ_AUTOFREE char *h = eq_asprintf("%s%s", names[i], values[i]);
+		struct curl_slist *n = h ? curl_slist_append(headers, h) : NULL;
+		if (!n) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", f->manifest_rel);
+			goto out;
+		}
+		headers = n;
+	}
+	if ((r = fetch_mem(f, f->manifest_rel, EQ_MANIFEST_MAX_BYTES, headers, &status, &m, x, err)) != EQ_OK)
+		goto out;
+	if (status == 304) {
+		f->stats.not_modified++;
+		*ret_not_modified = true;
+		*ret_manifest = *ret_sig = NULL;
+		*ret_manifest_len = *ret_sig_len = 0;
+		goto out;
+	}
+	char *new_etag = x->etag[0] ? eq_strdup(x->etag) : NULL;
+	char *new_lastmod = x->lastmod[0] ? eq_strdup(x->lastmod) : NULL;
+	if ((x->etag[0] && !new_etag) || (x->lastmod[0] && !new_lastmod)) {
+		eq_free(new_etag);
+		eq_free(new_lastmod);
+		r = eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", f->manifest_rel);
+		goto out;
+	}
+	/* The signature has no validators of its own: it belongs to the
+	 * manifest just fetched and is always fetched with it. */
+	if ((r = fetch_mem(f, f->sig_rel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, &status, &s, x, err)) != EQ_OK) {
+		eq_free(new_etag);
+		eq_free(new_lastmod);
+		goto out;
+	}
+	eq_free(f->pending_etag);
+	eq_free(f->pending_lastmod);
+	f->pending_etag = new_etag;
+	f->pending_lastmod = new_lastmod;
+	f->pending = true;
+	*ret_not_modified = false;
+	*ret_manifest = eq_buf_steal(&m, ret_manifest_len);
+	*ret_sig = eq_buf_steal(&s, ret_sig_len);
+out:
+	curl_slist_free_all(headers);
+	eq_buf_done(&m);
+	eq_buf_done(&s);
+	eq_free(x);
+	return r;
+}
+
+eq_err eq_fetch_manifest_commit(struct eq_fetcher *f, struct eq_error *err)
+{
+	if (!f->pending)
+		return EQ_OK;
+	EQ_AUTOFREE char *text = eq_asprintf("%s%s%s%s%s%s", f->pending_etag ? "etag " : "",
+					     f->pending_etag ? f->pending_etag : "", f->pending_etag ? "\n" : "",
+					     f->pending_lastmod ? "last-modified " : "",
+					     f->pending_lastmod ? f->pending_lastmod : "", f->pending_lastmod ? "\n" : "");
+	if (!text)
+		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", f->validators_path);
+	eq_err r = eq_file_replace_atomic(f->validators_path, text, strlen(text), 0600, err);
+	if (r != EQ_OK)
+		return r;
+	f->pending = false;
+	f->forgotten = false;
+	return EQ_OK;
+}
+
+void eq_fetch_manifest_forget(struct eq_fetcher *f)
+{
+	f->pending = false;
+	f->forgotten = true;
+	/* Best effort: if the file stays, f->forgotten still skips it in this
+	 * process, and the next commit replaces it. */
+	if (unlink(f->validators_path) != 0 && errno != ENOENT)
+		eq_log(EQ_LOG_DEBUG, "fetch: cannot remove '%s': %s", f->validators_path, strerror(errno));
+}
+
+/* ---- objects ------------------------------------------------------------ */
+
+static eq_err check_hash(const char *path, const char *rel, const char *want_hex, uint64_t size,
+			 struct eq_error *err)
+{
+	uint8_t d[EQ_SHA256_LEN];
+	char hex[EQ_SHA256_HEX_LEN + 1];
+	uint64_t got = 0;
+	eq_err r = eq_sha256_file(path, d, &got, err);
+	if (r != EQ_OK)
+		return r;
+	if (got != size)
+		return eq_error_set(err, EQ_ERR_VERIFY, "%s: %" PRIu64 " bytes, the manifest declares %" PRIu64, rel,
+				    got, size);
+	eq_hex_encode(d, sizeof(d), hex);
+	if (strcmp(hex, want_hex) != 0)
+		return eq_error_set(err, EQ_ERR_VERIFY, "%s: SHA-256 is %s, the manifest declares %s", rel, hex,
+				    want_hex);
+	return EQ_OK;
+}
+
+/* Size of @path, or -1 when missing (other errors are reported). */
+static eq_err file_size(const char *path, int64_t *ret, struct eq_error *err)
+{
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		if (errno == ENOENT) {
+			*ret = -1;
+			return EQ_OK;
+		}
+		return eq_error_errno(err, EQ_ERR_IO, "cannot stat '%s'", path);
+	}
+	*ret = (int64_t)st.st_size;
+	return EQ_OK;
+}
+
+static eq_err remove_file(const char *path, struct eq_error *err)
+{
+	if (unlink(path) != 0 && errno != ENOENT)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot remove '%s'", path);
+	return EQ_OK;
+}
+
+/* Fills @part up to @size bytes, resuming what is there. */
+static eq_err download_part(struct eq_fetcher *f, const char *url, const char *rel, const char *part,
+			    uint64_t size, struct eq_error *err)
+{
+	eq_err r = EQ_OK;
+	struct xfer *x = eq_calloc(1, sizeof(*x));
+	if (!x)
+		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
+	for (unsigned attempt = 0; attempt <= f->retries; attempt++) {
+		if (attempt)
+			backoff(f, attempt);
+		int64_t have = 0;
+		if ((r = file_size(part, &have, err)) != EQ_OK)
+			break;
+		if (have < 0)
+			have = 0;
+		if ((uint64_t)have == size && size > 0)
+			break; /* a previous attempt got everything */
+		memset(x, 0, sizeof(*x));
+		x->url = url;
+		x->rel = rel;
+		x->cap = size;
+		x->have = (uint64_t)have;
+		x->range = have > 0;
+		x->is_file = strncmp(url, "file:", 5) == 0;
+		x->fd = open(part, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (x->fd < 0) {
+			r = eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", part);
+			break;
+		}
+		long status = 0;
+		enum outcome o;
+		r = perform(f, x, NULL, &status, &o, err);
+		if (r == EQ_OK && x->range && (x->is_file || status == 206))
+			f->stats.resumed++;
+		if (r == EQ_OK && x->have + x->received != size) {
+			/* an empty 200 body to a Range request still means "start over" */
+			if (x->range && status == 200 && !x->body_started && ftruncate(x->fd, 0) != 0)
+				r = eq_error_errno(err, EQ_ERR_IO, "cannot truncate '%s'", part);
+			else
+				r = eq_error_set(err, EQ_ERR_NETWORK, "%s: body ended after %" PRIu64 " of %" PRIu64
+						 " bytes", url, x->have + x->received, size);
+			o = OUT_RETRY;
+		}
+		if (r == EQ_OK && fsync(x->fd) != 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "cannot sync '%s'", part);
+		if (close(x->fd) != 0 && r == EQ_OK)
+			r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", part);
+		report_progress(x, true);
+		if (r != EQ_OK && (x->cb_err == EQ_ERR_LIMIT || x->cb_err == EQ_ERR_NETWORK)) {
+			/* Bytes past the declared size, or a range we did not ask
+			 * for: what the .part holds is not to be trusted. */
+			struct eq_error e2;
+			if (remove_file(part, &e2) != EQ_OK)
+				eq_log(EQ_LOG_DEBUG, "fetch: %s", e2.msg);
+		}
+		if (r == EQ_OK || o != OUT_RETRY)
+			break;
+	}
+	eq_free(x);
+	if (r != EQ_OK) {
+		/* do not leave an empty .part behind a 404 */
+		struct stat st;
+		if (stat(part, &st) == 0 && st.st_size == 0)
+			(void)unlink(part);
+	}
+	return r;
+}
+
+eq_err eq_fetch_object(struct eq_fetcher *f, const char *rel_path, const char *sha256_hex, uint64_t size,
+		       char **ret_path, struct eq_error *err)
+{
+	if (!safe_rel_path(rel_path))
+		return eq_error_set(err, EQ_ERR_UNSAFE, "'%s': not a repository path", rel_path);
+	if (!eq_is_sha256_hex(sha256_hex))
+		return eq_error_set(err, EQ_ERR_INVAL, "%s: '%s' is not a SHA-256", rel_path, sha256_hex);
+	EQ_AUTOFREE char *final = eq_asprintf("%s/%s", f->dir, sha256_hex);
+	EQ_AUTOFREE char *part = eq_asprintf("%s/%s.part", f->dir, sha256_hex);
+	EQ_AUTOFREE char *url = eq_asprintf("%s/%s", f->base_url, rel_path);
+	if (!final || !part || !url)
+		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel_path);
+
+	int64_t have = -1;
+	eq_err r = file_size(final, &have, err);
+	if (r != EQ_OK)
+		return r;
+	if (have >= 0) {
+		struct eq_error e2;
+		if (check_hash(final, rel_path, sha256_hex, size, &e2) == EQ_OK) {
+			*ret_path = eq_steal_ptr(final);
+			return EQ_OK;
+		}
+		eq_log(EQ_LOG_DEBUG, "fetch: %s, downloading again", e2.msg);
+		if ((r = remove_file(final, err)) != EQ_OK)
+			return r;
+	}
+	/* A .part that is complete (a crash between download and rename) is
+	 * checked as it is; a wrong or oversize one starts over. */
+	if ((r = file_size(part, &have, err)) != EQ_OK)
+		return r;
+	if (have >= 0 && (uint64_t)have >= size) {
+		struct eq_error e2;
+		if ((uint64_t)have > size || check_hash(part, rel_path, sha256_hex, size, &e2) != EQ_OK) {
+			if ((r = remove_file(part, err)) != EQ_OK)
+				return r;
+		}
+	}
+	if ((r = file_size(part, &have, err)) != EQ_OK)
+		return r;
+	if (have < 0 || (uint64_t)have < size || size == 0) {
+		if ((r = download_part(f, url, rel_path, part, size, err)) != EQ_OK)
+			return r;
+	}
+	if ((r = check_hash(part, rel_path, sha256_hex, size, err)) != EQ_OK) {
+		struct eq_error e2;
+		if (remove_file(part, &e2) != EQ_OK)
+			eq_log(EQ_LOG_DEBUG, "fetch: %s", e2.msg);
+		return r;
+	}
+	if (rename(part, final) != 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot rename '%s' to '%s'", part, final);
+	if ((r = eq_fsync_dir_of(final, err)) != EQ_OK)
+		return r;
+	*ret_path = eq_steal_ptr(final);
+	return EQ_OK;
+}
