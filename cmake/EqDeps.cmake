@@ -31,6 +31,9 @@ eq_require_pkg(UBOOTENV libubootenv libubootenv-dev)
 if(EQ_HOST_TOOLS)
   eq_require_pkg(SQLITE sqlite3 libsqlite3-dev)
   eq_require_pkg(ARCHIVE libarchive libarchive-dev)
+  # Suffix arrays for the bsdiff-class delta method; creation is host-only,
+  # devices only apply.
+  eq_require_pkg(DIVSUFSORT libdivsufsort libdivsufsort-dev)
 endif()
 if(EQ_BUILD_TESTS)
   eq_require_pkg(CMOCKA cmocka libcmocka-dev)

@@ -4,6 +4,7 @@
  * never produces output. Output is counted against the declared size before
  * it reaches the sink, un-filtered as a stream, and hashed.
  */
+#include "bsdiff.h"
 #include "delta_zstd.h"
 #include "exec_filter.h"
 
@@ -14,10 +15,12 @@
 #include <unistd.h>
 #include <zstd.h>
 
-/* Memory besides the reference and the window: zstd's DCtx (~160 KiB) and
- * two 128 KiB block buffers, its 128 KiB stream buffers here, the filter's
- * 256 KiB, the header and read chunks; rounded up to 1 MiB. */
-#define APPLY_OVERHEAD ((uint64_t)1 << 20)
+/* Memory besides the reference and the window. Method 0: zstd's DCtx
+ * (~160 KiB) and two 128 KiB block buffers, its 128 KiB stream buffers
+ * here, the filter's 256 KiB, the header and read chunks: under 1 MiB.
+ * Method 1 needs more (three decoders and a segment buffer, see
+ * bsdiff.h); one constant covers both. */
+#define APPLY_OVERHEAD EQ_BSD_APPLY_OVERHEAD
 
 static uint64_t get64(const uint8_t *p)
 {
@@ -42,13 +45,14 @@ eq_err eq_delta_info_parse(const uint8_t *data, size_t len, struct eq_delta_info
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta format version %u is not supported", data[4]);
 	if (data[5] & ~(EQ_DELTA_FILTER_BRANCH | EQ_DELTA_FILTER_DATA))
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta filter %u is not supported", data[5]);
-	if (data[7] != 0)
-		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta flags 0x%02x are not supported", data[7]);
+	if (data[7] > EQ_DELTA_METHOD_BSD)
+		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta method %u is not supported", data[7]);
 	if (data[6] < EQ_ZSTD_WINDOW_LOG_MIN || data[6] > 31)
 		return eq_error_set(err, EQ_ERR_PARSE, "delta window log %u is outside %d..31", data[6],
 				    EQ_ZSTD_WINDOW_LOG_MIN);
 	struct eq_delta_info info = {
 		.version = data[4],
+		.method = data[7],
 		.filter = data[5],
 		.window_log = data[6],
 		.ref_size = get64(data + 8),
@@ -173,61 +177,15 @@ static eq_err out_write(void *ctx, const void *data, size_t len, struct eq_error
 	return o->sink(o->ctx, data, len, err);
 }
 
-eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx,
-		      const uint8_t expect_sha256[EQ_SHA256_LEN], struct eq_error *err)
+/* Method 0: one zstd frame with the reference as prefix. Output is counted
+ * against the declared size before it goes to @next. */
+static eq_err apply_zstd(const uint8_t *ref, const struct eq_delta_info *ip, eq_read_fn src, void *src_ctx,
+			 eq_write_fn next, void *next_ctx, struct eq_error *err)
 {
-	return eq_delta_apply_limited(ref_path, src, src_ctx, sink, sink_ctx, expect_sha256, NULL, err);
-}
-
-eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink,
-			      void *sink_ctx, const uint8_t expect_sha256[EQ_SHA256_LEN],
-			      const struct eq_delta_limits *limits, struct eq_error *err)
-{
-	struct eq_delta_limits lim;
-	eq_delta_limits_default(&lim);
-	if (limits) {
-		if (limits->max_window_log)
-			lim.max_window_log = limits->max_window_log;
-		if (limits->max_ref_size)
-			lim.max_ref_size = limits->max_ref_size;
-		if (limits->max_result_size)
-			lim.max_result_size = limits->max_result_size;
-	}
-	uint8_t hdr[EQ_DELTA_HEADER_SIZE];
-	size_t n = 0;
-	eq_err r = read_full(src, src_ctx, hdr, sizeof(hdr), &n, err);
-	if (r)
-		return r;
-	struct eq_delta_info info;
-	if ((r = eq_delta_info_parse(hdr, n, &info, err)))
-		return r;
-	if (info.window_log > lim.max_window_log)
-		return eq_error_set(err, EQ_ERR_LIMIT, "delta needs a 2^%u-byte window, the limit is 2^%u",
-				    info.window_log, lim.max_window_log);
-	if (info.ref_size > lim.max_ref_size || info.ref_size > SIZE_MAX / 2)
-		return eq_error_set(err, EQ_ERR_LIMIT, "delta reference of %llu bytes exceeds the limit of %llu",
-				    (unsigned long long)info.ref_size, (unsigned long long)lim.max_ref_size);
-	if (info.result_size > lim.max_result_size)
-		return eq_error_set(err, EQ_ERR_LIMIT, "delta result of %llu bytes exceeds the limit of %llu",
-				    (unsigned long long)info.result_size, (unsigned long long)lim.max_result_size);
-
-	uint8_t *ref = NULL, *in_buf = NULL, *out_buf = NULL;
+	const struct eq_delta_info info = *ip;
+	eq_err r = EQ_OK;
+	uint8_t *in_buf = NULL, *out_buf = NULL;
 	ZSTD_DCtx *dctx = NULL;
-	struct eq_xf xf;
-	eq_xf_init(&xf, false, info.filter);
-	struct out_stage os = {.sink = sink, .ctx = sink_ctx};
-	eq_sha256_init(&os.sha);
-
-	if ((r = load_reference(ref_path, &info, &ref, err)))
-		goto out;
-	if (info.filter) {
-		eq_xf_buffer(ref, (size_t)info.ref_size, true, info.filter, NULL);
-		if ((r = eq_xf_stream_begin(&xf, out_write, &os, err)))
-			goto out;
-	}
-	eq_write_fn next = info.filter ? eq_xf_stream_write : out_write;
-	void *next_ctx = info.filter ? (void *)&xf : (void *)&os;
-
 	size_t in_cap = ZSTD_DStreamInSize(), out_cap = ZSTD_DStreamOutSize();
 	in_buf = eq_malloc(in_cap);
 	out_buf = eq_malloc(out_cap);
@@ -261,7 +219,7 @@ eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ct
 			rem = ZSTD_decompressStream(dctx, &out, &in);
 			if (ZSTD_isError(rem)) {
 				r = eq_zstd_error(err, rem, "delta");
-				eq_error_prefix(err, "at delta byte %llu", (unsigned long long)(consumed + before));
+				(void)eq_error_prefix(err, "at delta byte %llu", (unsigned long long)(consumed + before));
 				goto out;
 			}
 			if (out.pos > info.result_size - produced) {
@@ -301,6 +259,73 @@ eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ct
 				 (unsigned long long)produced, (unsigned long long)info.result_size);
 		goto out;
 	}
+out:
+	ZSTD_freeDCtx(dctx);
+	eq_free(in_buf);
+	eq_free(out_buf);
+	return r;
+}
+
+eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx,
+		      const uint8_t expect_sha256[EQ_SHA256_LEN], struct eq_error *err)
+{
+	return eq_delta_apply_limited(ref_path, src, src_ctx, sink, sink_ctx, expect_sha256, NULL, err);
+}
+
+eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink,
+			      void *sink_ctx, const uint8_t expect_sha256[EQ_SHA256_LEN],
+			      const struct eq_delta_limits *limits, struct eq_error *err)
+{
+	struct eq_delta_limits lim;
+	eq_delta_limits_default(&lim);
+	if (limits) {
+		if (limits->max_window_log)
+			lim.max_window_log = limits->max_window_log;
+		if (limits->max_ref_size)
+			lim.max_ref_size = limits->max_ref_size;
+		if (limits->max_result_size)
+			lim.max_result_size = limits->max_result_size;
+	}
+	uint8_t hdr[EQ_DELTA_HEADER_SIZE];
+	size_t n = 0;
+	eq_err r = read_full(src, src_ctx, hdr, sizeof(hdr), &n, err);
+	if (r)
+		return r;
+	struct eq_delta_info info;
+	if ((r = eq_delta_info_parse(hdr, n, &info, err)))
+		return r;
+	if (info.window_log > lim.max_window_log)
+		return eq_error_set(err, EQ_ERR_LIMIT, "delta needs a 2^%u-byte window, the limit is 2^%u",
+				    info.window_log, lim.max_window_log);
+	if (info.ref_size > lim.max_ref_size || info.ref_size > SIZE_MAX / 2)
+		return eq_error_set(err, EQ_ERR_LIMIT, "delta reference of %llu bytes exceeds the limit of %llu",
+				    (unsigned long long)info.ref_size, (unsigned long long)lim.max_ref_size);
+	if (info.result_size > lim.max_result_size)
+		return eq_error_set(err, EQ_ERR_LIMIT, "delta result of %llu bytes exceeds the limit of %llu",
+				    (unsigned long long)info.result_size, (unsigned long long)lim.max_result_size);
+
+	uint8_t *ref = NULL;
+	struct eq_xf xf;
+	eq_xf_init(&xf, false, info.filter);
+	struct out_stage os = {.sink = sink, .ctx = sink_ctx};
+	eq_sha256_init(&os.sha);
+
+	if ((r = load_reference(ref_path, &info, &ref, err)))
+		goto out;
+	if (info.filter) {
+		eq_xf_buffer(ref, (size_t)info.ref_size, true, info.filter, NULL);
+		if ((r = eq_xf_stream_begin(&xf, out_write, &os, err)))
+			goto out;
+	}
+	eq_write_fn next = info.filter ? eq_xf_stream_write : out_write;
+	void *next_ctx = info.filter ? (void *)&xf : (void *)&os;
+
+	if (info.method == EQ_DELTA_METHOD_BSD)
+		r = eq_bsd_apply(ref, &info, src, src_ctx, EQ_DELTA_HEADER_SIZE, next, next_ctx, err);
+	else
+		r = apply_zstd(ref, &info, src, src_ctx, next, next_ctx, err);
+	if (r)
+		goto out;
 	if (info.filter && (r = eq_xf_stream_end(&xf, err)))
 		goto out;
 	uint8_t d[EQ_SHA256_LEN];
@@ -317,10 +342,7 @@ eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ct
 		goto out;
 	}
 out:
-	ZSTD_freeDCtx(dctx);
 	eq_xf_done(&xf);
-	eq_free(in_buf);
-	eq_free(out_buf);
 	eq_free(ref);
 	return r;
 }

@@ -1,6 +1,7 @@
 /*
  * eq-delta: test and bench CLI over eq_delta's objects and deltas.
- *   eq-delta create [-l LEVEL] [-w WINDOWLOG] [-F] OLD NEW OUT   (-F: no exec filter)
+ *   eq-delta create [-l LEVEL] [-w WINDOWLOG] [-F] [-m METHODS] OLD NEW OUT
+ *     (-F: no exec filter; -m: mask of methods to try, 1 = zstd, 2 = bsdiff-class)
  *   eq-delta apply [-w MAXWINDOWLOG] REF DELTA OUT
  *   eq-delta compress [-l LEVEL] IN OUT
  *   eq-delta decompress IN OUT
@@ -40,7 +41,7 @@ static eq_err fd_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
+	fprintf(stderr, "usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-m METHODS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
 			"       compress [-l LEVEL] IN OUT | decompress IN OUT | info DELTA | filter IN OUT |\n"
 			"       unfilter IN OUT | membound REF_SIZE WLOG\n");
 	return 2;
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
 	int level = 19;
 	optind = 2;
 	int c;
-	while ((c = getopt(argc, argv, "l:w:F")) != -1) {
+	while ((c = getopt(argc, argv, "l:w:Fm:")) != -1) {
 		switch (c) {
 		case 'l':
 			level = p.level = (int)strtol(optarg, NULL, 10);
@@ -104,6 +105,9 @@ int main(int argc, char **argv)
 			break;
 		case 'F':
 			p.exec_filter = false;
+			break;
+		case 'm':
+			p.methods = (unsigned)strtoul(optarg, NULL, 0);
 			break;
 		default:
 			return usage();
@@ -128,9 +132,9 @@ int main(int argc, char **argv)
 		char rh[65], nh[65];
 		eq_hex_encode(info.ref_sha256, 32, rh);
 		eq_hex_encode(info.result_sha256, 32, nh);
-		printf("version %u\nfilter %u\nwindow_log %u\nref_size %llu\nref_sha256 %s\nresult_size %llu\n"
+		printf("version %u\nmethod %u\nfilter %u\nwindow_log %u\nref_size %llu\nref_sha256 %s\nresult_size %llu\n"
 		       "result_sha256 %s\nmem_bound %llu\n",
-		       info.version, info.filter, info.window_log, (unsigned long long)info.ref_size, rh,
+		       info.version, info.method, info.filter, info.window_log, (unsigned long long)info.ref_size, rh,
 		       (unsigned long long)info.result_size, nh,
 		       (unsigned long long)eq_delta_apply_mem_bound(info.ref_size, info.window_log));
 		eq_free(d);

@@ -20,6 +20,8 @@
 
 #include "../../delta/exec_filter.h"
 
+#define EQ_ZSTD_WINDOW_LOG_MAX_FOR_TEST 31u
+
 /* ---- helpers: memory source and sink ---------------------------------- */
 
 struct mem_src {
@@ -405,16 +407,23 @@ static void test_delta_round_trip(void **state)
 	}
 }
 
-static void test_delta_failures(void **state)
+/* Each method's failure handling, on a delta forced to that method. */
+static void delta_failures(unsigned method)
 {
-	(void)state;
 	struct pair p;
 	make_pair(&p, false);
 	struct eq_delta_params params;
 	eq_delta_params_default(&params);
 	params.level = 5;
+	params.methods = 1u << method;
 	struct eq_buf delta, out;
 	create_delta(&p, &params, &delta);
+	{
+		struct eq_delta_info info;
+		struct eq_error e0;
+		assert_int_equal(eq_delta_info_parse(delta.data, delta.len, &info, &e0), EQ_OK);
+		assert_int_equal(info.method, method);
+	}
 	eq_buf_init(&out, 64u << 20);
 	struct eq_error e;
 
@@ -478,10 +487,206 @@ static void test_delta_failures(void **state)
 	pair_done(&p);
 }
 
+static void test_delta_failures(void **state)
+{
+	(void)state;
+	delta_failures(EQ_DELTA_METHOD_ZSTD);
+	delta_failures(EQ_DELTA_METHOD_BSD);
+}
+
+/* ---- method 1 (bsdiff-class) -------------------------------------------- */
+
+/* Applies @delta to the file "old" and checks the result is @want. */
+static void check_apply(const struct eq_buf *delta, const uint8_t *want, size_t want_len, size_t chunk)
+{
+	struct eq_buf out;
+	eq_buf_init(&out, 64u << 20);
+	struct eq_error e;
+	uint8_t sha[32];
+	eq_sha256(want, want_len, sha);
+	struct mem_src s = {delta->data, delta->len, 0, chunk};
+	eq_err r = eq_delta_apply_limited(tmp_path("old"), mem_read, &s, mem_write, &out, sha, NULL, &e);
+	if (r != EQ_OK)
+		fail_msg("apply: %s: %s", eq_err_str(r), e.msg);
+	assert_int_equal(out.len, want_len);
+	if (want_len)
+		assert_memory_equal(out.data, want, want_len);
+	eq_buf_done(&out);
+}
+
+/* Round trip of @old -> @new_ forced to method 1; also checks that the
+ * same inputs give the same bytes and that the default (both methods)
+ * is never larger than either. Returns the method-1 delta size. */
+static size_t bsd_round_trip(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, int level,
+			     bool filter)
+{
+	struct pair p;
+	eq_buf_init(&p.old_, 64u << 20);
+	eq_buf_init(&p.new_, 64u << 20);
+	struct eq_error e;
+	assert_int_equal(eq_buf_append(&p.old_, old, old_len, &e), EQ_OK);
+	assert_int_equal(eq_buf_append(&p.new_, new_, new_len, &e), EQ_OK);
+	struct eq_delta_params params;
+	eq_delta_params_default(&params);
+	params.level = level;
+	params.exec_filter = filter;
+	params.methods = 1u << EQ_DELTA_METHOD_BSD;
+	struct eq_buf d1, d2, d0;
+	create_delta(&p, &params, &d1);
+	struct eq_delta_info info;
+	assert_int_equal(eq_delta_info_parse(d1.data, d1.len, &info, &e), EQ_OK);
+	assert_int_equal(info.method, EQ_DELTA_METHOD_BSD);
+	assert_true(eq_delta_apply_mem_bound(info.ref_size, info.window_log) <
+		    info.ref_size + ((uint64_t)64 << 20));
+	check_apply(&d1, new_, new_len, 0);
+	check_apply(&d1, new_, new_len, 4099);
+	check_apply(&d1, new_, new_len, 1);
+	create_delta(&p, &params, &d2);
+	assert_int_equal(d1.len, d2.len);
+	assert_memory_equal(d1.data, d2.data, d1.len);
+	params.methods = 1u << EQ_DELTA_METHOD_ZSTD;
+	create_delta(&p, &params, &d0);
+	size_t m0 = d0.len;
+	eq_buf_done(&d0);
+	params.methods = 0;
+	create_delta(&p, &params, &d0);
+	assert_true(d0.len <= m0 && d0.len <= d1.len);
+	check_apply(&d0, new_, new_len, 0);
+	size_t n = d1.len;
+	eq_buf_done(&d0);
+	eq_buf_done(&d1);
+	eq_buf_done(&d2);
+	pair_done(&p);
+	return n;
+}
+
+/* Copies @in with mutations a code update makes: bytes changed here and
+ * there, small insertions and deletions, a block moved. */
+static uint8_t *mutate(const uint8_t *in, size_t n, size_t *ret_len)
+{
+	uint8_t *out = eq_malloc(n + n / 8 + 4096);
+	assert_non_null(out);
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		uint32_t r = rnd() % 1000;
+		if (r < 5 && i + 64 < n) {
+			i += rnd() % 64; /* deletion */
+		} else if (r < 10) {
+			for (uint32_t k = rnd() % 64; k; k--) /* insertion */
+				out[o++] = (uint8_t)rnd();
+		} else if (r < 60) {
+			out[o++] = (uint8_t)(in[i++] + 1 + rnd() % 4); /* changed byte */
+		} else {
+			size_t run = 1 + rnd() % 200;
+			if (run > n - i)
+				run = n - i;
+			memcpy(out + o, in + i, run);
+			o += run;
+			i += run;
+		}
+	}
+	if (o > 3000) { /* move a block to the front */
+		uint8_t tmp[1000];
+		memcpy(tmp, out + o - 1000, 1000);
+		memmove(out + 1000, out, o - 1000);
+		memcpy(out, tmp, 1000);
+	}
+	*ret_len = o;
+	return out;
+}
+
+static void test_bsd_round_trip(void **state)
+{
+	(void)state;
+	/* random data with mutations, and degenerate sizes */
+	size_t n = 300000, m;
+	uint8_t *old = eq_malloc(n);
+	assert_non_null(old);
+	for (size_t i = 0; i < n; i++)
+		old[i] = (uint8_t)(i % 7 == 0 ? rnd() : rnd() % 16);
+	uint8_t *new_ = mutate(old, n, &m);
+	size_t sz = bsd_round_trip(old, n, new_, m, 3, false);
+	assert_true(sz < m / 2);
+	(void)bsd_round_trip(old, n, old, n, 3, false);
+	(void)bsd_round_trip(old, 0, new_, m, 3, false);
+	(void)bsd_round_trip(old, n, new_, 0, 3, false);
+	(void)bsd_round_trip(old, 0, new_, 0, 3, false);
+	(void)bsd_round_trip(old, 1, new_, 1, 3, false);
+	eq_free(new_);
+	eq_free(old);
+
+	/* real ELF files in tars, with the filter: bash and libc.so.6 (more
+	 * than one segment of output) */
+	static const char *const files[] = {"/bin/bash", "/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/libc.so.6",
+					    "/lib/aarch64-linux-gnu/libc.so.6"};
+	int done = 0;
+	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+		size_t fl;
+		uint8_t *f = read_file(files[k], &fl);
+		if (!f)
+			continue;
+		uint8_t *g = mutate(f, fl, &m);
+		struct eq_buf a, b;
+		eq_buf_init(&a, 64u << 20);
+		eq_buf_init(&b, 64u << 20);
+		tar_add(&a, "usr/lib/x", f, fl);
+		tar_end(&a);
+		tar_add(&b, "usr/lib/x", g, m);
+		tar_end(&b);
+		sz = bsd_round_trip(a.data, a.len, b.data, b.len, 3, true);
+		eq_log(EQ_LOG_DEBUG, "%s: method 1 delta %zu of %zu bytes", files[k], sz, b.len);
+		assert_true(sz < b.len / 4);
+		eq_buf_done(&a);
+		eq_buf_done(&b);
+		eq_free(f);
+		eq_free(g);
+		done++;
+	}
+	assert_true(done >= 2);
+}
+
+static void test_bsd_limits(void **state)
+{
+	(void)state;
+	struct pair p;
+	make_pair(&p, false);
+	struct eq_delta_params params;
+	eq_delta_params_default(&params);
+	params.level = 3;
+	params.methods = 1u << EQ_DELTA_METHOD_BSD;
+	struct eq_buf delta, out;
+	create_delta(&p, &params, &delta);
+	eq_buf_init(&out, 64u << 20);
+	struct eq_error e;
+	struct eq_delta_info info;
+	assert_int_equal(eq_delta_info_parse(delta.data, delta.len, &info, &e), EQ_OK);
+	/* the stream windows are capped and the header's log covers them */
+	assert_true(info.window_log <= EQ_ZSTD_WINDOW_LOG_MAX_FOR_TEST);
+	for (int k = 0; k < 3; k++)
+		assert_true(delta.data[EQ_DELTA_HEADER_SIZE + k] <= 24 &&
+			    delta.data[EQ_DELTA_HEADER_SIZE + k] <= info.window_log);
+	struct eq_delta_limits lim = {.max_window_log = info.window_log - 1};
+	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, NULL, &lim, &e), EQ_ERR_LIMIT);
+	assert_int_equal(out.len, 0);
+	lim.max_window_log = info.window_log;
+	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, NULL, &lim, &e), EQ_OK);
+
+	/* a stream window above what the preamble allows: zstd refuses */
+	delta.data[EQ_DELTA_HEADER_SIZE + 1] = 10;
+	eq_err r = apply(tmp_path("old"), delta.data, delta.len, &out, NULL, NULL, &e);
+	assert_true(r == EQ_ERR_LIMIT || r == EQ_ERR_PARSE);
+	delta.data[EQ_DELTA_HEADER_SIZE + 1] = (uint8_t)(info.window_log + 1);
+	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, NULL, NULL, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "window log"));
+	eq_buf_done(&delta);
+	eq_buf_done(&out);
+	pair_done(&p);
+}
+
 static void test_mem_bound(void **state)
 {
 	(void)state;
-	assert_int_equal(eq_delta_apply_mem_bound(1000, 20), 1000 + (1u << 20) + (1u << 20));
+	assert_int_equal(eq_delta_apply_mem_bound(1000, 20), 1000 + (1u << 20) + (4u << 20));
 	assert_true(eq_delta_apply_mem_bound(UINT64_MAX - 5, 31) == UINT64_MAX);
 	assert_true(eq_delta_apply_mem_bound(0, 63) == UINT64_MAX);
 }
@@ -555,6 +760,8 @@ int main(void)
 		cmocka_unit_test(test_filter_real_elf),
 		cmocka_unit_test_setup_teardown(test_delta_round_trip, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_delta_failures, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_bsd_round_trip, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_bsd_limits, setup_tmp, teardown_tmp),
 		cmocka_unit_test(test_mem_bound),
 		cmocka_unit_test(test_bad_corpus),
 	};

@@ -150,8 +150,8 @@ EQ_API eq_err eq_payload_reader_read(struct eq_payload_reader *r, void *buf, siz
  * Extracts a payload under @root, which must exist. Every path is resolved
  * inside @root (openat2 RESOLVE_IN_ROOT where the kernel has it): absolute
  * paths, ".." and symlinks leading outside are refused with EQ_ERR_UNSAFE
- * naming the entry. Owners, modes and xattrs are applied when running as
- * root (@flags & EQ_EXTRACT_OWNERS). Files are written under a temporary name
+ * naming the entry. Modes are always applied; owners and xattrs only with
+ * @flags & EQ_EXTRACT_OWNERS (which needs root). Files are written under a temporary name
  * and renamed into place when complete; on failure every entry this call
  * created is removed again. If @ret_sha256 is not NULL it receives the hash
  * of the payload bytes read.
@@ -176,8 +176,9 @@ EQ_API eq_err eq_object_decompress(eq_read_fn src, void *src_ctx, eq_write_fn si
 
 struct eq_delta_params {
 	int level;           /* zstd level, default 19 */
-	unsigned window_log; /* 0 = smallest power of two covering the reference */
+	unsigned window_log; /* method 0: 0 = smallest power of two covering the reference */
 	bool exec_filter;    /* pre-filter ELF code (x86-64, AArch64), default true */
+	unsigned methods;    /* mask of 1u << EQ_DELTA_METHOD_* to try; 0 = all built in (default) */
 };
 EQ_API void eq_delta_params_default(struct eq_delta_params *p);
 
@@ -186,10 +187,16 @@ EQ_API void eq_delta_params_default(struct eq_delta_params *p);
  * writes it to @sink. The delta records both payloads' SHA-256 and the new
  * size; *ret_size receives the delta's size. With @p->exec_filter the delta
  * is made without the executable filter and with each of its modes
- * (branches, data references, both), and the smallest one is kept. @p NULL means defaults; levels 1..22 (20..22 are zstd's "ultra"
+ * (branches, data references, both), and the smallest one is kept. Where
+ * built with EQ_DELTA_CREATE_BSD (host tools), method 1 (bsdiff-class) is
+ * also tried, unfiltered and with the best filter mode of method 0, and the
+ * smallest delta of all is written; the same inputs always give the same
+ * bytes. @p NULL means defaults; levels 1..22 (20..22 are zstd's "ultra"
  * levels: better and much more memory on the host, none more on the
  * device). Host-side: both payloads are held in memory (twice with the
- * filter). EQ_ERR_INVAL for bad parameters.
+ * filter), plus 4 bytes per reference byte for method 1's suffix array.
+ * EQ_ERR_INVAL for bad parameters, EQ_ERR_UNSUPPORTED if @p->methods names
+ * only methods not built in.
  */
 EQ_API eq_err eq_delta_create(const char *old_path, const char *new_path, const struct eq_delta_params *p,
 			      eq_write_fn sink, void *sink_ctx, uint64_t *ret_size, struct eq_error *err) EQ_MUST_CHECK;
@@ -208,25 +215,34 @@ EQ_API eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx
 			     const uint8_t expect_sha256[EQ_SHA256_LEN], struct eq_error *err) EQ_MUST_CHECK;
 
 /* Upper bound in bytes of the memory eq_delta_apply() uses for a reference
- * of @ref_size bytes and a delta made with window 2^@window_log:
- * ref_size + 2^window_log + 1 MiB (zstd context, block buffers, stream
- * buffers, the executable filter's 256 KiB). The reference is filtered in
- * place, so there is no second copy. The formula and its measurement are in
- * docs/internals/delta.md. Saturates at UINT64_MAX. */
+ * of @ref_size bytes and a delta whose header says window 2^@window_log,
+ * for either method: ref_size + 2^window_log + 4 MiB (zstd contexts, block
+ * and stream buffers, method 1's segment buffer, the executable filter's
+ * 256 KiB). The reference is filtered in place, so there is no second copy;
+ * for method 1 the header's window covers its three stream windows
+ * together. The formula and its measurement are in docs/internals/delta.md.
+ * Saturates at UINT64_MAX. */
 EQ_API uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log);
 
 /*
  * The delta format ("EQD1", docs/internals/delta.md): a fixed header of
- * EQ_DELTA_HEADER_SIZE bytes, then one zstd frame whose content is the new
- * payload (filtered if the header says so) compressed with the (filtered)
- * reference payload as prefix. All integers little-endian.
+ * EQ_DELTA_HEADER_SIZE bytes, then the body of the header's method.
+ * Method 0: one zstd frame whose content is the new payload (filtered if
+ * the header says so) compressed with the (filtered) reference payload as
+ * prefix. Method 1: bsdiff-class control, diff and extra streams, each one
+ * zstd frame, in segments. All integers little-endian.
  *
  *   0  magic "EQD1"        4  version (1)     5  filter mask (0..3)
- *   6  window log          7  flags (0)       8  reference size (u64)
+ *   6  window log          7  method (0, 1)   8  reference size (u64)
  *  16  reference SHA-256  48  result size (u64)
  *  56  result SHA-256     88  first 8 bytes of SHA-256 of bytes 0..87
+ *
+ * Byte 7 was a flags byte that had to be 0, so method-0 deltas are
+ * unchanged and older decoders refuse method 1 as unsupported.
  */
 #define EQ_DELTA_HEADER_SIZE 96
+#define EQ_DELTA_METHOD_ZSTD 0u /* zstd with the reference as prefix */
+#define EQ_DELTA_METHOD_BSD 1u  /* bsdiff-class streams, zstd-compressed */
 /* The filter byte is a mask; 0 means no filter. */
 #define EQ_DELTA_FILTER_NONE 0u
 #define EQ_DELTA_FILTER_BRANCH 0x1u /* x86-64 call/jmp rel32, AArch64 BL */
@@ -235,6 +251,7 @@ EQ_API uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log)
 /* What a delta header records. Plain value struct. */
 struct eq_delta_info {
 	unsigned version;
+	unsigned method;     /* EQ_DELTA_METHOD_* */
 	unsigned filter;     /* mask of EQ_DELTA_FILTER_* */
 	unsigned window_log; /* the decoder needs a 2^window_log window */
 	uint64_t ref_size, result_size;
@@ -244,7 +261,7 @@ struct eq_delta_info {
 
 /* Parses the first EQ_DELTA_HEADER_SIZE bytes of a delta. EQ_ERR_PARSE for
  * a short or corrupted header, EQ_ERR_UNSUPPORTED for an unknown version,
- * filter or flag. */
+ * filter or method. */
 EQ_API eq_err eq_delta_info_parse(const uint8_t *data, size_t len, struct eq_delta_info *ret_info,
 				  struct eq_error *err) EQ_MUST_CHECK;
 
