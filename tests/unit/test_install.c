@@ -1,0 +1,825 @@
+/*
+ * Unit tests of the installer, the plan, slot records and dir slots, over
+ * real data: small .deb packages and a tarball with xattrs built with
+ * dpkg-deb and GNU tar, published as two releases with the real eqota-gen
+ * (EQOTA_GEN), installed into temporary slot directories. Needs root
+ * (owners, setuid, the tmpfs for the space check) like the device.
+ * Block slots are exercised by the QEMU suite (tests/qemu/).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <eq/agent.h>
+
+#include "../../agent/records.h"
+
+/* Builds the packages and publishes releases r1 and r2 (see the header). */
+static const char SETUP_SH[] =
+	"set -eu\n"
+	"W=$1; GEN=$2; cd \"$W\"; mkdir -p src r1 r2\n"
+	"ctl() { mkdir -p \"$1/DEBIAN\"; printf 'Package: %s\\nVersion: %s\\nArchitecture: all\\n"
+	"Maintainer: t <t@example.org>\\nDescription: t\\n' \"$2\" \"$3\" > \"$1/DEBIAN/control\"; }\n"
+	"deb() { dpkg-deb --root-owner-group -b \"$1\" \"$2\" >/dev/null; }\n"
+	/* alpha: identical in both releases: kept */
+	"p=src/alpha; ctl $p alpha 1.0; mkdir -p $p/usr/bin $p/usr/share/alpha\n"
+	"head -c 8192 /dev/urandom > $p/usr/bin/alpha; chmod 0755 $p/usr/bin/alpha\n"
+	"ln $p/usr/bin/alpha $p/usr/bin/alpha-hard; ln -s alpha $p/usr/bin/alpha-link\n"
+	"printf 'suid\\n' > $p/usr/bin/alpha-suid; chmod 4755 $p/usr/bin/alpha-suid\n"
+	"long=$(printf 'long-name-%.0s' 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)\n"
+	"echo long > \"$p/usr/share/alpha/$long\"; echo spaced > \"$p/usr/share/alpha/a file %41\"\n"
+	"deb $p r1/alpha_1.0_all.deb; cp r1/alpha_1.0_all.deb r2/\n"
+	/* beta: a few bytes changed: delta */
+	"p=src/beta1; ctl $p beta 1.0; mkdir -p $p/usr/lib/beta $p/usr/bin\n"
+	"head -c 65536 /dev/urandom > $p/usr/lib/beta/data\n"
+	"printf '#!/bin/sh\\necho beta\\n' > $p/usr/bin/beta; chmod 0755 $p/usr/bin/beta\n"
+	"deb $p r1/beta_1.0_all.deb; cp -a $p src/beta2; ctl src/beta2 beta 1.1\n"
+	"printf XYZ | dd of=src/beta2/usr/lib/beta/data bs=1 seek=1000 conv=notrunc status=none\n"
+	"printf XYZ | dd of=src/beta2/usr/lib/beta/data bs=1 seek=40000 conv=notrunc status=none\n"
+	"deb src/beta2 r2/beta_1.1_all.deb\n"
+	/* gamma: removed; epsilon: added (with a fifo and a directory shared with alpha) */
+	"p=src/gamma; ctl $p gamma 1.0; mkdir -p $p/usr/share/gamma\n"
+	"head -c 3000 /dev/urandom > $p/usr/share/gamma/g; deb $p r1/gamma_1.0_all.deb\n"
+	"p=src/epsilon; ctl $p epsilon 2.0; mkdir -p $p/usr/share/epsilon $p/usr/share/alpha\n"
+	"head -c 5000 /dev/urandom > $p/usr/share/epsilon/e; mkfifo $p/usr/share/epsilon/fifo\n"
+	"deb $p r2/epsilon_2.0_all.deb\n"
+	/* caps: a tarball with an extended attribute: kept */
+	"p=src/caps; mkdir -p $p/usr/sbin; head -c 4000 /dev/urandom > $p/usr/sbin/capsd\n"
+	"chmod 0750 $p/usr/sbin/capsd\n"
+	"python3 -c 'import os,sys; os.setxattr(sys.argv[1], \"user.eqota.test\", b\"\\x01\\x02value\")' "
+	"$p/usr/sbin/capsd\n"
+	"tar --xattrs --xattrs-include='*' --format=pax --owner=0 --group=0 --numeric-owner "
+	"-cf r1/caps_1.0.tar -C $p usr\n"
+	"cp r1/caps_1.0.tar r2/\n"
+	"\"$GEN\" keygen --out rel >/dev/null\n"
+	"for r in r1 r2; do \"$GEN\" -q publish --repo repo --board tb --channel stable --release $r "
+	"--packages $r --key rel.key --store store.db --level 3 >/dev/null; done\n";
+
+#define BOARD "tb"
+
+struct release {
+	struct eq_manifest *m;
+	uint8_t *bytes, *sig;
+	size_t len, sig_len;
+};
+
+static struct {
+	char dir[64];
+	struct eq_manifest_trust *trust;
+	struct release rel[2];
+	unsigned ncase;
+} G;
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static int run(const char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execvp(argv[0], (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *P(const char *fmt, ...) EQ_PRINTF(1, 2);
+static char *P(const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	char *p = eq_strdup(buf);
+	assert_non_null(p);
+	return p;
+}
+
+static void load_release(int n, struct release *r)
+{
+	struct eq_error e;
+	EQ_AUTOFREE char *mp = P("%s/repo/boards/" BOARD "/stable/releases/%d/manifest.json", G.dir, n);
+	EQ_AUTOFREE char *sp = P("%s.sig", mp);
+	assert_int_equal(eq_file_read_all(mp, EQ_MANIFEST_MAX_BYTES, &r->bytes, &r->len, &e), EQ_OK);
+	assert_int_equal(eq_file_read_all(sp, EQ_MANIFEST_SIG_MAX_BYTES, &r->sig, &r->sig_len, &e), EQ_OK);
+	struct eq_manifest_policy pol = {.board = BOARD, .now = (int64_t)time(NULL), .check_expiry = true};
+	eq_err rc = eq_manifest_load_verified(r->bytes, r->len, r->sig, r->sig_len, G.trust, &pol, &r->m, &e);
+	if (rc)
+		fail_msg("release %d: %s", n, eq_error_msg(&e));
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	const char *gen = secure_getenv("EQOTA_GEN");
+	if (!gen) {
+		fprintf(stderr, "EQOTA_GEN is not set (run through ctest)\n");
+		return -1;
+	}
+	strcpy(G.dir, "/tmp/eq-test-install.XXXXXX");
+	if (!mkdtemp(G.dir))
+		return -1;
+	const char *argv[] = {"/bin/sh", "-c", SETUP_SH, "setup", G.dir, gen, NULL};
+	if (run(argv) != 0) {
+		fprintf(stderr, "building and publishing the test releases failed\n");
+		return -1;
+	}
+	struct eq_error e;
+	EQ_AUTOFREE char *pub = P("%s/rel.pub", G.dir);
+	const char *paths[] = {pub};
+	if (eq_manifest_trust_from_pubkeys(paths, 1, 1, &G.trust, &e)) {
+		fprintf(stderr, "trust: %s\n", eq_error_msg(&e));
+		return -1;
+	}
+	load_release(1, &G.rel[0]);
+	load_release(2, &G.rel[1]);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		eq_manifest_free(G.rel[i].m);
+		eq_free(G.rel[i].bytes);
+		eq_free(G.rel[i].sig);
+	}
+	eq_manifest_trust_free(G.trust);
+	struct eq_error e;
+	return eq_rm_rf(G.dir, &e) ? -1 : 0;
+}
+
+/* The fetch callback: copies repository files, counts the requests, and
+ * can corrupt what it hands out. */
+struct fetcher {
+	char *repo;
+	char *dl;
+	unsigned n;
+	char req[32][160];
+	bool corrupt_objects;
+};
+
+static eq_err fetch_copy(void *ctx, const char *rel, const char *sha, uint64_t size, char **ret_path,
+			 struct eq_error *err)
+{
+	struct fetcher *f = ctx;
+	(void)size;
+	if (f->n < 32)
+		snprintf(f->req[f->n], sizeof(f->req[0]), "%s", rel);
+	f->n++;
+	EQ_AUTOFREE char *src = P("%s/%s", f->repo, rel);
+	char *dst = P("%s/%s", f->dl, sha);
+	uint8_t *data;
+	size_t len;
+	eq_err r = eq_file_read_all(src, 64u << 20, &data, &len, err);
+	if (r) {
+		eq_free(dst);
+		return r;
+	}
+	if (f->corrupt_objects && !strncmp(rel, "objects/", 8) && len > 20)
+		data[len / 2] ^= 0x40;
+	r = eq_file_replace_atomic(dst, data, len, 0644, err);
+	eq_free(data);
+	if (r) {
+		eq_free(dst);
+		return r;
+	}
+	*ret_path = dst;
+	return EQ_OK;
+}
+
+static unsigned count_req(const struct fetcher *f, const char *prefix)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < f->n && i < 32; i++)
+		n += !strncmp(f->req[i], prefix, strlen(prefix));
+	return n;
+}
+
+static bool requested(const struct fetcher *f, const char *rel)
+{
+	for (unsigned i = 0; i < f->n && i < 32; i++)
+		if (!strcmp(f->req[i], rel))
+			return true;
+	return false;
+}
+
+/* One test's folders: slots A and B, work and download dirs. */
+struct tc {
+	char *base, *a, *b, *work;
+	struct fetcher f;
+};
+
+static void tc_init(struct tc *t)
+{
+	memset(t, 0, sizeof(*t));
+	struct eq_error e;
+	t->base = P("%s/case%u", G.dir, G.ncase++);
+	t->a = P("%s/A", t->base);
+	t->b = P("%s/B", t->base);
+	t->work = P("%s/work", t->base);
+	t->f.repo = P("%s/repo", G.dir);
+	t->f.dl = P("%s/dl", t->base);
+	assert_int_equal(eq_mkdir_p(t->a, 0755, &e), EQ_OK);
+	assert_int_equal(eq_mkdir_p(t->b, 0755, &e), EQ_OK);
+	assert_int_equal(eq_mkdir_p(t->work, 0755, &e), EQ_OK);
+	assert_int_equal(eq_mkdir_p(t->f.dl, 0755, &e), EQ_OK);
+}
+
+static void tc_done(struct tc *t)
+{
+	struct eq_error e;
+	if (eq_rm_rf(t->base, &e))
+		print_message("cleanup: %s\n", eq_error_msg(&e));
+	eq_free(t->base);
+	eq_free(t->a);
+	eq_free(t->b);
+	eq_free(t->work);
+	eq_free(t->f.repo);
+	eq_free(t->f.dl);
+}
+
+static eq_err install(struct tc *t, const char *running_root, const struct release *running, const char *target,
+		      const struct release *next, struct eq_install_report *rep, struct eq_error *e)
+{
+	struct eq_plan plan;
+	eq_err r = eq_plan_make(running ? running->m : NULL, next->m, &plan, e);
+	if (r)
+		return r;
+	struct eq_install in = {
+		.running_root = running_root,
+		.running = running ? running->m : NULL,
+		.target_root = target,
+		.next = next->m,
+		.manifest_bytes = next->bytes,
+		.manifest_len = next->len,
+		.sig_bytes = next->sig,
+		.sig_len = next->sig_len,
+		.work_dir = t->work,
+		.fetch = fetch_copy,
+		.fetch_ctx = &t->f,
+		.owners = geteuid() == 0,
+		.target_name = "B",
+	};
+	r = eq_install_slot(&in, &plan, rep, e);
+	eq_plan_done(&plan);
+	return r;
+}
+
+static void provision_a(struct tc *t)
+{
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(t, NULL, NULL, t->a, &G.rel[0], &rep, &e);
+	if (r)
+		fail_msg("provision: %s", eq_error_msg(&e));
+	t->f.n = 0;
+}
+
+static eq_err hash_sink(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	(void)ctx;
+	(void)data;
+	(void)len;
+	(void)err;
+	return EQ_OK;
+}
+
+/* Every path a slot may hold: the records' entries, the record folder. */
+struct pathset {
+	char **v;
+	size_t n, cap;
+};
+
+static void pathset_add(struct pathset *s, const char *p)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 64;
+		s->v = realloc(s->v, s->cap * sizeof(*s->v));
+		assert_non_null(s->v);
+	}
+	s->v[s->n++] = strdup(p);
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static struct pathset *walk_set;
+static const char *walk_root;
+static char walk_extra[512];
+
+static int walk_fn(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	const char *rel = path + strlen(walk_root);
+	if (*rel == '/')
+		rel++;
+	if (!*rel || !strncmp(rel, EQ_SLOT_RECORD_DIR, strlen(EQ_SLOT_RECORD_DIR)) ||
+	    !strcmp(rel, "usr/lib/eqota") || !strcmp(rel, "usr/lib") || !strcmp(rel, "usr"))
+		return 0;
+	if (!bsearch(&rel, walk_set->v, walk_set->n, sizeof(char *), cmp_strp)) {
+		snprintf(walk_extra, sizeof(walk_extra), "%s", rel);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The slot at @root holds exactly release @rel: each package's payload,
+ * rebuilt from the slot over its record, has the manifest's hash (so every
+ * file, mode, owner, link, device and xattr is right), the recorded
+ * manifest verifies, and nothing else is in the tree.
+ */
+static void assert_slot_is(const char *root, const struct release *rel)
+{
+	struct eq_error e;
+	struct pathset all = {0};
+	for (size_t i = 0; i < eq_manifest_package_count(rel->m); i++) {
+		const struct eq_manifest_package *pkg = eq_manifest_package_at(rel->m, i);
+		EQ_AUTOFREE char *rp = P("%s/" EQ_SLOT_RECORD_DIR "/packages/%s.files", root, pkg->name);
+		struct eq_rec_list l;
+		if (eq_rec_load(rp, &l, &e))
+			fail_msg("%s: %s", pkg->name, eq_error_msg(&e));
+		const char **paths = calloc(l.n + 1, sizeof(*paths));
+		assert_non_null(paths);
+		for (size_t k = 0; k < l.n; k++) {
+			paths[k] = l.v[k].path;
+			pathset_add(&all, l.v[k].path);
+		}
+		struct eq_payload_builder *b;
+		assert_int_equal(eq_payload_builder_new(NULL, &b, &e), EQ_OK);
+		if (eq_payload_builder_add_paths(b, root, paths, l.n, &e))
+			fail_msg("%s: %s", pkg->name, eq_error_msg(&e));
+		uint8_t d[EQ_SHA256_LEN];
+		uint64_t size;
+		assert_int_equal(eq_payload_builder_write(b, hash_sink, NULL, d, &size, &e), EQ_OK);
+		char hex[EQ_SHA256_HEX_LEN + 1];
+		eq_hex_encode(d, sizeof(d), hex);
+		if (strcmp(hex, pkg->payload.sha256) || size != pkg->payload.size)
+			fail_msg("package '%s' in '%s': payload %s, the manifest says %s", pkg->name, root, hex,
+				 pkg->payload.sha256);
+		eq_payload_builder_free(b);
+		free(paths);
+		eq_rec_list_done(&l);
+	}
+	qsort(all.v, all.n, sizeof(char *), cmp_strp);
+	walk_set = &all;
+	walk_root = root;
+	walk_extra[0] = '\0';
+	int rc = nftw(root, walk_fn, 16, FTW_PHYS);
+	if (rc)
+		fail_msg("'%s' holds '%s', which no package of the release has", root, walk_extra);
+	for (size_t i = 0; i < all.n; i++)
+		free(all.v[i]);
+	free(all.v);
+
+	struct eq_manifest *m = NULL;
+	if (eq_slot_read_release(root, G.trust, BOARD, &m, &e))
+		fail_msg("slot record: %s", eq_error_msg(&e));
+	struct eq_manifest_header h, h2;
+	assert_int_equal(eq_manifest_get_header(m, &h, &e), EQ_OK);
+	assert_int_equal(eq_manifest_get_header(rel->m, &h2, &e), EQ_OK);
+	assert_int_equal(h.number, h2.number);
+	eq_manifest_free(m);
+}
+
+/* ---- plan ----------------------------------------------------------------- */
+
+static void test_plan_counts(void **state)
+{
+	(void)state;
+	struct eq_plan p;
+	struct eq_error e;
+	assert_int_equal(eq_plan_make(G.rel[0].m, G.rel[1].m, &p, &e), EQ_OK);
+	assert_int_equal(p.count[EQ_PLAN_KEEP], 2);   /* alpha, caps */
+	assert_int_equal(p.count[EQ_PLAN_DELTA], 1);  /* beta */
+	assert_int_equal(p.count[EQ_PLAN_FULL], 1);   /* epsilon */
+	assert_int_equal(p.count[EQ_PLAN_REMOVE], 1); /* gamma */
+	assert_int_equal(p.n, 5);
+	uint64_t dl = 0, inst = 0, full = 0;
+	for (size_t i = 0; i < p.n; i++) {
+		const struct eq_plan_item *it = &p.items[i];
+		dl += it->download;
+		if (it->action == EQ_PLAN_REMOVE) {
+			assert_string_equal(it->old->name, "gamma");
+			assert_null(it->pkg);
+			continue;
+		}
+		inst += it->pkg->payload.size;
+		full += it->pkg->object.size;
+		if (!strcmp(it->pkg->name, "beta")) {
+			assert_int_equal(it->action, EQ_PLAN_DELTA);
+			assert_non_null(it->delta);
+			assert_int_equal(it->download, it->delta->size);
+			assert_true(it->delta->size < it->pkg->object.size);
+		}
+		if (!strcmp(it->pkg->name, "epsilon"))
+			assert_int_equal(it->download, it->pkg->object.size);
+	}
+	assert_int_equal(p.download_bytes, dl);
+	assert_int_equal(p.install_bytes, inst);
+	assert_int_equal(p.full_bytes, full);
+	assert_string_equal(eq_plan_action_name(EQ_PLAN_DELTA), "delta");
+	eq_plan_done(&p);
+
+	/* Provisioning: everything full. */
+	assert_int_equal(eq_plan_make(NULL, G.rel[0].m, &p, &e), EQ_OK);
+	assert_int_equal(p.count[EQ_PLAN_FULL], 4);
+	assert_int_equal(p.download_bytes, p.full_bytes);
+	eq_plan_done(&p);
+}
+
+/* ---- install -------------------------------------------------------------- */
+
+static void test_provision(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(&t, NULL, NULL, t.a, &G.rel[0], &rep, &e);
+	if (r)
+		fail_msg("%s", eq_error_msg(&e));
+	assert_int_equal(rep.full, 4);
+	assert_int_equal(rep.kept + rep.delta + rep.fallback, 0);
+	assert_int_equal(count_req(&t.f, "objects/"), 4);
+	assert_slot_is(t.a, &G.rel[0]);
+
+	/* Spot checks of what the payload comparison covers. */
+	EQ_AUTOFREE char *suid = P("%s/usr/bin/alpha-suid", t.a);
+	EQ_AUTOFREE char *bin = P("%s/usr/bin/alpha", t.a);
+	EQ_AUTOFREE char *hard = P("%s/usr/bin/alpha-hard", t.a);
+	EQ_AUTOFREE char *caps = P("%s/usr/sbin/capsd", t.a);
+	struct stat s1, s2;
+	assert_int_equal(stat(suid, &s1), 0);
+	assert_int_equal(s1.st_mode & 07777, 04755);
+	assert_int_equal(stat(bin, &s1), 0);
+	assert_int_equal(stat(hard, &s2), 0);
+	assert_true(s1.st_ino == s2.st_ino);
+	uint8_t v[32];
+	assert_int_equal(getxattr(caps, "user.eqota.test", v, sizeof(v)), 7);
+	assert_memory_equal(v, "\x01\x02value", 7);
+	tc_done(&t);
+}
+
+static void test_update(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	provision_a(&t);
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(&t, t.a, &G.rel[0], t.b, &G.rel[1], &rep, &e);
+	if (r)
+		fail_msg("%s", eq_error_msg(&e));
+	assert_int_equal(rep.kept, 2);
+	assert_int_equal(rep.delta, 1);
+	assert_int_equal(rep.full, 1);
+	assert_int_equal(rep.fallback, 0);
+	/* Kept packages are not fetched, beta comes as a delta. */
+	const struct eq_manifest_package *alpha = eq_manifest_find_package(G.rel[1].m, "alpha");
+	const struct eq_manifest_package *caps = eq_manifest_find_package(G.rel[1].m, "caps");
+	const struct eq_manifest_package *beta = eq_manifest_find_package(G.rel[1].m, "beta");
+	const struct eq_manifest_package *eps = eq_manifest_find_package(G.rel[1].m, "epsilon");
+	assert_false(requested(&t.f, alpha->object.path));
+	assert_false(requested(&t.f, caps->object.path));
+	assert_false(requested(&t.f, beta->object.path));
+	assert_true(requested(&t.f, beta->deltas[0].path));
+	assert_true(requested(&t.f, eps->object.path));
+	assert_int_equal(t.f.n, 2);
+	assert_slot_is(t.b, &G.rel[1]);
+	/* The removed package left nothing behind. */
+	EQ_AUTOFREE char *g = P("%s/usr/share/gamma", t.b);
+	assert_int_equal(access(g, F_OK), -1);
+	/* No temporary payload is left in the work dir. */
+	DIR *d = opendir(t.work);
+	assert_non_null(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			fail_msg("left in work dir: %s", de->d_name);
+	closedir(d);
+	/* And back: B -> a fresh A of release 2 again works from B's records. */
+	struct tc t2;
+	tc_init(&t2);
+	r = install(&t2, t.b, &G.rel[1], t2.a, &G.rel[1], &rep, &e);
+	if (r)
+		fail_msg("%s", eq_error_msg(&e));
+	assert_int_equal(rep.kept, 4);
+	assert_int_equal(t2.f.n, 0);
+	assert_slot_is(t2.a, &G.rel[1]);
+	tc_done(&t2);
+	tc_done(&t);
+}
+
+static void modify(const char *root, const char *rel)
+{
+	EQ_AUTOFREE char *p = P("%s/%s", root, rel);
+	int fd = open(p, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "!", 1, 100), 1);
+	close(fd);
+}
+
+static void test_modified_kept_file(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	provision_a(&t);
+	modify(t.a, "usr/bin/alpha");
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(&t, t.a, &G.rel[0], t.b, &G.rel[1], &rep, &e);
+	if (r)
+		fail_msg("%s", eq_error_msg(&e));
+	assert_int_equal(rep.fallback, 1);
+	assert_int_equal(rep.kept, 1); /* caps */
+	assert_int_equal(rep.delta, 1);
+	assert_int_equal(rep.full, 2); /* alpha (fallback), epsilon */
+	assert_true(requested(&t.f, eq_manifest_find_package(G.rel[1].m, "alpha")->object.path));
+	assert_slot_is(t.b, &G.rel[1]);
+	tc_done(&t);
+}
+
+static void test_delta_reference_mismatch(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	provision_a(&t);
+	modify(t.a, "usr/lib/beta/data");
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(&t, t.a, &G.rel[0], t.b, &G.rel[1], &rep, &e);
+	if (r)
+		fail_msg("%s", eq_error_msg(&e));
+	const struct eq_manifest_package *beta = eq_manifest_find_package(G.rel[1].m, "beta");
+	assert_int_equal(rep.fallback, 1);
+	assert_int_equal(rep.delta, 0);
+	assert_int_equal(rep.full, 2);
+	assert_int_equal(rep.kept, 2);
+	assert_false(requested(&t.f, beta->deltas[0].path));
+	assert_true(requested(&t.f, beta->object.path));
+	assert_slot_is(t.b, &G.rel[1]);
+	tc_done(&t);
+}
+
+static void test_corrupt_object(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	t.f.corrupt_objects = true;
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(&t, NULL, NULL, t.a, &G.rel[0], &rep, &e);
+	assert_int_equal(r, EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, "package 'alpha'"));
+	assert_non_null(strstr(e.msg, "SHA-256"));
+	/* No manifest: the slot is not a release. */
+	struct eq_manifest *m = NULL;
+	assert_int_equal(eq_slot_read_release(t.a, G.trust, BOARD, &m, &e), EQ_ERR_NOTFOUND);
+	tc_done(&t);
+}
+
+static void test_no_space(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	struct tc t;
+	tc_init(&t);
+	if (mount("tmpfs", t.b, "tmpfs", 0, "size=16k") != 0)
+		fail_msg("mount tmpfs: %s", strerror(errno));
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(&t, t.a, NULL, t.b, &G.rel[0], &rep, &e);
+	assert_int_equal(umount2(t.b, 0), 0);
+	assert_int_equal(r, EQ_ERR_LIMIT);
+	assert_non_null(strstr(e.msg, "slot B has "));
+	assert_non_null(strstr(e.msg, " free, release needs "));
+	assert_int_equal(t.f.n, 0); /* refused before any download */
+	tc_done(&t);
+}
+
+static void test_target_not_empty(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	EQ_AUTOFREE char *junk = P("%s/junk", t.b);
+	assert_int_equal(mkdir(junk, 0755), 0);
+	struct eq_install_report rep;
+	struct eq_error e;
+	assert_int_equal(install(&t, NULL, NULL, t.b, &G.rel[0], &rep, &e), EQ_ERR_STATE);
+	assert_non_null(strstr(e.msg, "not empty"));
+	tc_done(&t);
+}
+
+/* ---- records -------------------------------------------------------------- */
+
+static void test_records_round_trip(void **state)
+{
+	(void)state;
+	struct eq_rec_entry in[] = {
+		{.type = 'd', .mode = 0755, .path = "dev"},
+		{.type = 'c', .mode = 0666, .path = "dev/null", .devmajor = 1, .devminor = 3},
+		{.type = 'b', .mode = 0660, .gid = 6, .path = "dev/sda", .devmajor = 8, .devminor = 0},
+		{.type = 'p', .mode = 0600, .path = "dev/z-fifo"},
+		{.type = 'd', .mode = 01777, .path = "tmp"},
+		{.type = 'f', .mode = 04755, .uid = 4000000000u, .gid = 7, .size = 5, .path = "x y%z\x7f\xc3\xa9"},
+		{.type = 'h', .mode = 04755, .uid = 4000000000u, .gid = 7, .path = "x y%z\x7f\xc3\xa9-2",
+		 .link = "x y%z\x7f\xc3\xa9"},
+		{.type = 'l', .mode = 0777, .path = "z", .link = "../a b/\t"},
+	};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		memset(in[i].sha256, (int)i + 1, EQ_SHA256_LEN);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	struct eq_error e;
+	assert_int_equal(eq_rec_write_header(f, &e), EQ_OK);
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		assert_int_equal(eq_rec_write_entry(f, &in[i], &e), EQ_OK);
+	fclose(f);
+	assert_non_null(strstr(buf, "f 4755 4000000000 7 5 0606"));
+	assert_non_null(strstr(buf, " x%20y%25z%7F%C3%A9\n"));
+	assert_non_null(strstr(buf, "c 0666 0 0 0 - dev/null 1:3\n"));
+	f = fmemopen(buf, len, "r");
+	struct eq_rec_list l;
+	eq_err r = eq_rec_parse(f, "mem.files", &l, &e);
+	fclose(f);
+	if (r)
+		fail_msg("%s", eq_error_msg(&e));
+	assert_int_equal(l.n, sizeof(in) / sizeof(in[0]));
+	for (size_t i = 0; i < l.n; i++) {
+		assert_int_equal(l.v[i].type, in[i].type);
+		assert_int_equal(l.v[i].mode, in[i].mode);
+		assert_int_equal(l.v[i].uid, in[i].uid);
+		assert_int_equal(l.v[i].gid, in[i].gid);
+		assert_int_equal(l.v[i].size, in[i].size);
+		assert_string_equal(l.v[i].path, in[i].path);
+		if (in[i].link)
+			assert_string_equal(l.v[i].link, in[i].link);
+		else
+			assert_null(l.v[i].link);
+		assert_int_equal(l.v[i].devmajor, in[i].devmajor);
+		assert_int_equal(l.v[i].devminor, in[i].devminor);
+		if (in[i].type == 'f')
+			assert_memory_equal(l.v[i].sha256, in[i].sha256, EQ_SHA256_LEN);
+	}
+	/* Writing the parsed list again gives the same bytes. */
+	char *buf2 = NULL;
+	size_t len2 = 0;
+	f = open_memstream(&buf2, &len2);
+	assert_int_equal(eq_rec_write_header(f, &e), EQ_OK);
+	for (size_t i = 0; i < l.n; i++)
+		assert_int_equal(eq_rec_write_entry(f, &l.v[i], &e), EQ_OK);
+	fclose(f);
+	assert_int_equal(len, len2);
+	assert_memory_equal(buf, buf2, len);
+	eq_rec_list_done(&l);
+	free(buf);
+	free(buf2);
+}
+
+static const char *const ERR_NAMES[] = {
+	"EQ_OK",		"EQ_ERR_NOMEM",	"EQ_ERR_IO",	 "EQ_ERR_PARSE",   "EQ_ERR_VERIFY",
+	"EQ_ERR_NETWORK",	"EQ_ERR_LIMIT",	"EQ_ERR_STATE",	 "EQ_ERR_INVAL",   "EQ_ERR_NOTFOUND",
+	"EQ_ERR_UNSUPPORTED", "EQ_ERR_EXPIRED", "EQ_ERR_UNSAFE",
+};
+
+static void test_records_bad_corpus(void **state)
+{
+	(void)state;
+	const char *data = secure_getenv("EQ_TEST_DATA");
+	assert_non_null(data);
+	EQ_AUTOFREE char *dir = P("%s/bad/records", data);
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *de;
+	unsigned cases = 0;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 7 || strcmp(de->d_name + n - 6, ".files"))
+			continue;
+		EQ_AUTOFREE char *path = P("%s/%s", dir, de->d_name);
+		EQ_AUTOFREE char *exp = P("%s/%.*s.expect", dir, (int)(n - 6), de->d_name);
+		uint8_t *ex;
+		size_t exlen;
+		struct eq_error e;
+		assert_int_equal(eq_file_read_all(exp, 4096, &ex, &exlen, &e), EQ_OK);
+		char *nl = strchr((char *)ex, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		char *want = nl + 1;
+		char *nl2 = strchr(want, '\n');
+		if (nl2)
+			*nl2 = '\0';
+		struct eq_rec_list l;
+		eq_err r = eq_rec_load(path, &l, &e);
+		if (!r) {
+			eq_rec_list_done(&l);
+			fail_msg("%s: accepted", de->d_name);
+		}
+		if (strcmp(ERR_NAMES[r], (char *)ex) || !strstr(e.msg, want))
+			fail_msg("%s: got %s '%s', expected %s '%s'", de->d_name, ERR_NAMES[r], e.msg, (char *)ex,
+				 want);
+		eq_free(ex);
+		cases++;
+	}
+	closedir(d);
+	assert_true(cases >= 10);
+}
+
+/* ---- dir slots ------------------------------------------------------------ */
+
+static void test_dir_slots(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	EQ_AUTOFREE char *f1 = P("%s/file", t.a);
+	EQ_AUTOFREE char *d1 = P("%s/sub/deeper", t.a);
+	struct eq_error e;
+	assert_int_equal(eq_mkdir_p(d1, 0755, &e), EQ_OK);
+	assert_int_equal(eq_file_replace_atomic(f1, "x", 1, 0644, &e), EQ_OK);
+	struct eq_config cfg = {.slot_type = EQ_SLOT_DIR, .slot_a = t.a, .slot_b = t.b, .data_dir = t.work};
+	char *root = NULL;
+	assert_int_equal(eq_slot_prepare(&cfg, "A", &root, &e), EQ_OK);
+	assert_string_equal(root, t.a);
+	eq_free(root);
+	struct stat st;
+	assert_int_equal(stat(t.a, &st), 0); /* the directory stays */
+	DIR *d = opendir(t.a);
+	struct dirent *de;
+	unsigned n = 0;
+	while ((de = readdir(d)))
+		n++;
+	closedir(d);
+	assert_int_equal(n, 2); /* only . and .. */
+	assert_int_equal(eq_slot_open(&cfg, "B", &root, &e), EQ_OK);
+	assert_string_equal(root, t.b);
+	eq_free(root);
+	assert_int_equal(eq_slot_release(&cfg, "A", &e), EQ_OK);
+	assert_int_equal(eq_slot_prepare(&cfg, "C", &root, &e), EQ_ERR_INVAL);
+	/* Never the root directory, however it is spelled. */
+	cfg.slot_b = "/";
+	assert_int_equal(eq_slot_prepare(&cfg, "B", &root, &e), EQ_ERR_UNSAFE);
+	cfg.slot_b = "//./";
+	assert_int_equal(eq_slot_prepare(&cfg, "B", &root, &e), EQ_ERR_UNSAFE);
+	cfg.slot_b = "";
+	assert_int_equal(eq_slot_prepare(&cfg, "B", &root, &e), EQ_ERR_INVAL);
+	/* A slot without a record. */
+	struct eq_manifest *m = NULL;
+	assert_int_equal(eq_slot_read_release(t.a, G.trust, BOARD, &m, &e), EQ_ERR_NOTFOUND);
+	tc_done(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_records_round_trip),
+		cmocka_unit_test(test_records_bad_corpus),
+		cmocka_unit_test(test_plan_counts),
+		cmocka_unit_test(test_provision),
+		cmocka_unit_test(test_update),
+		cmocka_unit_test(test_modified_kept_file),
+		cmocka_unit_test(test_delta_reference_mismatch),
+		cmocka_unit_test(test_corrupt_object),
+		cmocka_unit_test(test_no_space),
+		cmocka_unit_test(test_target_not_empty),
+		cmocka_unit_test(test_dir_slots),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
