@@ -324,7 +324,7 @@ static eq_err parse_line(struct pctx *p, char *line, struct eq_rec_list *l)
 	if (!r && e.type == 'h') {
 		r = check_rel_path(p, "hard link target", e.link);
 		const struct eq_rec_entry *t =
-			r ? NULL : bsearch(e.link, l->v, l->n, sizeof(*l->v), cmp_path_entry);
+			r || !l->n ? NULL : bsearch(e.link, l->v, l->n, sizeof(*l->v), cmp_path_entry);
 		if (!r && (!t || t->type != 'f'))
 			r = perr(p, EQ_ERR_PARSE, "hard link target '%s' is not an earlier file of this list", e.link);
 	}
