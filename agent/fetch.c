@@ -238,7 +238,8 @@ static void report_progress(struct xfer *x, bool final)
 		.what = "download",
 		.item = x->rel,
 		.bytes_done = sink_total(x),
-		.bytes_total = x->cap,
+		/* the manifest's cap is no size: report what the server announced */
+		.bytes_total = x->mem ? (x->has_length ? x->length : 0) : x->cap,
 		.elapsed_s = now - x->started_s,
 	};
 	f->progress(&p, f->progress_ctx);

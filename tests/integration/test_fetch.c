@@ -82,7 +82,7 @@ static uint8_t *publish_object(size_t len, uint32_t seed, char sha[EQ_SHA256_HEX
 
 struct fx {
 	struct eq_config cfg;
-	char url[64];
+	char url[512];
 	char dl[512];
 	struct eq_fetcher *f;
 };
@@ -458,6 +458,33 @@ static void test_object_ignore_range(void **state)
 	free(d);
 }
 
+/* file:// repositories (a USB stick, a test tree): no HTTP status, curl
+ * applies the range itself. */
+static void test_object_file_url(void **state)
+{
+	(void)state;
+	char sha[EQ_SHA256_HEX_LEN + 1], rel[128], path[1024];
+	size_t len = 30000;
+	uint8_t *d = publish_object(len, 10, sha, rel);
+	struct fx *x = fx_new("HTTPD_PORT", 0, "b");
+	eq_fetcher_free(x->f);
+	snprintf(x->url, sizeof(x->url), "file://%s", env("EQ_WWW"));
+	struct eq_error e;
+	assert_int_equal(eq_fetcher_new(&x->cfg, x->dl, &x->f, &e), EQ_OK);
+	snprintf(path, sizeof(path), "%s/%s.part", x->dl, sha);
+	write_file(path, d, 1000);
+	char *out = NULL;
+	assert_int_equal(eq_fetch_object(x->f, rel, sha, len, &out, &e), EQ_OK);
+	eq_free(out);
+	assert_int_equal(stats(x).resumed, 1);
+	assert_int_equal(stats(x).bytes, len - 1000);
+	sha_hex("missing", 7, sha);
+	snprintf(rel, sizeof(rel), "objects/%s", sha);
+	expect_err(eq_fetch_object(x->f, rel, sha, 10, &out, &e), &e, EQ_ERR_NOTFOUND, rel);
+	fx_free(x);
+	free(d);
+}
+
 static void test_bad_arguments(void **state)
 {
 	(void)state;
@@ -486,6 +513,7 @@ int main(void)
 		cmocka_unit_test(test_object_flaky),
 		cmocka_unit_test(test_object_slow),
 		cmocka_unit_test(test_object_ignore_range),
+		cmocka_unit_test(test_object_file_url),
 		cmocka_unit_test(test_bad_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
