@@ -13,6 +13,13 @@
  * left and decrements that slot's counter only when it is BOOT_TRIAL (so
  * power cuts of a committed slot never use up its attempts).
  *
+ * Who writes what, and the behaviour at every power-cut point:
+ * docs/internals/bootloader.md. Every write replaces the whole state at
+ * once (the file backend through eq_file_replace_atomic()).
+ *
+ * None of these functions logs above debug; errors come back in
+ * struct eq_error. An eq_bl is not shared between threads.
+ *
  * Uses eq_base only.
  */
 #ifndef EQ_BOOTLOADER_H
@@ -34,9 +41,11 @@ EQ_API int eq_bl_slot_index(const char *name);
 
 struct eq_bl_config {
 	const char *backend;     /* "file" (others later) */
-	const char *path;        /* env file (file, grub), fw_env.config (uboot); NULL: backend default */
-	unsigned good_attempts;  /* attempts of a committed slot, default 3 */
-	unsigned try_attempts;   /* attempts of a slot on trial, default 1 */
+	const char *path;        /* env file (file, grub), fw_env.config (uboot); NULL: backend default
+				  * (the file backend has none: NULL is EQ_ERR_INVAL there) */
+	unsigned good_attempts;  /* attempts of a committed slot, 1..9, 0 means the default 3; also
+				  * the value a boot script assumes for a missing BOOT_x_LEFT */
+	unsigned try_attempts;   /* attempts of a slot on trial, 1..9, 0 means the default 1 */
 };
 
 /* The boot-selection state, as read or to be written. */
@@ -47,11 +56,18 @@ struct eq_bl_state {
 	int trial;                   /* slot on trial, -1 for none */
 };
 
+/* Fills @state with the empty state: no slot in the order, 0 attempts, no
+ * trial (nothing bootable). Cannot fail. */
+EQ_API void eq_bl_state_init(struct eq_bl_state *state);
+
 struct eq_bl;
 
 /*
  * Opens the backend named in @cfg. EQ_ERR_INVAL for an unknown backend name
- * (the message lists the known ones). Free with eq_bl_close().
+ * (the message lists the known ones), for attempts out of 0..9 and for a
+ * missing path where the backend has no default. Nothing is read yet: a
+ * missing environment shows at the first get/set. Free with eq_bl_close().
+ * @cfg's strings are copied.
  */
 EQ_API eq_err eq_bl_open(const struct eq_bl_config *cfg, struct eq_bl **ret, struct eq_error *err) EQ_MUST_CHECK;
 EQ_API void eq_bl_close(struct eq_bl *bl);
@@ -63,19 +79,79 @@ EQ_API const char *eq_bl_backend_name(const struct eq_bl *bl);
  * the variable and its value; @ret_state then holds what a boot script would
  * do with it (unknown entries skipped, bad counters as 0) so that the caller
  * can still pick a bootable slot.
+ *
+ * Refinements: a missing BOOT_ORDER or BOOT_x_LEFT is EQ_ERR_PARSE too, read
+ * as RAUC's boot scripts default them ("A B", good_attempts); a missing
+ * BOOT_TRIAL is no trial and no error (RAUC-written environments lack it).
+ * A line of the file backend that is not NAME=value (binary junk included)
+ * is EQ_ERR_PARSE naming the line; the other lines still count. A file
+ * larger than the backend's cap (64 KiB for "file") is EQ_ERR_LIMIT and
+ * @ret_state is filled as if every variable were missing. Only the first
+ * problem is in the message, with a count of the others.
+ * EQ_ERR_NOTFOUND when there is no environment yet (see eq_bl_mark_good()
+ * and eq_bl_init_default()); EQ_ERR_IO; @ret_state untouched then.
  */
 EQ_API eq_err eq_bl_get_state(struct eq_bl *bl, struct eq_bl_state *ret_state, struct eq_error *err) EQ_MUST_CHECK;
 
-/* Writes the whole state so that a power cut leaves either the old or the new one. */
+/*
+ * Writes the whole state so that a power cut leaves either the old or the new
+ * one. Variables that are not eqota's (and comments) are kept as they are.
+ * Creates the environment when missing. EQ_ERR_INVAL for a state out of range
+ * (a slot index > 1 or twice in the order, a counter > 9); EQ_ERR_PARSE when
+ * the file holds lines that are not NAME=value (it may not be a boot
+ * environment at all, so it is not overwritten); EQ_ERR_LIMIT for a file
+ * over the cap, for the same reason; EQ_ERR_IO.
+ */
 EQ_API eq_err eq_bl_set_state(struct eq_bl *bl, const struct eq_bl_state *state, struct eq_error *err) EQ_MUST_CHECK;
 
-/* Try @slot once: first in the order, try_attempts left, BOOT_TRIAL = slot. */
+/*
+ * The transitions below read the state, change it and write it back in one
+ * atomic write (nothing is written when nothing changes). A garbled state
+ * (EQ_ERR_PARSE from eq_bl_get_state()) is the starting point as a boot
+ * script reads it, and the write repairs it; an environment over the size cap
+ * is never overwritten (EQ_ERR_LIMIT). EQ_ERR_INVAL for @slot > 1.
+ */
+
+/*
+ * Try @slot once: first in the order, try_attempts left, BOOT_TRIAL = slot.
+ * The other slot stays behind it as the fallback, with its counter, when it
+ * is in the order with attempts left. EQ_ERR_STATE, nothing written, when
+ * the other slot is itself on trial or is no fallback (out of the order or
+ * 0 attempts): a failed try would then leave nothing to boot. Call it after
+ * the slot is completely installed and verified. EQ_ERR_NOTFOUND without an
+ * environment.
+ */
 EQ_API eq_err eq_bl_try_once(struct eq_bl *bl, unsigned slot, struct eq_error *err) EQ_MUST_CHECK;
 /* Commit @slot: first in the order, good_attempts left, no trial. The other
- * slot stays in the order behind it when it has attempts left. */
+ * slot stays in the order behind it when it has attempts left (and was in
+ * the order), with its counter. Creates a missing environment (that is how a
+ * freshly provisioned device gets its first one). */
 EQ_API eq_err eq_bl_mark_good(struct eq_bl *bl, unsigned slot, struct eq_error *err) EQ_MUST_CHECK;
-/* Reject @slot: out of the order, 0 attempts, trial cleared if it was @slot. */
+/* Reject @slot: out of the order, 0 attempts, trial cleared if it was @slot.
+ * Rejecting the last bootable slot is allowed (pick then gives -1).
+ * EQ_ERR_NOTFOUND without an environment. */
 EQ_API eq_err eq_bl_mark_bad(struct eq_bl *bl, unsigned slot, struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Re-arm committed @slot: good_attempts left, order and trial unchanged.
+ * Boot scripts written for RAUC decrement the counter of every slot at every
+ * boot; the agent calls this after each good boot so a committed slot never
+ * runs out. Writes only when the counter changes (flash wear). EQ_ERR_STATE
+ * when @slot is not committed (on trial, or out of the order: re-arming would
+ * make a rejected slot bootable again); EQ_ERR_NOTFOUND without an
+ * environment.
+ */
+EQ_API eq_err eq_bl_rearm(struct eq_bl *bl, unsigned slot, struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Writes a fresh state for a device whose slot @slot_good holds a good
+ * system: order "<slot_good>", good_attempts for it, 0 for the other slot
+ * (empty, or not verified: out of the order), no trial. Whatever eqota
+ * state was there is replaced, other variables are kept. For factory images
+ * and for tests; eq_bl_mark_good() is the everyday way.
+ */
+EQ_API eq_err eq_bl_init_default(struct eq_bl *bl, unsigned slot_good, struct eq_error *err) EQ_MUST_CHECK;
+
 /* The slot a boot script would pick now, or -1 when none is bootable. */
 EQ_API int eq_bl_state_pick(const struct eq_bl_state *state);
 
