@@ -117,16 +117,33 @@ static char *P(const char *fmt, ...)
 	return p;
 }
 
+/* Reads and verifies releases/<n>/manifest.json(.sig) of channel "stable". */
+static eq_err release_load(const char *repo, const char *board, int n, struct release *r, struct eq_error *e)
+{
+	EQ_AUTOFREE char *mp = P("%s/boards/%s/stable/releases/%d/manifest.json", repo, board, n);
+	EQ_AUTOFREE char *sp = P("%s.sig", mp);
+	eq_err rc = eq_file_read_all(mp, EQ_MANIFEST_MAX_BYTES, &r->bytes, &r->len, e);
+	if (!rc)
+		rc = eq_file_read_all(sp, EQ_MANIFEST_SIG_MAX_BYTES, &r->sig, &r->sig_len, e);
+	struct eq_manifest_policy pol = {.board = board, .now = (int64_t)time(NULL), .check_expiry = true};
+	if (!rc)
+		rc = eq_manifest_load_verified(r->bytes, r->len, r->sig, r->sig_len, G.trust, &pol, &r->m, e);
+	return rc;
+}
+
+static void release_free(struct release *r)
+{
+	eq_manifest_free(r->m);
+	eq_free(r->bytes);
+	eq_free(r->sig);
+	memset(r, 0, sizeof(*r));
+}
+
 static void load_release(int n, struct release *r)
 {
 	struct eq_error e;
-	EQ_AUTOFREE char *mp = P("%s/repo/boards/" BOARD "/stable/releases/%d/manifest.json", G.dir, n);
-	EQ_AUTOFREE char *sp = P("%s.sig", mp);
-	assert_int_equal(eq_file_read_all(mp, EQ_MANIFEST_MAX_BYTES, &r->bytes, &r->len, &e), EQ_OK);
-	assert_int_equal(eq_file_read_all(sp, EQ_MANIFEST_SIG_MAX_BYTES, &r->sig, &r->sig_len, &e), EQ_OK);
-	struct eq_manifest_policy pol = {.board = BOARD, .now = (int64_t)time(NULL), .check_expiry = true};
-	eq_err rc = eq_manifest_load_verified(r->bytes, r->len, r->sig, r->sig_len, G.trust, &pol, &r->m, &e);
-	if (rc)
+	EQ_AUTOFREE char *repo = P("%s/repo", G.dir);
+	if (release_load(repo, BOARD, n, r, &e))
 		fail_msg("release %d: %s", n, eq_error_msg(&e));
 }
 
@@ -161,11 +178,8 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	for (int i = 0; i < 2; i++) {
-		eq_manifest_free(G.rel[i].m);
-		eq_free(G.rel[i].bytes);
-		eq_free(G.rel[i].sig);
-	}
+	for (int i = 0; i < 2; i++)
+		release_free(&G.rel[i]);
 	eq_manifest_trust_free(G.trust);
 	struct eq_error e;
 	return eq_rm_rf(G.dir, &e) ? -1 : 0;
@@ -178,6 +192,7 @@ struct fetcher {
 	char *dl;
 	unsigned n;
 	char req[32][160];
+	uint64_t bytes;
 	bool corrupt_objects;
 };
 
@@ -198,6 +213,7 @@ static eq_err fetch_copy(void *ctx, const char *rel, const char *sha, uint64_t s
 		eq_free(dst);
 		return r;
 	}
+	f->bytes += len;
 	if (f->corrupt_objects && !strncmp(rel, "objects/", 8) && len > 20)
 		data[len / 2] ^= 0x40;
 	r = eq_file_replace_atomic(dst, data, len, 0644, err);
@@ -354,59 +370,84 @@ static int walk_fn(const char *path, const struct stat *st, int flag, struct FTW
  * The slot at @root holds exactly release @rel: each package's payload,
  * rebuilt from the slot over its record, has the manifest's hash (so every
  * file, mode, owner, link, device and xattr is right), the recorded
- * manifest verifies, and nothing else is in the tree.
+ * manifest verifies, and nothing else is in the tree. On failure @why says
+ * what differs.
  */
-static void assert_slot_is(const char *root, const struct release *rel)
+static bool check_slot(const char *root, const struct release *rel, const char *board, char *why, size_t why_len)
 {
 	struct eq_error e;
 	struct pathset all = {0};
-	for (size_t i = 0; i < eq_manifest_package_count(rel->m); i++) {
+	bool ok = true;
+	for (size_t i = 0; ok && i < eq_manifest_package_count(rel->m); i++) {
 		const struct eq_manifest_package *pkg = eq_manifest_package_at(rel->m, i);
 		EQ_AUTOFREE char *rp = P("%s/" EQ_SLOT_RECORD_DIR "/packages/%s.files", root, pkg->name);
 		struct eq_rec_list l;
-		if (eq_rec_load(rp, &l, &e))
-			fail_msg("%s: %s", pkg->name, eq_error_msg(&e));
+		if (eq_rec_load(rp, &l, &e)) {
+			snprintf(why, why_len, "%s: %s", pkg->name, eq_error_msg(&e));
+			ok = false;
+			break;
+		}
 		const char **paths = calloc(l.n + 1, sizeof(*paths));
 		assert_non_null(paths);
 		for (size_t k = 0; k < l.n; k++) {
 			paths[k] = l.v[k].path;
 			pathset_add(&all, l.v[k].path);
 		}
-		struct eq_payload_builder *b;
-		assert_int_equal(eq_payload_builder_new(NULL, &b, &e), EQ_OK);
-		if (eq_payload_builder_add_paths(b, root, paths, l.n, &e))
-			fail_msg("%s: %s", pkg->name, eq_error_msg(&e));
+		struct eq_payload_builder *b = NULL;
 		uint8_t d[EQ_SHA256_LEN];
-		uint64_t size;
-		assert_int_equal(eq_payload_builder_write(b, hash_sink, NULL, d, &size, &e), EQ_OK);
+		uint64_t size = 0;
+		eq_err r = eq_payload_builder_new(NULL, &b, &e);
+		if (!r)
+			r = eq_payload_builder_add_paths(b, root, paths, l.n, &e);
+		if (!r)
+			r = eq_payload_builder_write(b, hash_sink, NULL, d, &size, &e);
 		char hex[EQ_SHA256_HEX_LEN + 1];
 		eq_hex_encode(d, sizeof(d), hex);
-		if (strcmp(hex, pkg->payload.sha256) || size != pkg->payload.size)
-			fail_msg("package '%s' in '%s': payload %s, the manifest says %s", pkg->name, root, hex,
-				 pkg->payload.sha256);
+		if (r) {
+			snprintf(why, why_len, "%s: %s", pkg->name, eq_error_msg(&e));
+			ok = false;
+		} else if (strcmp(hex, pkg->payload.sha256) || size != pkg->payload.size) {
+			snprintf(why, why_len, "package '%s' in '%s': payload %s, the manifest says %s", pkg->name, root,
+				 hex, pkg->payload.sha256);
+			ok = false;
+		}
 		eq_payload_builder_free(b);
 		free(paths);
 		eq_rec_list_done(&l);
 	}
-	qsort(all.v, all.n, sizeof(char *), cmp_strp);
-	walk_set = &all;
-	walk_root = root;
-	walk_extra[0] = '\0';
-	int rc = nftw(root, walk_fn, 16, FTW_PHYS);
-	if (rc)
-		fail_msg("'%s' holds '%s', which no package of the release has", root, walk_extra);
+	if (ok) {
+		qsort(all.v, all.n, sizeof(char *), cmp_strp);
+		walk_set = &all;
+		walk_root = root;
+		walk_extra[0] = '\0';
+		if (nftw(root, walk_fn, 16, FTW_PHYS)) {
+			snprintf(why, why_len, "'%s' holds '%s', which no package of the release has", root, walk_extra);
+			ok = false;
+		}
+	}
 	for (size_t i = 0; i < all.n; i++)
 		free(all.v[i]);
 	free(all.v);
-
 	struct eq_manifest *m = NULL;
-	if (eq_slot_read_release(root, G.trust, BOARD, &m, &e))
-		fail_msg("slot record: %s", eq_error_msg(&e));
+	if (ok && eq_slot_read_release(root, G.trust, board, &m, &e)) {
+		snprintf(why, why_len, "slot record: %s", eq_error_msg(&e));
+		ok = false;
+	}
 	struct eq_manifest_header h, h2;
-	assert_int_equal(eq_manifest_get_header(m, &h, &e), EQ_OK);
-	assert_int_equal(eq_manifest_get_header(rel->m, &h2, &e), EQ_OK);
-	assert_int_equal(h.number, h2.number);
+	if (ok && (eq_manifest_get_header(m, &h, &e) || eq_manifest_get_header(rel->m, &h2, &e) ||
+		   h.number != h2.number)) {
+		snprintf(why, why_len, "slot record: not the installed release");
+		ok = false;
+	}
 	eq_manifest_free(m);
+	return ok;
+}
+
+static void assert_slot_is(const char *root, const struct release *rel)
+{
+	char why[1024];
+	if (!check_slot(root, rel, BOARD, why, sizeof(why)))
+		fail_msg("%s", why);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -806,8 +847,89 @@ static void test_dir_slots(void **state)
 	tc_done(&t);
 }
 
-int main(void)
+/*
+ * Driver for tests/integration/install_debs.sh (real Debian packages):
+ *   test_install --install REPO BOARD PUBKEY FROM RUNNING_ROOT TO TARGET WORK
+ * installs release number TO of channel "stable" into the empty TARGET,
+ * from the slot RUNNING_ROOT holding release FROM (FROM 0 and RUNNING_ROOT
+ * "-": provisioning), checks the slot as the unit tests do and prints
+ *   kept=K delta=D full=F fallback=B requests=N fetched=X planned=Y full_release=Z
+ * Exit status 0 on success, 1 on failure, 2 on usage errors.
+ */
+static int driver(int argc, char **argv)
 {
+	if (argc != 10) {
+		fprintf(stderr, "usage: test_install --install REPO BOARD PUBKEY FROM RUNNING_ROOT|- TO TARGET WORK\n");
+		return 2;
+	}
+	const char *repo = argv[2], *board = argv[3], *pub = argv[4], *running_root = argv[6];
+	const char *target = argv[8], *work = argv[9];
+	char *end;
+	long from = strtol(argv[5], &end, 10);
+	long to = *end ? -1 : strtol(argv[7], &end, 10);
+	if (*end || from < 0 || to < 1) {
+		fprintf(stderr, "FROM and TO are release numbers\n");
+		return 2;
+	}
+	struct eq_error e;
+	const char *paths[] = {pub};
+	struct release run = {0}, next = {0};
+	struct eq_plan plan = {0};
+	struct eq_install_report rep = {0};
+	struct fetcher f = {.repo = eq_strdup(repo), .dl = eq_asprintf("%s/dl", work)};
+	eq_err r = eq_manifest_trust_from_pubkeys(paths, 1, 1, &G.trust, &e);
+	if (!r && from)
+		r = release_load(repo, board, (int)from, &run, &e);
+	if (!r)
+		r = release_load(repo, board, (int)to, &next, &e);
+	if (!r)
+		r = eq_mkdir_p(f.dl, 0755, &e);
+	if (!r)
+		r = eq_plan_make(from ? run.m : NULL, next.m, &plan, &e);
+	if (!r) {
+		struct eq_install in = {
+			.running_root = from ? running_root : NULL,
+			.running = from ? run.m : NULL,
+			.target_root = target,
+			.next = next.m,
+			.manifest_bytes = next.bytes,
+			.manifest_len = next.len,
+			.sig_bytes = next.sig,
+			.sig_len = next.sig_len,
+			.work_dir = work,
+			.fetch = fetch_copy,
+			.fetch_ctx = &f,
+			.owners = geteuid() == 0,
+		};
+		r = eq_install_slot(&in, &plan, &rep, &e);
+	}
+	int status = 0;
+	if (r) {
+		fprintf(stderr, "install: %s\n", eq_error_msg(&e));
+		status = 1;
+	} else {
+		printf("kept=%zu delta=%zu full=%zu fallback=%zu requests=%u fetched=%" PRIu64 " planned=%" PRIu64
+		       " full_release=%" PRIu64 "\n",
+		       rep.kept, rep.delta, rep.full, rep.fallback, f.n, f.bytes, plan.download_bytes, plan.full_bytes);
+		char why[1024];
+		if (!check_slot(target, &next, board, why, sizeof(why))) {
+			fprintf(stderr, "slot check: %s\n", why);
+			status = 1;
+		}
+	}
+	eq_plan_done(&plan);
+	release_free(&run);
+	release_free(&next);
+	eq_manifest_trust_free(G.trust);
+	eq_free(f.repo);
+	eq_free(f.dl);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--install"))
+		return driver(argc, argv);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records_round_trip),
 		cmocka_unit_test(test_records_bad_corpus),
