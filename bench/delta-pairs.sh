@@ -41,7 +41,9 @@ while read -r pkg old new; do
 	make_payload "$PAIRS_DIR" "$pkg" "$old" "$O"
 	make_payload "$PAIRS_DIR" "$pkg" "$new" "$N"
 	"$EQ_DELTA" compress -l 19 "$N" "$WORK/full" >/dev/null
+	t0=$(date +%s.%N)
 	"$EQ_DELTA" create "$O" "$N" "$WORK/$pkg.delta" >/dev/null
+	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	"$EQ_DELTA" apply "$O" "$WORK/$pkg.delta" "$WORK/out"
 	cmp -s "$N" "$WORK/out" || { echo "FAIL: $pkg: delta result differs" >&2; exit 1; }
 	bsdiff "$O" "$N" "$WORK/bsd"
@@ -49,8 +51,9 @@ while read -r pkg old new; do
 	zstd -q -f -19 --long=31 --patch-from="$O" "$N" -o "$WORK/zs" 2>/dev/null
 	n=$(sz "$N") f=$(sz "$WORK/full") e=$(sz "$WORK/$pkg.delta") b=$(sz "$WORK/bsd") x=$(sz "$WORK/xd") z=$(sz "$WORK/zs")
 	filter=$("$EQ_DELTA" info "$WORK/$pkg.delta" | awk '/^filter/ { print $2 }')
-	printf '%-12s %-22s %-22s %10d %9d %9d %9d %9d %9d %8s %8s  filter=%s\n' "$pkg" "$old" "$new" "$n" "$f" "$e" "$b" "$x" "$z" \
-		"$(pct "$e" "$f")" "$(pct "$e" "$b")" "$filter"
+	method=$("$EQ_DELTA" info "$WORK/$pkg.delta" | awk '/^method/ { print $2 }')
+	printf '%-12s %-22s %-22s %10d %9d %9d %9d %9d %9d %8s %8s  method=%s filter=%s create=%ss\n' "$pkg" "$old" "$new" "$n" "$f" "$e" "$b" "$x" "$z" \
+		"$(pct "$e" "$f")" "$(pct "$e" "$b")" "$method" "$filter" "$secs"
 	tot_new=$((tot_new + n)) tot_full=$((tot_full + f)) tot_eq=$((tot_eq + e))
 	tot_bsd=$((tot_bsd + b)) tot_xd=$((tot_xd + x)) tot_zs=$((tot_zs + z))
 	if [ "$n" -gt "$largest" ]; then largest=$n largest_pkg=$pkg; fi

@@ -3,7 +3,9 @@
  *   even: apply the rest as a delta against a fixed small reference payload;
  *   odd:  round trip: the rest split into old and new payloads, delta
  *         created (fast level) and applied; the result must equal new, and
- *         the executable filter must invert exactly on both.
+ *         the executable filter must invert exactly on both. Bit 1 of the
+ *         selector forces method 1 (bsdiff-class) where it is built in,
+ *         else the delta is the smaller of both methods.
  * Built for libFuzzer with EQ_LIBFUZZER, else with a replay main that runs
  * every file named on the command line (directories are walked one level).
  */
@@ -101,7 +103,7 @@ static void filter_check(const uint8_t *d, size_t n)
 	free(f);
 }
 
-static void round_trip_target(const uint8_t *data, size_t size)
+static void round_trip_target(uint8_t sel, const uint8_t *data, size_t size)
 {
 	size_t split = size ? data[0] * size / 256 : 0;
 	const uint8_t *old = data, *new_ = data + split;
@@ -113,12 +115,21 @@ static void round_trip_target(const uint8_t *data, size_t size)
 	struct eq_delta_params p;
 	eq_delta_params_default(&p);
 	p.level = 1;
+	if (sel & 2)
+		p.methods = 1u << EQ_DELTA_METHOD_BSD;
 	struct eq_buf delta, out;
 	eq_buf_init(&delta, 1u << 24);
 	eq_buf_init(&out, 1u << 24);
 	struct eq_error e;
 	uint64_t dsize;
-	if (eq_delta_create(tmp("old"), tmp("new"), &p, mem_write, &delta, &dsize, &e) != EQ_OK)
+	eq_err r = eq_delta_create(tmp("old"), tmp("new"), &p, mem_write, &delta, &dsize, &e);
+	if (r == EQ_ERR_UNSUPPORTED && p.methods) /* a build without method-1 creation */
+		goto out;
+	if (r != EQ_OK)
+		abort();
+	struct eq_delta_info info;
+	if (eq_delta_info_parse(delta.data, delta.len, &info, &e) != EQ_OK ||
+	    (p.methods && info.method != EQ_DELTA_METHOD_BSD))
 		abort();
 	struct mem_src s = {delta.data, delta.len, 0};
 	uint8_t want[EQ_SHA256_LEN];
@@ -127,6 +138,7 @@ static void round_trip_target(const uint8_t *data, size_t size)
 		abort();
 	if (out.len != new_len || (new_len && memcmp(out.data, new_, new_len) != 0))
 		abort();
+out:
 	eq_buf_done(&delta);
 	eq_buf_done(&out);
 }
@@ -136,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size == 0 || size > (1u << 20))
 		return 0;
 	if (data[0] & 1)
-		round_trip_target(data + 1, size - 1);
+		round_trip_target(data[0], data + 1, size - 1);
 	else
 		apply_target(data + 1, size - 1);
 	return 0;

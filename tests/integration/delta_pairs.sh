@@ -2,7 +2,9 @@
 # integration.delta_pairs: on real Debian package pairs (bookworm point
 # release vs bookworm-security), create and apply each delta with eq-delta,
 # check the result is the new payload byte for byte, and that applying to
-# the wrong reference fails with a verification error and leaves no output.
+# the wrong reference fails with a verification error and leaves no output;
+# creation is deterministic (a second run gives the same bytes) and a delta
+# forced to method 1 (bsdiff-class) round-trips too.
 # Usage: delta_pairs.sh EQ_DELTA [EQ_PAYLOAD]
 set -euo pipefail
 EQ_DELTA=${1:?usage: delta_pairs.sh EQ_DELTA [EQ_PAYLOAD]}
@@ -25,13 +27,20 @@ while read -r pkg old new; do
 	"$EQ_DELTA" create "$O" "$N" "$WORK/d" >/dev/null
 	"$EQ_DELTA" apply "$O" "$WORK/d" "$WORK/out"
 	cmp "$N" "$WORK/out"
+	"$EQ_DELTA" create "$O" "$N" "$WORK/d2" >/dev/null
+	cmp "$WORK/d" "$WORK/d2"
+	"$EQ_DELTA" create -m 2 -l 9 "$O" "$N" "$WORK/d1" >/dev/null
+	"$EQ_DELTA" info "$WORK/d1" | grep -qx "method 1"
+	"$EQ_DELTA" apply "$O" "$WORK/d1" "$WORK/out"
+	cmp "$N" "$WORK/out"
+	method=$("$EQ_DELTA" info "$WORK/d" | awk '/^method/ { print $2 }')
 	if "$EQ_DELTA" apply "$N" "$WORK/d" "$WORK/bad" 2>"$WORK/err"; then
 		echo "FAIL: $pkg: delta applied to the wrong reference" >&2
 		exit 1
 	fi
 	grep -q "verification failed" "$WORK/err"
 	test ! -e "$WORK/bad" && test ! -e "$WORK/bad.tmp"
-	echo "ok $pkg $old -> $new ($(stat -c%s "$WORK/d") bytes, payload $PAYLOAD_TOOL)"
+	echo "ok $pkg $old -> $new ($(stat -c%s "$WORK/d") bytes, method $method, payload $PAYLOAD_TOOL)"
 	n=$((n + 1))
 done < <(list_pairs "$PAIRS_DIR" $PKGS)
 test "$n" -gt 0
