@@ -161,7 +161,7 @@ static eq_err ctrl_varint(struct bsd_dec *b, uint64_t *ret, struct eq_error *err
 {
 	uint64_t v = 0;
 	for (unsigned shift = 0;; shift += 7) {
-		uint8_t c;
+		uint8_t c = 0;
 		eq_err r = ctrl_byte(b, &c, err);
 		if (r)
 			return r;
