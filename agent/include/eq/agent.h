@@ -265,6 +265,134 @@ EQ_API eq_err eq_slot_open(const struct eq_config *cfg, const char *name, char *
 			   struct eq_error *err) EQ_MUST_CHECK;
 EQ_API eq_err eq_slot_release(const struct eq_config *cfg, const char *name, struct eq_error *err) EQ_MUST_CHECK;
 
+
+/* ====================================================================== */
+/* ==== state (agent/state.c) ============================================= */
+
+/*
+ * The agent's one state file, "<data_dir>/state", written atomically
+ * (eq_file_replace_atomic). Lines "key=value"; documented in
+ * docs/internals/state-machine.md.
+ */
+enum eq_phase {
+	EQ_PHASE_IDLE,       /* nothing in progress */
+	EQ_PHASE_INSTALLING, /* the target slot is being built: not bootable */
+	EQ_PHASE_INSTALLED,  /* the target slot is complete and verified */
+	EQ_PHASE_TRYING,     /* handed to the bootloader to try once */
+};
+EQ_API const char *eq_phase_name(enum eq_phase p);
+
+#define EQ_STATE_REASON_MAX 256
+
+struct eq_state {
+	enum eq_phase phase;
+	int target_slot;                 /* 0/1, -1 when idle */
+	int from_slot;                   /* slot that was running when the update began */
+	uint64_t target_number;          /* release number being installed or tried */
+	char target_release[65];
+	uint64_t failed_number;          /* last release that failed, 0 for none */
+	char failed_reason[EQ_STATE_REASON_MAX];
+	int64_t changed_at;              /* seconds since the epoch of the last change */
+};
+
+EQ_API void eq_state_init(struct eq_state *s);
+/* Loads @path; a missing file is an idle state. EQ_ERR_PARSE names the line. */
+EQ_API eq_err eq_state_load(const char *path, struct eq_state *ret, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_state_save(const char *path, const struct eq_state *s, struct eq_error *err) EQ_MUST_CHECK;
+
+/* ====================================================================== */
+/* ==== health checks (agent/health.c) ==================================== */
+
+/*
+ * Runs each command (split at spaces, no shell) one after the other, in its
+ * own process group, all within @timeout_s seconds in total. EQ_OK when every
+ * command exits 0; EQ_ERR_VERIFY naming the failing command and its status,
+ * or EQ_ERR_LIMIT when the time ran out (the process group is killed).
+ */
+EQ_API eq_err eq_health_run(const char *const *checks, size_t n_checks, unsigned timeout_s,
+			    struct eq_error *err) EQ_MUST_CHECK;
+
+/* ====================================================================== */
+/* ==== the agent (agent/agent.c): check, update, confirm, rollback ======== */
+
+/* Exit codes of `eqota` (docs/agent.md). */
+enum eq_exit {
+	EQ_EXIT_OK = 0,         /* success; for check/update: up to date */
+	EQ_EXIT_FAILED = 1,     /* failed; the running slot is untouched */
+	EQ_EXIT_USAGE = 2,      /* bad command line or configuration */
+	EQ_EXIT_UPDATED = 3,    /* a new slot is installed and will be tried at the next boot */
+	EQ_EXIT_ROLLED_BACK = 4 /* the new slot failed its checks; the previous slot is back */
+};
+
+struct eq_agent;
+
+/* Creates the agent for @cfg (which must outlive it): trust, bootloader,
+ * fetcher, data directory. Free with eq_agent_free(). */
+EQ_API eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_agent_free(struct eq_agent *a);
+EQ_API void eq_agent_set_progress(struct eq_agent *a, eq_progress_fn fn, void *ctx);
+/* Set from a signal handler: long work stops at the next safe point. */
+EQ_API void eq_agent_request_stop(struct eq_agent *a);
+
+/* A slot as the agent sees it. */
+struct eq_slot_info {
+	bool has_release;
+	char release[65];
+	uint64_t number;
+	size_t packages;
+};
+
+struct eq_status {
+	int booted;                      /* slot named on the kernel command line, -1 if none */
+	struct eq_bl_state bl;
+	bool bl_garbled;
+	struct eq_slot_info slot[EQ_BL_SLOTS];
+	struct eq_state state;
+	struct eq_fetch_stats fetched;   /* of this process */
+};
+EQ_API eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_error *err) EQ_MUST_CHECK;
+
+/* The result of a check: the verified new manifest and the plan. */
+struct eq_check {
+	bool up_to_date;
+	bool skipped_failed;             /* newer release that failed before (see --retry) */
+	struct eq_manifest *running;     /* owned */
+	struct eq_manifest *next;        /* owned, NULL when up to date */
+	struct eq_plan plan;
+	uint8_t *manifest_bytes, *sig_bytes;
+	size_t manifest_len, sig_len;
+};
+EQ_API void eq_check_done(struct eq_check *c);
+
+/* Fetches and verifies the manifest and plans; changes nothing. */
+EQ_API eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret,
+			     struct eq_error *err) EQ_MUST_CHECK;
+
+struct eq_update_result {
+	enum eq_exit exit;
+	struct eq_install_report install;
+	uint64_t number;
+	char release[65];
+	double seconds;
+};
+/* check + install into the inactive slot + "try once" in the bootloader. */
+EQ_API eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *ret,
+			      struct eq_error *err) EQ_MUST_CHECK;
+
+/* After a boot: finish an interrupted install, or confirm a slot on trial
+ * (health checks -> mark good, or mark bad and fall back). *ret_exit is
+ * EQ_EXIT_OK (nothing to do or committed) or EQ_EXIT_ROLLED_BACK. */
+EQ_API eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_error *err) EQ_MUST_CHECK;
+/* Marks the booted slot bad and makes the other (committed) slot primary. */
+EQ_API eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error *err) EQ_MUST_CHECK;
+/* Marks the booted slot good without running checks (operator override). */
+EQ_API eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err) EQ_MUST_CHECK;
+
+/* Installs release @release (name or number; NULL = current) into empty slot
+ * @slot and marks it good: the factory path, same installer as updates. */
+EQ_API eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release,
+				 struct eq_update_result *ret, struct eq_error *err) EQ_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

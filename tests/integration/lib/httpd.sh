@@ -9,6 +9,9 @@
 #                              HTTPD_PID         lighttpd's PID (ours)
 #                              HTTPD_ACCESS_LOG  the access log path
 #                              HTTPD_URL         http://127.0.0.1:$HTTPD_PORT
+#                            Optional: HTTPD_EXTRA_CONF holds lighttpd lines
+#                            to add (e.g. a bandwidth limit), HTTPD_PORT_WANTED
+#                            a port to reuse (a restarted server).
 #   httpd_stop               stops the server started by httpd_start (by
 #                            its PID only) and waits for it to go.
 #   httpd_free_port          prints a port that was free a moment ago.
@@ -64,7 +67,11 @@ httpd_start() {
 	dir=$(cd "$dir" && pwd) || return 1
 	mkdir -p "$logdir" && logdir=$(cd "$logdir" && pwd) || return 1
 	for try in 1 2 3 4 5 6 7 8 9 10; do
-		port=$(httpd_free_port) || return 1
+		if [ -n "${HTTPD_PORT_WANTED:-}" ] && [ "$try" -le 5 ]; then
+			port=$HTTPD_PORT_WANTED
+		else
+			port=$(httpd_free_port) || return 1
+		fi
 		cat >"$logdir/lighttpd.conf" <<CONF
 server.document-root = "$dir"
 server.bind = "127.0.0.1"
@@ -77,6 +84,7 @@ accesslog.format = "%m %U %>s %b %{Range}i"
 mimetype.assign = ( "" => "application/octet-stream" )
 index-file.names = ( )
 dir-listing.activate = "disable"
+${HTTPD_EXTRA_CONF:-}
 CONF
 		lighttpd -D -f "$logdir/lighttpd.conf" >>"$logdir/lighttpd.out" 2>&1 &
 		HTTPD_PID=$!
@@ -86,8 +94,10 @@ CONF
 			return 0
 		fi
 		# most likely someone took the port between the pick and the bind
-		kill "$HTTPD_PID" 2>/dev/null
-		wait "$HTTPD_PID" 2>/dev/null
+		# (or the old server's socket is still closing)
+		sleep 0.2
+		kill "$HTTPD_PID" 2>/dev/null || true
+		wait "$HTTPD_PID" 2>/dev/null || true
 		HTTPD_PID=
 	done
 	echo "httpd_start: lighttpd did not start; see $logdir/error.log $logdir/lighttpd.out" >&2
@@ -104,9 +114,10 @@ httpd_log_flush() {
 }
 
 httpd_stop() {
+	# lighttpd exits 143 on SIGTERM; callers may run under set -e
 	if [ -n "${HTTPD_PID:-}" ]; then
-		kill "$HTTPD_PID" 2>/dev/null
-		wait "$HTTPD_PID" 2>/dev/null
+		kill "$HTTPD_PID" 2>/dev/null || true
+		wait "$HTTPD_PID" 2>/dev/null || true
 		HTTPD_PID=
 	fi
 	return 0

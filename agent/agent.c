@@ -1,0 +1,643 @@
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <eq/agent.h>
+
+#define CMDLINE_MAX 65536
+
+struct eq_agent {
+	const struct eq_config *cfg;
+	struct eq_manifest_trust *trust;
+	struct eq_bl *bl;
+	struct eq_fetcher *fetcher;
+	char *state_path;
+	char *downloads;
+	char *work;
+	char *cache_manifest, *cache_sig;
+	eq_progress_fn progress;
+	void *progress_ctx;
+	volatile sig_atomic_t stop;
+};
+
+void eq_agent_free(struct eq_agent *a)
+{
+	if (!a)
+		return;
+	eq_manifest_trust_free(a->trust);
+	eq_bl_close(a->bl);
+	eq_fetcher_free(a->fetcher);
+	eq_free(a->state_path);
+	eq_free(a->downloads);
+	eq_free(a->work);
+	eq_free(a->cache_manifest);
+	eq_free(a->cache_sig);
+	eq_free(a);
+}
+
+eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct eq_error *err)
+{
+	struct eq_agent *a = eq_calloc(1, sizeof(*a));
+	if (!a)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	a->cfg = cfg;
+	eq_err r = EQ_OK;
+	a->state_path = eq_asprintf("%s/state", cfg->data_dir);
+	a->downloads = eq_asprintf("%s/downloads", cfg->data_dir);
+	a->work = eq_asprintf("%s/work", cfg->data_dir);
+	a->cache_manifest = eq_asprintf("%s/manifest.json", cfg->data_dir);
+	a->cache_sig = eq_asprintf("%s/manifest.json.sig", cfg->data_dir);
+	if (!a->state_path || !a->downloads || !a->work || !a->cache_manifest || !a->cache_sig) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	if ((r = eq_mkdir_p(cfg->data_dir, 0755, err)))
+		goto fail;
+	if (cfg->trust) {
+		r = eq_manifest_trust_load(cfg->trust, &a->trust, err);
+	} else {
+		const char *keys[1] = {cfg->key};
+		r = eq_manifest_trust_from_pubkeys(keys, 1, 1, &a->trust, err);
+	}
+	if (r)
+		goto fail;
+	struct eq_bl_config bc = {.backend = cfg->bl_backend, .path = cfg->bl_path};
+	if ((r = eq_bl_open(&bc, &a->bl, err)))
+		goto fail;
+	if ((r = eq_fetcher_new(cfg, a->downloads, &a->fetcher, err)))
+		goto fail;
+	*ret = a;
+	return EQ_OK;
+fail:
+	eq_agent_free(a);
+	return r;
+}
+
+void eq_agent_set_progress(struct eq_agent *a, eq_progress_fn fn, void *ctx)
+{
+	a->progress = fn;
+	a->progress_ctx = ctx;
+	eq_fetcher_set_progress(a->fetcher, fn, ctx);
+}
+
+void eq_agent_request_stop(struct eq_agent *a)
+{
+	a->stop = 1;
+}
+
+/* The slot the kernel was told to boot ("eqota.slot=A" on its command line). */
+static eq_err booted_slot(const struct eq_agent *a, int *ret, struct eq_error *err)
+{
+	uint8_t *data;
+	size_t len;
+	eq_err r = eq_file_read_all(a->cfg->cmdline, CMDLINE_MAX, &data, &len, err);
+	if (r)
+		return eq_error_prefix(err, "cannot tell the running slot");
+	int slot = -1;
+	/* The last eqota.slot= wins, as the kernel's own parameters do. */
+	char *p = (char *)data;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			*p++ = '\0';
+		char *tok = p;
+		while (*p && *p != ' ' && *p != '\t' && *p != '\n')
+			p++;
+		char saved = *p;
+		*p = '\0';
+		if (!strncmp(tok, "eqota.slot=", 11))
+			slot = eq_bl_slot_index(tok + 11);
+		*p = saved;
+	}
+	eq_free(data);
+	if (slot < 0)
+		return eq_error_set(err, EQ_ERR_STATE, "%s names no slot (expected eqota.slot=A or eqota.slot=B)",
+				    a->cfg->cmdline);
+	*ret = slot;
+	return EQ_OK;
+}
+
+/* Wall-clock time for expiry checks; tests move it with EQ_TEST_NOW
+ * (seconds since the epoch) to exercise expiry without waiting. */
+static int64_t now_s(void)
+{
+	const char *t = secure_getenv("EQ_TEST_NOW");
+	if (t && *t) {
+		char *end;
+		long long v = strtoll(t, &end, 10);
+		if (!*end && v > 0)
+			return (int64_t)v;
+	}
+	return (int64_t)time(NULL);
+}
+
+static const char *slot_path(const struct eq_config *cfg, int slot)
+{
+	return slot == 0 ? cfg->slot_a : cfg->slot_b;
+}
+
+/* Root directory of the running slot: the slot's folder for dir slots, "/"
+ * for a block slot (it is mounted as the root file system). */
+static const char *running_root(const struct eq_config *cfg, int slot)
+{
+	return cfg->slot_type == EQ_SLOT_DIR ? slot_path(cfg, slot) : "/";
+}
+
+eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_error *err)
+{
+	struct eq_status st;
+	memset(&st, 0, sizeof(st));
+	if (booted_slot(a, &st.booted, NULL) != EQ_OK)
+		st.booted = -1;
+	struct eq_error e;
+	eq_err r = eq_bl_get_state(a->bl, &st.bl, &e);
+	if (r == EQ_ERR_PARSE)
+		st.bl_garbled = true;
+	else if (r) {
+		if (err)
+			*err = e;
+		return eq_error_prefix(err, "bootloader");
+	}
+	if ((r = eq_state_load(a->state_path, &st.state, err)))
+		return r;
+	for (int s = 0; s < EQ_BL_SLOTS; s++) {
+		char *root = NULL;
+		if (a->cfg->slot_type == EQ_SLOT_BLOCK && s == st.booted) {
+			root = eq_strdup("/");
+		} else if (eq_slot_open(a->cfg, eq_bl_slot_name((unsigned)s), &root, NULL) != EQ_OK) {
+			continue;
+		}
+		struct eq_manifest *m = NULL;
+		if (root && eq_slot_read_release(root, a->trust, a->cfg->board, &m, NULL) == EQ_OK) {
+			struct eq_manifest_header h;
+			if (eq_manifest_get_header(m, &h, NULL) == EQ_OK) {
+				st.slot[s].has_release = true;
+				snprintf(st.slot[s].release, sizeof(st.slot[s].release), "%s", h.release);
+				st.slot[s].number = h.number;
+				st.slot[s].packages = eq_manifest_package_count(m);
+			}
+			eq_manifest_free(m);
+		}
+		if (a->cfg->slot_type == EQ_SLOT_BLOCK && s != st.booted)
+			(void)!eq_slot_release(a->cfg, eq_bl_slot_name((unsigned)s), NULL);
+		eq_free(root);
+	}
+	eq_fetcher_stats(a->fetcher, &st.fetched);
+	*ret = st;
+	return EQ_OK;
+}
+
+void eq_check_done(struct eq_check *c)
+{
+	if (!c)
+		return;
+	eq_plan_done(&c->plan);
+	eq_manifest_free(c->running);
+	eq_manifest_free(c->next);
+	eq_free(c->manifest_bytes);
+	eq_free(c->sig_bytes);
+	memset(c, 0, sizeof(*c));
+}
+
+static eq_err get_number(const struct eq_manifest *m, uint64_t *ret, char release[65], struct eq_error *err)
+{
+	struct eq_manifest_header h;
+	eq_err r = eq_manifest_get_header(m, &h, err);
+	if (r)
+		return r;
+	*ret = h.number;
+	if (release)
+		snprintf(release, 65, "%s", h.release);
+	return EQ_OK;
+}
+
+/* The manifest bytes to act on: fresh from the server, or the copy cached
+ * at the last successful verification when the server says 304. */
+static eq_err fetch_manifest(struct eq_agent *a, uint8_t **m, size_t *mlen, uint8_t **s, size_t *slen,
+			     bool *ret_fresh, struct eq_error *err)
+{
+	bool not_modified = false;
+	eq_err r = eq_fetch_manifest(a->fetcher, &not_modified, m, mlen, s, slen, err);
+	if (r)
+		return r;
+	*ret_fresh = !not_modified;
+	if (!not_modified)
+		return EQ_OK;
+	r = eq_file_read_all(a->cache_manifest, EQ_MANIFEST_MAX_BYTES, m, mlen, err);
+	if (!r) {
+		r = eq_file_read_all(a->cache_sig, EQ_MANIFEST_SIG_MAX_BYTES, s, slen, err);
+		if (r) {
+			eq_free(*m);
+			*m = NULL;
+		}
+	}
+	if (r == EQ_ERR_NOTFOUND) {
+		/* Validators without a cached copy: ask again without them. */
+		eq_fetch_manifest_forget(a->fetcher);
+		*ret_fresh = true;
+		return eq_fetch_manifest(a->fetcher, &not_modified, m, mlen, s, slen, err);
+	}
+	return r;
+}
+
+static eq_err read_running(struct eq_agent *a, int booted, struct eq_manifest **ret, struct eq_error *err)
+{
+	eq_err r = eq_slot_read_release(running_root(a->cfg, booted), a->trust, a->cfg->board, ret, err);
+	if (r == EQ_ERR_NOTFOUND)
+		return eq_error_set(err, EQ_ERR_STATE, "the running slot %s has no release record: provision it first",
+				    eq_bl_slot_name((unsigned)booted));
+	if (r)
+		return eq_error_prefix(err, "running slot %s", eq_bl_slot_name((unsigned)booted));
+	return EQ_OK;
+}
+
+eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, struct eq_error *err)
+{
+	struct eq_check c;
+	memset(&c, 0, sizeof(c));
+	int booted;
+	eq_err r = booted_slot(a, &booted, err);
+	if (r)
+		return r;
+	struct eq_state st;
+	if ((r = eq_state_load(a->state_path, &st, err)))
+		return r;
+	if ((r = read_running(a, booted, &c.running, err)))
+		goto fail;
+	bool fresh;
+	if ((r = fetch_manifest(a, &c.manifest_bytes, &c.manifest_len, &c.sig_bytes, &c.sig_len, &fresh, err)))
+		goto fail;
+	struct eq_manifest_policy pol = {.board = a->cfg->board, .now = now_s(), .check_expiry = true};
+	if ((r = eq_manifest_load_verified(c.manifest_bytes, c.manifest_len, c.sig_bytes, c.sig_len, a->trust, &pol,
+					   &c.next, err))) {
+		eq_error_prefix(err, "%s", fresh ? "repository manifest" : a->cache_manifest);
+		goto fail;
+	}
+	uint64_t have, offered;
+	if ((r = get_number(c.running, &have, NULL, err)) || (r = get_number(c.next, &offered, NULL, err)))
+		goto fail;
+	if (offered < have) {
+		/* A replayed old manifest must never downgrade a device. */
+		r = eq_error_set(err, EQ_ERR_STATE,
+				 "the repository offers release number %" PRIu64 ", older than the running %" PRIu64
+				 "; refusing to downgrade",
+				 offered, have);
+		goto fail;
+	}
+	if (fresh) {
+		/* Cache only what verified, then let the next check be conditional. */
+		if ((r = eq_file_replace_atomic(a->cache_sig, c.sig_bytes, c.sig_len, 0644, err)) ||
+		    (r = eq_file_replace_atomic(a->cache_manifest, c.manifest_bytes, c.manifest_len, 0644, err)) ||
+		    (r = eq_fetch_manifest_commit(a->fetcher, err)))
+			goto fail;
+	}
+	if (offered == have) {
+		c.up_to_date = true;
+	} else if (offered == st.failed_number && !retry) {
+		c.skipped_failed = true;
+	}
+	if ((r = eq_plan_make(c.running, c.next, &c.plan, err)))
+		goto fail;
+	*ret = c;
+	return EQ_OK;
+fail:
+	eq_check_done(&c);
+	return r;
+}
+
+static eq_err fetch_cb(void *ctx, const char *rel_path, const char *sha256_hex, uint64_t size, char **ret_path,
+		       struct eq_error *err)
+{
+	struct eq_agent *a = ctx;
+	return eq_fetch_object(a->fetcher, rel_path, sha256_hex, size, ret_path, err);
+}
+
+static eq_err save_state(struct eq_agent *a, struct eq_state *st, struct eq_error *err)
+{
+	return eq_state_save(a->state_path, st, err);
+}
+
+/* Builds @target from @next. The target slot leaves the boot order first:
+ * a power cut while it is half written must never boot it. */
+static eq_err build_slot(struct eq_agent *a, int target, const struct eq_manifest *running, const char *run_root,
+			 const struct eq_check *c, const struct eq_plan *plan, struct eq_install_report *rep,
+			 struct eq_error *err)
+{
+	const char *name = eq_bl_slot_name((unsigned)target);
+	eq_err r = eq_bl_mark_bad(a->bl, (unsigned)target, err);
+	/* A factory device has no environment until its first slot is good. */
+	if (r == EQ_ERR_NOTFOUND && !running)
+		r = EQ_OK;
+	if (r)
+		return eq_error_prefix(err, "bootloader");
+	char *root = NULL;
+	if ((r = eq_slot_prepare(a->cfg, name, &root, err)))
+		return r;
+	if ((r = eq_rm_rf(a->work, err)) || (r = eq_mkdir_p(a->work, 0700, err))) {
+		eq_free(root);
+		return r;
+	}
+	struct eq_install in = {
+		.running_root = run_root,
+		.running = running,
+		.target_root = root,
+		.next = c->next,
+		.manifest_bytes = c->manifest_bytes,
+		.manifest_len = c->manifest_len,
+		.sig_bytes = c->sig_bytes,
+		.sig_len = c->sig_len,
+		.work_dir = a->work,
+		.fetch = fetch_cb,
+		.fetch_ctx = a,
+		.owners = geteuid() == 0,
+		.progress = a->progress,
+		.progress_ctx = a->progress_ctx,
+	};
+	r = eq_install_check_space(&in, plan, err);
+	if (!r)
+		r = eq_install_slot(&in, plan, rep, err);
+	eq_err r2 = eq_slot_release(a->cfg, name, r ? NULL : err);
+	if (!r)
+		r = r2;
+	/* Verify what the next boot will read, through the same path. */
+	if (!r) {
+		char *check_root = NULL;
+		struct eq_manifest *m = NULL;
+		r = eq_slot_open(a->cfg, name, &check_root, err);
+		if (!r)
+			r = eq_slot_read_release(check_root, a->trust, a->cfg->board, &m, err);
+		eq_manifest_free(m);
+		eq_free(check_root);
+		eq_err r3 = eq_slot_release(a->cfg, name, r ? NULL : err);
+		if (!r)
+			r = r3;
+	}
+	(void)!eq_rm_rf(a->work, NULL);
+	eq_free(root);
+	if (r)
+		eq_error_prefix(err, "slot %s", name);
+	return r;
+}
+
+eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *ret, struct eq_error *err)
+{
+	struct eq_update_result res;
+	memset(&res, 0, sizeof(res));
+	double t0 = eq_now_s();
+	struct eq_state st;
+	eq_err r = eq_state_load(a->state_path, &st, err);
+	if (r)
+		return r;
+	if (st.phase == EQ_PHASE_TRYING)
+		return eq_error_set(err, EQ_ERR_STATE,
+				    "slot %s holds release %" PRIu64 " on trial: reboot into it (or run 'eqota "
+				    "rollback') before updating again",
+				    eq_bl_slot_name((unsigned)st.target_slot), st.target_number);
+	int booted;
+	if ((r = booted_slot(a, &booted, err)))
+		return r;
+	struct eq_check c;
+	if ((r = eq_agent_check(a, retry, &c, err)))
+		return r;
+	if (c.up_to_date || c.skipped_failed) {
+		res.exit = EQ_EXIT_OK;
+		(void)!get_number(c.next, &res.number, res.release, NULL);
+		eq_check_done(&c);
+		res.seconds = eq_now_s() - t0;
+		*ret = res;
+		return EQ_OK;
+	}
+	int target = 1 - booted;
+	(void)!get_number(c.next, &res.number, res.release, NULL);
+	st.phase = EQ_PHASE_INSTALLING;
+	st.target_slot = target;
+	st.from_slot = booted;
+	st.target_number = res.number;
+	snprintf(st.target_release, sizeof(st.target_release), "%s", res.release);
+	if ((r = save_state(a, &st, err)))
+		goto out;
+	r = build_slot(a, target, c.running, running_root(a->cfg, booted), &c, &c.plan, &res.install, err);
+	if (r) {
+		/* A network failure is retried at the next poll; anything else
+		 * (bad object, full disk) would fail again: remember it. */
+		struct eq_state idle;
+		eq_state_init(&idle);
+		if (r != EQ_ERR_NETWORK) {
+			idle.failed_number = res.number;
+			snprintf(idle.failed_reason, sizeof(idle.failed_reason), "install failed: %s", eq_error_msg(err));
+		} else {
+			idle.failed_number = st.failed_number;
+			snprintf(idle.failed_reason, sizeof(idle.failed_reason), "%s", st.failed_reason);
+		}
+		(void)!save_state(a, &idle, NULL);
+		goto out;
+	}
+	st.phase = EQ_PHASE_INSTALLED;
+	if ((r = save_state(a, &st, err)))
+		goto out;
+	/* The bootloader first, then the state: a power cut between the two
+	 * leaves "installed" plus a trial in the bootloader, which
+	 * eq_agent_confirm() reads as "trying". */
+	if ((r = eq_bl_try_once(a->bl, (unsigned)target, err))) {
+		eq_error_prefix(err, "bootloader");
+		goto out;
+	}
+	st.phase = EQ_PHASE_TRYING;
+	if ((r = save_state(a, &st, err)))
+		goto out;
+	res.exit = EQ_EXIT_UPDATED;
+out:
+	eq_check_done(&c);
+	res.seconds = eq_now_s() - t0;
+	if (!r)
+		*ret = res;
+	return r;
+}
+
+static eq_err fail_trial(struct eq_agent *a, struct eq_state *st, const char *reason, struct eq_error *err)
+{
+	/* The previous slot first: between the two writes the device must
+	 * still have a bootable slot at the front of the order. */
+	eq_err r = EQ_OK;
+	if (st->from_slot >= 0 && (r = eq_bl_mark_good(a->bl, (unsigned)st->from_slot, err)))
+		return eq_error_prefix(err, "bootloader");
+	if ((r = eq_bl_mark_bad(a->bl, (unsigned)st->target_slot, err)))
+		return eq_error_prefix(err, "bootloader");
+	struct eq_state idle;
+	eq_state_init(&idle);
+	idle.failed_number = st->target_number;
+	snprintf(idle.failed_reason, sizeof(idle.failed_reason), "%s", reason);
+	return save_state(a, &idle, err);
+}
+
+eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_error *err)
+{
+	struct eq_state st;
+	eq_err r = eq_state_load(a->state_path, &st, err);
+	if (r)
+		return r;
+	int booted;
+	if ((r = booted_slot(a, &booted, err)))
+		return r;
+	struct eq_bl_state bs;
+	struct eq_error be;
+	eq_err br = eq_bl_get_state(a->bl, &bs, &be);
+	if (br && br != EQ_ERR_PARSE) {
+		if (err)
+			*err = be;
+		return eq_error_prefix(err, "bootloader");
+	}
+	*ret_exit = EQ_EXIT_OK;
+	if (st.phase == EQ_PHASE_INSTALLED && !br && bs.trial == st.target_slot)
+		st.phase = EQ_PHASE_TRYING;
+	if (st.phase == EQ_PHASE_INSTALLING || st.phase == EQ_PHASE_INSTALLED) {
+		/* Cut off before the switch: the half-built slot stays out of the
+		 * boot order and the next update starts it again (downloads resume). */
+		eq_log(EQ_LOG_NOTICE, "an interrupted install of release %" PRIu64 " into slot %s is abandoned",
+		       st.target_number, eq_bl_slot_name((unsigned)st.target_slot));
+		struct eq_state idle;
+		eq_state_init(&idle);
+		idle.failed_number = st.failed_number;
+		snprintf(idle.failed_reason, sizeof(idle.failed_reason), "%s", st.failed_reason);
+		return save_state(a, &idle, err);
+	}
+	if (st.phase == EQ_PHASE_TRYING) {
+		if (booted != st.target_slot) {
+			char reason[EQ_STATE_REASON_MAX];
+			snprintf(reason, sizeof(reason), "slot %s did not come up; the bootloader fell back to %s",
+				 eq_bl_slot_name((unsigned)st.target_slot), eq_bl_slot_name((unsigned)booted));
+			eq_log(EQ_LOG_ERR, "release %" PRIu64 ": %s", st.target_number, reason);
+			*ret_exit = EQ_EXIT_ROLLED_BACK;
+			return fail_trial(a, &st, reason, err);
+		}
+		struct eq_error he;
+		eq_err hr = eq_health_run((const char *const *)a->cfg->checks, a->cfg->n_checks,
+					  a->cfg->health_timeout_s, &he);
+		if (hr) {
+			char reason[EQ_STATE_REASON_MAX];
+			snprintf(reason, sizeof(reason), "health check failed: %s", eq_error_msg(&he));
+			eq_log(EQ_LOG_ERR, "release %" PRIu64 " in slot %s: %s; rolling back to slot %s", st.target_number,
+			       eq_bl_slot_name((unsigned)booted), reason, eq_bl_slot_name((unsigned)st.from_slot));
+			*ret_exit = EQ_EXIT_ROLLED_BACK;
+			return fail_trial(a, &st, reason, err);
+		}
+		if ((r = eq_bl_mark_good(a->bl, (unsigned)booted, err)))
+			return eq_error_prefix(err, "bootloader");
+		eq_log(EQ_LOG_NOTICE, "release %" PRIu64 " ('%s') in slot %s passed its health checks and is committed",
+		       st.target_number, st.target_release, eq_bl_slot_name((unsigned)booted));
+		struct eq_state idle;
+		eq_state_init(&idle);
+		return save_state(a, &idle, err);
+	}
+	/* Idle on a committed slot: boot scripts that decrement at every boot
+	 * (RAUC style) would use up its attempts; give them back. */
+	if (!br && bs.n_order > 0 && (int)bs.order[0] == booted && bs.trial < 0 && bs.left[booted] > 0)
+		return eq_bl_rearm(a->bl, (unsigned)booted, err);
+	return EQ_OK;
+}
+
+eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error *err)
+{
+	int booted;
+	eq_err r = booted_slot(a, &booted, err);
+	if (r)
+		return r;
+	int other = 1 - booted;
+	char *root = NULL;
+	struct eq_manifest *m = NULL;
+	r = eq_slot_open(a->cfg, eq_bl_slot_name((unsigned)other), &root, err);
+	if (!r)
+		r = eq_slot_read_release(root, a->trust, a->cfg->board, &m, err);
+	(void)!eq_slot_release(a->cfg, eq_bl_slot_name((unsigned)other), NULL);
+	eq_free(root);
+	if (r)
+		return eq_error_prefix(err, "cannot roll back: slot %s holds no verified release",
+				       eq_bl_slot_name((unsigned)other));
+	uint64_t number = 0;
+	(void)!get_number(m, &number, NULL, NULL);
+	eq_manifest_free(m);
+	struct eq_state st;
+	if ((r = eq_state_load(a->state_path, &st, err)))
+		return r;
+	/* Other slot first, so a power cut between the writes still boots. */
+	if ((r = eq_bl_mark_good(a->bl, (unsigned)other, err)) || (r = eq_bl_mark_bad(a->bl, (unsigned)booted, err)))
+		return eq_error_prefix(err, "bootloader");
+	struct eq_state idle;
+	eq_state_init(&idle);
+	if (st.phase == EQ_PHASE_TRYING && st.target_slot == booted) {
+		idle.failed_number = st.target_number;
+	} else {
+		struct eq_manifest *cur = NULL;
+		if (read_running(a, booted, &cur, NULL) == EQ_OK)
+			(void)!get_number(cur, &idle.failed_number, NULL, NULL);
+		eq_manifest_free(cur);
+	}
+	snprintf(idle.failed_reason, sizeof(idle.failed_reason), "%s", reason);
+	eq_log(EQ_LOG_NOTICE, "slot %s marked bad; the next boot starts slot %s (release %" PRIu64 ")",
+	       eq_bl_slot_name((unsigned)booted), eq_bl_slot_name((unsigned)other), number);
+	return save_state(a, &idle, err);
+}
+
+eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err)
+{
+	int booted;
+	eq_err r = booted_slot(a, &booted, err);
+	if (r)
+		return r;
+	if ((r = eq_bl_mark_good(a->bl, (unsigned)booted, err)))
+		return eq_error_prefix(err, "bootloader");
+	struct eq_state idle;
+	eq_state_init(&idle);
+	return save_state(a, &idle, err);
+}
+
+eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release, struct eq_update_result *ret,
+			  struct eq_error *err)
+{
+	struct eq_update_result res;
+	memset(&res, 0, sizeof(res));
+	double t0 = eq_now_s();
+	struct eq_check c;
+	memset(&c, 0, sizeof(c));
+	bool fresh;
+	eq_err r = fetch_manifest(a, &c.manifest_bytes, &c.manifest_len, &c.sig_bytes, &c.sig_len, &fresh, err);
+	if (r)
+		goto out;
+	struct eq_manifest_policy pol = {.board = a->cfg->board, .now = now_s(), .check_expiry = true};
+	if ((r = eq_manifest_load_verified(c.manifest_bytes, c.manifest_len, c.sig_bytes, c.sig_len, a->trust, &pol,
+					   &c.next, err)))
+		goto out;
+	(void)!get_number(c.next, &res.number, res.release, NULL);
+	if (release && strcmp(release, res.release)) {
+		char num[32];
+		snprintf(num, sizeof(num), "%" PRIu64, res.number);
+		if (strcmp(release, num)) {
+			r = eq_error_set(err, EQ_ERR_NOTFOUND,
+					 "the repository's current release is '%s' (number %" PRIu64 "), not '%s'",
+					 res.release, res.number, release);
+			goto out;
+		}
+	}
+	if ((r = eq_plan_make(NULL, c.next, &c.plan, err)))
+		goto out;
+	if ((r = build_slot(a, (int)slot, NULL, NULL, &c, &c.plan, &res.install, err)))
+		goto out;
+	if ((r = eq_bl_mark_good(a->bl, slot, err))) {
+		eq_error_prefix(err, "bootloader");
+		goto out;
+	}
+	struct eq_state idle;
+	eq_state_init(&idle);
+	r = save_state(a, &idle, err);
+	res.exit = EQ_EXIT_OK;
+out:
+	eq_check_done(&c);
+	res.seconds = eq_now_s() - t0;
+	if (!r)
+		*ret = res;
+	return r;
+}

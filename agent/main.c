@@ -1,0 +1,387 @@
+/* eqota: the device command line. Parses arguments and calls eq_agent. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <eq/agent.h>
+
+static const char usage_text[] =
+	"usage: eqota [--config FILE] [-v|-q] COMMAND [OPTIONS]\n"
+	"\n"
+	"  status [--json]             slots, releases, bootloader and update state\n"
+	"  check [--json] [--retry]    fetch and verify the manifest, print the plan; change nothing\n"
+	"  update [--retry] [--reboot] install the new release into the inactive slot and try it once\n"
+	"  mark-good                   run the health checks on the slot on trial and commit it (or roll back)\n"
+	"  mark-bad                    mark the running slot bad and fall back to the other slot\n"
+	"  rollback                    the same, for operators\n"
+	"  daemon                      confirm after boot, then poll for updates\n"
+	"  provision --slot A|B [--release R]   fill an empty slot from the repository and mark it good\n"
+	"\n"
+	"Exit status: 0 success or up to date, 1 failed, 2 usage or configuration error,\n"
+	"3 updated (the new slot is tried at the next boot), 4 rolled back.\n";
+
+/* main's parsed options: one of the two allowed globals (STYLE 20). */
+static struct {
+	const char *config;
+	bool json, retry, reboot;
+	const char *slot, *release;
+} opt = {.config = EQ_CONFIG_DEFAULT_PATH};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static int usage_error(const char *what, const char *arg)
+{
+	fprintf(stderr, "eqota: %s%s%s%s\n%s", what, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", usage_text);
+	return EQ_EXIT_USAGE;
+}
+
+static int fail(const struct eq_error *e)
+{
+	eq_log(EQ_LOG_ERR, "%s", eq_error_msg(e));
+	return EQ_EXIT_FAILED;
+}
+
+/* JSON string with the escapes RFC 8259 requires. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static int cmd_status(struct eq_agent *a)
+{
+	struct eq_status st;
+	struct eq_error e;
+	if (eq_agent_status(a, &st, &e))
+		return fail(&e);
+	if (opt.json) {
+		printf("{\"booted\":");
+		if (st.booted >= 0)
+			json_str(eq_bl_slot_name((unsigned)st.booted));
+		else
+			printf("null");
+		printf(",\"bootloader\":{\"order\":[");
+		for (size_t i = 0; i < st.bl.n_order; i++)
+			printf("%s\"%s\"", i ? "," : "", eq_bl_slot_name(st.bl.order[i]));
+		printf("],\"left\":{\"A\":%u,\"B\":%u},\"trial\":", st.bl.left[0], st.bl.left[1]);
+		if (st.bl.trial >= 0)
+			json_str(eq_bl_slot_name((unsigned)st.bl.trial));
+		else
+			printf("null");
+		printf(",\"garbled\":%s},\"slots\":{", st.bl_garbled ? "true" : "false");
+		for (int s = 0; s < EQ_BL_SLOTS; s++) {
+			printf("%s\"%s\":", s ? "," : "", eq_bl_slot_name((unsigned)s));
+			if (!st.slot[s].has_release) {
+				printf("null");
+				continue;
+			}
+			printf("{\"release\":");
+			json_str(st.slot[s].release);
+			printf(",\"number\":%" PRIu64 ",\"packages\":%zu}", st.slot[s].number, st.slot[s].packages);
+		}
+		printf("},\"state\":{\"phase\":\"%s\"", eq_phase_name(st.state.phase));
+		if (st.state.target_slot >= 0)
+			printf(",\"target_slot\":\"%s\",\"target_number\":%" PRIu64,
+			       eq_bl_slot_name((unsigned)st.state.target_slot), st.state.target_number);
+		printf("},\"failed\":");
+		if (st.state.failed_number) {
+			printf("{\"number\":%" PRIu64 ",\"reason\":", st.state.failed_number);
+			json_str(st.state.failed_reason);
+			printf("}");
+		} else {
+			printf("null");
+		}
+		printf("}\n");
+		return EQ_EXIT_OK;
+	}
+	printf("booted slot: %s\n", st.booted >= 0 ? eq_bl_slot_name((unsigned)st.booted) : "unknown");
+	for (int s = 0; s < EQ_BL_SLOTS; s++) {
+		if (st.slot[s].has_release)
+			printf("slot %s: release '%s' (number %" PRIu64 "), %zu packages\n", eq_bl_slot_name((unsigned)s),
+			       st.slot[s].release, st.slot[s].number, st.slot[s].packages);
+		else
+			printf("slot %s: no verified release\n", eq_bl_slot_name((unsigned)s));
+	}
+	printf("bootloader: order '");
+	for (size_t i = 0; i < st.bl.n_order; i++)
+		printf("%s%s", i ? " " : "", eq_bl_slot_name(st.bl.order[i]));
+	printf("', attempts A=%u B=%u, trial %s%s\n", st.bl.left[0], st.bl.left[1],
+	       st.bl.trial >= 0 ? eq_bl_slot_name((unsigned)st.bl.trial) : "none",
+	       st.bl_garbled ? " (environment was garbled)" : "");
+	printf("update: %s", eq_phase_name(st.state.phase));
+	if (st.state.target_slot >= 0)
+		printf(" (release %" PRIu64 " into slot %s)", st.state.target_number,
+		       eq_bl_slot_name((unsigned)st.state.target_slot));
+	printf("\n");
+	if (st.state.failed_number)
+		printf("last failed release: %" PRIu64 ": %s\n", st.state.failed_number, st.state.failed_reason);
+	return EQ_EXIT_OK;
+}
+
+static int cmd_check(struct eq_agent *a)
+{
+	struct eq_check c;
+	struct eq_error e;
+	if (eq_agent_check(a, opt.retry, &c, &e))
+		return fail(&e);
+	struct eq_manifest_header hr, hn;
+	if (eq_manifest_get_header(c.running, &hr, &e) || eq_manifest_get_header(c.next, &hn, &e)) {
+		eq_check_done(&c);
+		return fail(&e);
+	}
+	if (opt.json) {
+		printf("{\"running\":{\"release\":");
+		json_str(hr.release);
+		printf(",\"number\":%" PRIu64 "},\"available\":{\"release\":", hr.number);
+		json_str(hn.release);
+		printf(",\"number\":%" PRIu64 "},\"up_to_date\":%s,\"skipped_failed\":%s,\"plan\":[", hn.number,
+		       c.up_to_date ? "true" : "false", c.skipped_failed ? "true" : "false");
+		for (size_t i = 0; i < c.plan.n; i++) {
+			const struct eq_plan_item *it = &c.plan.items[i];
+			const char *name = it->pkg ? it->pkg->name : it->old->name;
+			printf("%s{\"name\":", i ? "," : "");
+			json_str(name);
+			printf(",\"action\":\"%s\",\"from\":", eq_plan_action_name(it->action));
+			if (it->old)
+				json_str(it->old->version);
+			else
+				printf("null");
+			printf(",\"to\":");
+			if (it->pkg)
+				json_str(it->pkg->version);
+			else
+				printf("null");
+			printf(",\"bytes\":%" PRIu64 "}", it->download);
+		}
+		printf("],\"download_bytes\":%" PRIu64 ",\"full_bytes\":%" PRIu64 "}\n", c.plan.download_bytes,
+		       c.plan.full_bytes);
+	} else {
+		printf("running release '%s' (number %" PRIu64 "), repository offers '%s' (number %" PRIu64 ")\n",
+		       hr.release, hr.number, hn.release, hn.number);
+		if (c.up_to_date) {
+			printf("up to date\n");
+		} else {
+			if (c.skipped_failed)
+				printf("this release failed before; 'eqota update --retry' tries it again\n");
+			for (size_t i = 0; i < c.plan.n; i++) {
+				const struct eq_plan_item *it = &c.plan.items[i];
+				if (it->action == EQ_PLAN_KEEP)
+					continue;
+				printf("%-7s %s %s -> %s %" PRIu64 "\n", eq_plan_action_name(it->action),
+				       it->pkg ? it->pkg->name : it->old->name, it->old ? it->old->version : "-",
+				       it->pkg ? it->pkg->version : "-", it->download);
+			}
+			printf("plan: %zu keep, %zu delta, %zu full, %zu remove; download %" PRIu64 " of %" PRIu64
+			       " bytes\n",
+			       c.plan.count[EQ_PLAN_KEEP], c.plan.count[EQ_PLAN_DELTA], c.plan.count[EQ_PLAN_FULL],
+			       c.plan.count[EQ_PLAN_REMOVE], c.plan.download_bytes, c.plan.full_bytes);
+		}
+	}
+	int rc = EQ_EXIT_OK;
+	eq_check_done(&c);
+	return rc;
+}
+
+static int do_reboot(void)
+{
+	/* The init system does the orderly shutdown; eqota only asks. */
+	eq_log(EQ_LOG_NOTICE, "rebooting");
+	fflush(NULL);
+	execl("/sbin/reboot", "reboot", (char *)NULL);
+	eq_log(EQ_LOG_ERR, "cannot run /sbin/reboot: %s", strerror(errno));
+	return EQ_EXIT_FAILED;
+}
+
+static int cmd_update(struct eq_agent *a)
+{
+	struct eq_update_result res;
+	struct eq_error e;
+	if (eq_agent_update(a, opt.retry, &res, &e))
+		return fail(&e);
+	if (res.exit == EQ_EXIT_OK) {
+		printf("up to date (release '%s', number %" PRIu64 ")\n", res.release, res.number);
+		return EQ_EXIT_OK;
+	}
+	printf("installed release '%s' (number %" PRIu64 ") in %.1f s: %zu packages kept, %zu from deltas, %zu full, "
+	       "%zu fell back to full objects; it is tried at the next boot\n",
+	       res.release, res.number, res.seconds, res.install.kept, res.install.delta, res.install.full,
+	       res.install.fallback);
+	if (opt.reboot)
+		return do_reboot();
+	return res.exit;
+}
+
+static int cmd_confirm(struct eq_agent *a)
+{
+	enum eq_exit ex;
+	struct eq_error e;
+	if (eq_agent_confirm(a, &ex, &e))
+		return fail(&e);
+	return ex;
+}
+
+static int cmd_rollback(struct eq_agent *a, const char *why)
+{
+	struct eq_error e;
+	if (eq_agent_rollback(a, why, &e))
+		return fail(&e);
+	return EQ_EXIT_ROLLED_BACK;
+}
+
+static int cmd_provision(struct eq_agent *a)
+{
+	if (!opt.slot)
+		return usage_error("provision needs --slot A|B", NULL);
+	int slot = eq_bl_slot_index(opt.slot);
+	if (slot < 0)
+		return usage_error("--slot must be A or B, not", opt.slot);
+	struct eq_update_result res;
+	struct eq_error e;
+	if (eq_agent_provision(a, (unsigned)slot, opt.release, &res, &e))
+		return fail(&e);
+	printf("provisioned slot %s with release '%s' (number %" PRIu64 ") in %.1f s: %zu packages\n", opt.slot,
+	       res.release, res.number, res.seconds, res.install.full);
+	return EQ_EXIT_OK;
+}
+
+static void sleep_interruptible(unsigned secs)
+{
+	for (unsigned i = 0; i < secs * 10 && !stop_requested; i++) {
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int cmd_daemon(struct eq_agent *a, const struct eq_config *cfg)
+{
+	struct sigaction sa = {.sa_handler = on_term};
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	int ex = cmd_confirm(a);
+	if (ex == EQ_EXIT_ROLLED_BACK)
+		return do_reboot();
+	while (!stop_requested) {
+		struct eq_update_result res;
+		struct eq_error e;
+		if (eq_agent_update(a, false, &res, &e)) {
+			eq_log(EQ_LOG_WARNING, "update failed: %s, retrying at the next poll", eq_error_msg(&e));
+		} else if (res.exit == EQ_EXIT_UPDATED) {
+			eq_log(EQ_LOG_NOTICE, "release '%s' installed; rebooting into it", res.release);
+			return do_reboot();
+		}
+		if (stop_requested)
+			break;
+		/* Jitter keeps a fleet from polling the server in lockstep. */
+		unsigned jitter = 0;
+		if (cfg->poll_jitter_s && getrandom(&jitter, sizeof(jitter), 0) == (ssize_t)sizeof(jitter))
+			jitter %= cfg->poll_jitter_s + 1;
+		sleep_interruptible(cfg->poll_interval_s + jitter);
+	}
+	eq_log(EQ_LOG_NOTICE, "stopping on request");
+	return EQ_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			opt.config = argv[++i];
+		else if (!strcmp(argv[i], "-v"))
+			eq_log_set_level(eq_log_get_level() == EQ_LOG_INFO ? EQ_LOG_DEBUG : EQ_LOG_INFO);
+		else if (!strcmp(argv[i], "-q"))
+			eq_log_set_level(EQ_LOG_WARNING);
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return EQ_EXIT_OK;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("eqota %s\n", EQ_VERSION);
+			return EQ_EXIT_OK;
+		} else {
+			return usage_error("unknown option", argv[i]);
+		}
+	}
+	if (i >= argc)
+		return usage_error("missing command", NULL);
+	const char *cmd = argv[i++];
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			opt.json = true;
+		else if (!strcmp(argv[i], "--retry"))
+			opt.retry = true;
+		else if (!strcmp(argv[i], "--reboot"))
+			opt.reboot = true;
+		else if (!strcmp(argv[i], "--slot") && i + 1 < argc)
+			opt.slot = argv[++i];
+		else if (!strcmp(argv[i], "--release") && i + 1 < argc)
+			opt.release = argv[++i];
+		else
+			return usage_error("unknown argument", argv[i]);
+	}
+	static const char *const known[] = {"status", "check", "update", "mark-good", "mark-bad", "rollback",
+					    "daemon", "provision"};
+	bool ok = false;
+	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+		ok |= !strcmp(cmd, known[k]);
+	if (!ok)
+		return usage_error("unknown command", cmd);
+
+	struct eq_config cfg;
+	struct eq_error e;
+	if (eq_config_load(opt.config, &cfg, &e)) {
+		eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
+		return EQ_EXIT_USAGE;
+	}
+	struct eq_agent *a = NULL;
+	if (eq_agent_new(&cfg, &a, &e)) {
+		eq_config_done(&cfg);
+		return fail(&e);
+	}
+	struct eq_progress_printer pp;
+	eq_progress_printer_init(&pp, STDERR_FILENO);
+	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)
+		eq_agent_set_progress(a, eq_progress_print, &pp);
+
+	int rc;
+	if (!strcmp(cmd, "status"))
+		rc = cmd_status(a);
+	else if (!strcmp(cmd, "check"))
+		rc = cmd_check(a);
+	else if (!strcmp(cmd, "update"))
+		rc = cmd_update(a);
+	else if (!strcmp(cmd, "mark-good"))
+		rc = cmd_confirm(a);
+	else if (!strcmp(cmd, "mark-bad"))
+		rc = cmd_rollback(a, "marked bad by 'eqota mark-bad'");
+	else if (!strcmp(cmd, "rollback"))
+		rc = cmd_rollback(a, "rolled back by 'eqota rollback'");
+	else if (!strcmp(cmd, "provision"))
+		rc = cmd_provision(a);
+	else
+		rc = cmd_daemon(a, &cfg);
+	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)
+		eq_progress_printer_done(&pp);
+	eq_agent_free(a);
+	eq_config_done(&cfg);
+	return rc;
+}

@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# The device agent end to end on a simulated device (dir slots, file
+# bootloader, a boot-script emulator) against a real lighttpd on loopback
+# serving a repository published by eqota-gen from real Debian packages.
+# Usage: agent_update.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
+set -Eeuo pipefail
+eqota=$1 gen=$2 simboot=$3 src=$4
+cache=${EQ_CACHE_DIR:-$src/.cache}/debs
+kills=${EQ_KILL_COUNT:-50}
+[ -d "$cache/release2" ] || "$src/scripts/fetch-debs.sh" "$cache" >/dev/null
+. "$src/tests/integration/lib/httpd.sh"
+w=$(mktemp -d /tmp/eq-agent.XXXXXX)
+cleanup() { httpd_stop || true; rm -rf "$w"; }
+trap cleanup EXIT
+trap 'echo "agent_update.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
+cd "$w"
+fails=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# run NAME WANT_RC CMD...: runs CMD, checks its exit status, keeps its output in $out.
+run() {
+  local name=$1 want=$2 rc=0; shift 2
+  out=$("$@" 2>&1) || rc=$?
+  if [ "$rc" -eq "$want" ]; then return 0; fi
+  fail "$name: exit $rc, expected $want"; echo "$out" | tail -20; return 1
+}
+
+# ---- the repository: two releases of the demo package set, plus a small set
+# for the power-cut loop (fewer packages keep 50 updates quick).
+"$gen" keygen --out rel >/dev/null
+P=(--board qemux86-64 --channel stable --key rel.key --store store.db --level 9)
+"$gen" -q publish --repo repo "${P[@]}" --release r1 --packages "$cache/release1" --build-index "$cache/release1.index" >/dev/null
+mkdir -p logs
+httpd_start "$w/repo" "$w/logs"
+url="http://127.0.0.1:$HTTPD_PORT"
+
+# ---- a simulated device: two dir slots, a file bootloader, a fake kernel command line
+mkdevice() { # DIR [CHECK] [TIMEOUT] [URL]
+  local d=$1 check=${2:-/bin/true} timeout=${3:-10} u=${4:-$url}
+  mkdir -p "$d/A" "$d/B" "$d/data"
+  cat > "$d/eqota.conf" <<EOF
+[repository]
+url = $u
+board = qemux86-64
+channel = stable
+key = $w/rel.pub
+retries = 1
+retry-delay-ms = 100
+low-speed-time = 5
+[slots]
+type = dir
+A = $d/A
+B = $d/B
+[bootloader]
+backend = file
+path = $d/bootenv
+cmdline = $d/cmdline
+[paths]
+data = $d/data
+[health]
+check = $check
+timeout = $timeout
+EOF
+}
+boot() { "$simboot" --env "$1/bootenv" --cmdline "$1/cmdline"; }
+eq() { local d=$1; shift; "$eqota" --config "$d/eqota.conf" "$@"; }
+# A digest of a slot: every path with type, mode, owner, file size and
+# content hash, link target, device numbers and xattrs (eqota's own records
+# left out). Directory sizes are left out: they depend on the file system's
+# history, not on the content.
+treesum() {
+  python3 - "$1" <<'PY'
+import hashlib, os, stat, sys
+root = sys.argv[1]
+h = hashlib.sha256()
+for d, dirs, files in os.walk(root):
+    dirs.sort()
+    rel_d = os.path.relpath(d, root)
+    if rel_d == "usr/lib/eqota":
+        dirs[:] = []
+        continue
+    for name in sorted(dirs + files):
+        p = os.path.join(d, name)
+        rel = os.path.relpath(p, root)
+        if rel == "usr/lib/eqota":
+            continue
+        st = os.lstat(p)
+        line = [rel, oct(st.st_mode), str(st.st_uid), str(st.st_gid)]
+        if stat.S_ISREG(st.st_mode):
+            line += [str(st.st_size), hashlib.sha256(open(p, "rb").read()).hexdigest()]
+        elif stat.S_ISLNK(st.st_mode):
+            line.append(os.readlink(p))
+        elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            line.append(str(st.st_rdev))
+        for x in sorted(os.listxattr(p, follow_symlinks=False)):
+            line.append(x + "=" + os.getxattr(p, x, follow_symlinks=False).hex())
+        h.update(("\0".join(line) + "\n").encode("utf-8", "surrogateescape"))
+print(h.hexdigest())
+PY
+}
+bytes_of() { # sum of bytes sent for requests matching a regex in the access log
+  httpd_log_flush
+  awk -v re="$1" '$2 ~ re && ($3 == 200 || $3 == 206) { s += $4 } END { print s + 0 }' "$HTTPD_ACCESS_LOG"
+}
+
+dev=$w/dev
+mkdevice "$dev"
+run "provision slot A" 0 eq "$dev" provision --slot A && pass "provision slot A with release 1"
+boot "$dev" >/dev/null
+run "status" 0 eq "$dev" status --json
+python3 -c 'import json,sys; s=json.loads(sys.argv[1]); assert s["booted"]=="A" and s["slots"]["A"]["number"]==1, s' "$out" &&
+  pass "status --json: booted A, release 1" || fail "status: $out"
+sumA=$(treesum "$dev/A")
+cp -a "$dev" "$w/pristine"   # a device on release 1, reused by the fault tests
+
+# Release 2 appears on the server.
+"$gen" -q publish --repo repo "${P[@]}" --release r2 --packages "$cache/release2" --build-index "$cache/release2.index" >/dev/null
+expect_dl=$("$gen" diff --repo repo --board qemux86-64 --channel stable --from r1 --to r2 --json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["download_bytes"])')
+
+# ---- 1. update 1 -> 2: bytes equal the prediction, the slot equals release 2
+run "check" 0 eq "$dev" check --json
+plan_dl=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["download_bytes"])' "$out")
+[ "$plan_dl" = "$expect_dl" ] && pass "check plans $plan_dl bytes, as eqota-gen diff predicts" ||
+  fail "check plans $plan_dl bytes, diff predicts $expect_dl"
+: > "$HTTPD_ACCESS_LOG"
+run "update" 3 eq "$dev" update && pass "update installs release 2 into slot B (exit 3)"
+got=$(bytes_of '^/(objects|deltas)/')
+[ "$got" = "$expect_dl" ] && pass "bytes fetched ($got) equal the prediction (access log)" ||
+  fail "fetched $got bytes, predicted $expect_dl"
+[ "$(treesum "$dev/A")" = "$sumA" ] && pass "slot A untouched by the update" || fail "slot A changed"
+# Reference: release 2 unpacked by dpkg itself.
+mkdir ref
+for f in "$cache/release2"/*.deb; do dpkg-deb --fsys-tarfile "$f" | tar -xpf - --xattrs --xattrs-include='*' -C ref; done
+if [ "$(treesum ref)" = "$(treesum "$dev/B")" ]; then pass "slot B equals release 2 exactly (every path, mode, owner, size, link)";
+else fail "slot B differs from release 2"; diff <(cd ref && find . | sort) <(cd "$dev/B" && find . -path ./usr/lib/eqota -prune -o -print | sort) | head; fi
+diff -r --no-dereference ref "$dev/B" -x eqota >/dev/null 2>&1 && pass "slot B content equals release 2 byte for byte" || fail "content differs"
+[ "$(boot "$dev")" = B ] || fail "the bootloader did not try B"
+run "mark-good" 0 eq "$dev" mark-good && pass "health checks pass on B and B is committed"
+[ "$(boot "$dev")" = B ] && pass "a further reboot stays on B" || fail "did not stay on B"
+
+# ---- 2. up to date: one conditional request for the manifest, nothing else
+: > "$HTTPD_ACCESS_LOG"
+run "update when up to date" 0 eq "$dev" update && pass "up to date: exit 0"
+httpd_log_flush
+reqs=$(wc -l < "$HTTPD_ACCESS_LOG")
+if [ "$reqs" -eq 1 ] && awk '{exit !($3 == 304)}' "$HTTPD_ACCESS_LOG"; then pass "up to date: only a conditional manifest request (304)";
+else fail "up to date fetched: $(cat "$HTTPD_ACCESS_LOG")"; fi
+
+# ---- 3. bad repositories: refused, running slot untouched
+fresh() { rm -rf "$w/d"; cp -a "$w/pristine" "$w/d"; sed -i "s|$dev|$w/d|g" "$w/d/eqota.conf"; }
+serve() { # REPO [DEVICE]: (re)start the server on REPO and point the device at it
+  local d=${2:-$w/d}
+  httpd_stop; httpd_start "$1" "$w/logs"
+  if [ -f "$d/eqota.conf" ]; then sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$d/eqota.conf"; fi
+}
+refused() { # NAME MESSAGE
+  local name=$1 msg=$2
+  if run "$name" 1 eq "$w/d" update; then
+    if grep -qF -- "$msg" <<<"$out"; then pass "$name: refused ($msg)"; else fail "$name: message '$out'"; fi
+  fi
+  [ "$(treesum "$w/d/A")" = "$sumA" ] || fail "$name: slot A changed"
+  [ "$(boot "$w/d")" = A ] || fail "$name: the device no longer boots A"
+}
+cp -a repo repo-bad
+# Both the delta and the full object are bad, so no fallback can save it.
+for f in $(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); p=[p for p in m["packages"] if p["name"]=="libc6"][0]; print(" ".join([p["object"]["path"]] + [d["path"] for d in p["deltas"]]))' repo/boards/qemux86-64/stable/manifest.json); do
+  printf '\xff' | dd of="repo-bad/$f" bs=1 seek=100 conv=notrunc status=none
+done
+fresh; serve "$w/repo-bad"; refused "corrupted object" "SHA-256"
+"$gen" keygen --out other >/dev/null
+cp -a repo repo-other
+"$gen" -q publish --repo repo-other --board qemux86-64 --channel stable --key other.key --store store.db --level 9 \
+  --release r3 --packages "$cache/release2" --build-index "$cache/release2.index" >/dev/null
+fresh; serve "$w/repo-other"; refused "manifest signed by an unknown key" "unknown key"
+# An older release replayed to a device that runs release 2.
+cp -a repo repo-old
+cp repo/boards/qemux86-64/stable/releases/1/manifest.json* repo-old/boards/qemux86-64/stable/
+rm -rf "$w/d"; cp -a "$dev" "$w/d"; sed -i "s|$dev|$w/d|g" "$w/d/eqota.conf"; serve "$w/repo-old"
+run "older release" 1 eq "$w/d" update && grep -q "refusing to downgrade" <<<"$out" &&
+  pass "older release number refused" || fail "older release: $out"
+[ "$(boot "$w/d")" = B ] || fail "older release: the device left B"
+# Expired: the device's clock is past the manifest's expiry (test hook).
+fresh; serve "$w/repo"
+if EQ_TEST_NOW=4102444800 run "expired manifest" 1 eq "$w/d" update; then
+  grep -q "expired at" <<<"$out" && pass "expired manifest refused" || fail "expired: $out"; fi
+[ "$(treesum "$w/d/A")" = "$sumA" ] || fail "expired: slot A changed"
+
+# ---- 4. interrupted download resumes with a Range request
+fresh; serve "$w/repo"
+httpd_stop
+HTTPD_EXTRA_CONF='connection.kbytes-per-second = 256' httpd_start "$w/repo" "$w/logs"
+sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$w/d/eqota.conf"
+port=$HTTPD_PORT
+"$eqota" --config "$w/d/eqota.conf" update >/dev/null 2>&1 & upd=$!
+for _ in $(seq 1 200); do
+  part=$(find "$w/d/data/downloads" -name '*.part' -size +20k -print -quit 2>/dev/null)
+  [ -n "$part" ] && break; sleep 0.05
+done
+httpd_stop
+wait $upd || true
+if [ -n "${part:-}" ]; then
+  HTTPD_PORT_WANTED=$port httpd_start "$w/repo" "$w/logs"
+  sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$w/d/eqota.conf"
+  : > "$HTTPD_ACCESS_LOG"
+  run "resumed update" 3 eq "$w/d" update
+  httpd_log_flush
+  if awk '$5 ~ /^bytes=[1-9]/ {found=1} END {exit !found}' "$HTTPD_ACCESS_LOG"; then pass "interrupted download resumed with a Range request";
+  else fail "no Range request after the interruption"; cat "$HTTPD_ACCESS_LOG"; fi
+else
+  fail "could not catch a download in flight"
+fi
+
+# ---- 5. health check failing or hanging: roll back, A stays good
+for mode in fail hang; do
+  fresh; serve "$w/repo"
+  if [ $mode = fail ]; then sed -i 's|^check = .*|check = /bin/false|' "$w/d/eqota.conf";
+  else sed -i 's|^check = .*|check = /bin/sleep 30|; s|^timeout = .*|timeout = 2|' "$w/d/eqota.conf"; fi
+  run "update ($mode)" 3 eq "$w/d" update
+  [ "$(boot "$w/d")" = B ] || fail "$mode: did not try B"
+  if run "health $mode" 4 eq "$w/d" mark-good; then pass "health check $mode: rolled back (exit 4)"; fi
+  [ "$(boot "$w/d")" = A ] && pass "health check $mode: the device boots A again" || fail "$mode: not back on A"
+  run "status after rollback" 0 eq "$w/d" status --json
+  python3 -c 'import json,sys; s=json.loads(sys.argv[1]); assert s["failed"]["number"]==2, s' "$out" &&
+    pass "health check $mode: status reports the failed release" || fail "status: $out"
+  [ "$(boot "$w/d")" = A ] || fail "$mode: A did not stay good"
+done
+# The failed release is not retried in a loop, only on request.
+: > "$HTTPD_ACCESS_LOG"
+run "update after failure" 0 eq "$w/d" update
+httpd_log_flush
+grep -q "^/objects\|^/deltas" <(awk '{print $2}' "$HTTPD_ACCESS_LOG") && fail "failed release downloaded again" ||
+  pass "a failed release is not retried without --retry"
+sed -i 's|^check = .*|check = /bin/true|' "$w/d/eqota.conf"
+run "update --retry" 3 eq "$w/d" update --retry && pass "update --retry installs it again"
+
+# ---- 6. the new slot never comes up: the boot counter brings A back
+fresh; serve "$w/repo"
+run "update (hang)" 3 eq "$w/d" update
+[ "$(boot "$w/d")" = B ] || fail "did not try B"
+# B "hangs": nothing confirms it; the watchdog resets; the boot script runs again.
+[ "$(boot "$w/d")" = A ] && pass "slot B out of attempts: the bootloader falls back to A" || fail "no fallback"
+run "confirm on A" 4 eq "$w/d" mark-good && pass "the agent on A records that B never came up"
+run "status" 0 eq "$w/d" status
+grep -q "did not come up" <<<"$out" && pass "status names the failure" || fail "status: $out"
+
+# ---- 7. SIGKILL at random instants during update, then a fresh run
+mkdir -p small1 small2
+for f in $(ls "$cache/release1" | head -n 24) $(ls "$cache/release1" | grep -E '^(libc6|libssl3|zlib1g)_'); do ln -sf "$cache/release1/$f" small1/; done
+for f in $(ls "$cache/release2" | head -n 24) $(ls "$cache/release2" | grep -E '^(libc6|libssl3|zlib1g)_'); do ln -sf "$cache/release2/$f" small2/; done
+Q=(--board qemux86-64 --channel stable --key rel.key --store store.db --level 3)
+"$gen" -q publish --repo repo-small "${Q[@]}" --release s1 --packages small1 >/dev/null
+serve "$w/repo-small"
+rm -rf "$w/k"; mkdevice "$w/k" /bin/true 10 "http://127.0.0.1:$HTTPD_PORT"
+eq "$w/k" provision --slot A >/dev/null 2>&1 || fail "provision small"
+boot "$w/k" >/dev/null
+"$gen" -q publish --repo repo-small "${Q[@]}" --release s2 --packages small2 >/dev/null
+cp -a "$w/k" "$w/k0"
+t0=$(date +%s%N); eq "$w/k" update >/dev/null 2>&1 || true; t1=$(date +%s%N)
+dur_ms=$(( (t1 - t0) / 1000000 ))
+ksum=$(treesum "$w/k0/A")
+ref_small=$(treesum "$w/k/B")   # the uninterrupted run's result
+bad=0 complete=0 untouched=0
+for i in $(seq 1 "$kills"); do
+  rm -rf "$w/k"; cp -a "$w/k0" "$w/k"
+  delay=$(( RANDOM % (dur_ms + 1) ))
+  # eqota itself in the background (not through a function, whose subshell
+  # would take the signal while eqota ran on).
+  "$eqota" --config "$w/k/eqota.conf" update >/dev/null 2>&1 & p=$!
+  sleep "$(awk -v d="$delay" 'BEGIN{printf "%.3f", d/1000}')"
+  kill -KILL $p 2>/dev/null || true; wait $p 2>/dev/null || true
+  # Whatever the instant: A intact; B is either handed over complete or not at all.
+  [ "$(treesum "$w/k/A")" = "$ksum" ] || { bad=$((bad + 1)); echo "kill $i after ${delay} ms: slot A changed"; }
+  st=$(eq "$w/k" status --json 2>/dev/null || echo '{}')
+  trial=$(python3 -c 'import json,sys; s=json.loads(sys.argv[1]); print(s.get("bootloader",{}).get("trial"))' "$st")
+  if [ "$trial" = B ]; then
+    complete=$((complete + 1))
+    [ -f "$w/k/B/usr/lib/eqota/slot/manifest.json" ] || { bad=$((bad + 1)); echo "kill $i: B handed over without its record"; }
+  else
+    untouched=$((untouched + 1))
+  fi
+  # A fresh run finishes the job.
+  rc=0; msg=$(eq "$w/k" update 2>&1) || rc=$?
+  if [ $rc -ne 3 ] && [ "$trial" != B ]; then bad=$((bad + 1)); echo "kill $i after ${delay} ms: the next update ended with $rc: $msg"; fi
+  # Then the device boots the new slot, which must verify and commit.
+  if [ "$(boot "$w/k")" = B ]; then
+    run "confirm after kill $i" 0 eq "$w/k" mark-good || bad=$((bad + 1))
+    [ "$(treesum "$w/k/B")" = "$ref_small" ] || { bad=$((bad + 1)); echo "kill $i: slot B is not release s2"; }
+  else
+    bad=$((bad + 1)); echo "kill $i: the device did not boot the new slot after the fresh run"
+  fi
+done
+[ $bad -eq 0 ] && pass "SIGKILL at $kills random instants (update takes ${dur_ms} ms): A always intact; $complete kills left B handed over (complete), $untouched left it out of the boot order; every fresh run ended on a verified B" ||
+  fail "SIGKILL loop: $bad bad outcomes of $kills"
+
+echo "agent_update: $fails failed"
+[ "$fails" -eq 0 ]
