@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
+#include "curl_dl.h"
 
 #include <eq/agent.h>
 
@@ -426,7 +426,9 @@ void eq_fetcher_free(struct eq_fetcher *f)
 eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, struct eq_fetcher **ret,
 		      struct eq_error *err)
 {
-	eq_err r;
+	eq_err r = eq_curl_load(err);
+	if (r)
+		return r;
 	struct eq_fetcher *f = eq_calloc(1, sizeof(*f));
 	if (!f)
 		return eq_error_set(err, EQ_ERR_NOMEM, "fetcher: out of memory");

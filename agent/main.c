@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,29 +273,72 @@ static void sleep_interruptible(unsigned secs)
 	}
 }
 
-static int cmd_daemon(struct eq_agent *a, const struct eq_config *cfg)
+/* One poll of the daemon in a child process: libcurl, the TLS library and
+ * the install buffers live only as long as the work, so the waiting daemon
+ * stays small. Returns the child's exit status. */
+static int daemon_cycle(const struct eq_config *cfg, bool first)
+{
+	pid_t pid = fork();
+	if (pid < 0) {
+		eq_log(EQ_LOG_ERR, "cannot fork: %s", strerror(errno));
+		return EQ_EXIT_FAILED;
+	}
+	if (pid == 0) {
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		sigaction(SIGTERM, &dfl, NULL);
+		struct eq_agent *a = NULL;
+		struct eq_error e;
+		if (eq_agent_new(cfg, &a, &e)) {
+			eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
+			_exit(EQ_EXIT_FAILED);
+		}
+		int rc;
+		if (first) {
+			rc = cmd_confirm(a);
+		} else {
+			struct eq_update_result res;
+			if (eq_agent_update(a, false, &res, &e)) {
+				eq_log(EQ_LOG_WARNING, "update failed: %s, retrying at the next poll", eq_error_msg(&e));
+				rc = EQ_EXIT_FAILED;
+			} else {
+				if (res.exit == EQ_EXIT_UPDATED)
+					eq_log(EQ_LOG_NOTICE, "release '%s' installed; rebooting into it", res.release);
+				rc = res.exit;
+			}
+		}
+		eq_agent_free(a);
+		fflush(NULL);
+		_exit(rc);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return EQ_EXIT_FAILED;
+		if (stop_requested)
+			kill(pid, SIGTERM);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : EQ_EXIT_FAILED;
+}
+
+static int cmd_daemon(const struct eq_config *cfg)
 {
 	struct sigaction sa = {.sa_handler = on_term};
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	int ex = cmd_confirm(a);
+	/* After a boot the confirm step comes first: it may commit or roll back. */
+	int ex = daemon_cycle(cfg, true);
 	if (ex == EQ_EXIT_ROLLED_BACK)
 		return do_reboot();
 	while (!stop_requested) {
-		struct eq_update_result res;
-		struct eq_error e;
-		if (eq_agent_update(a, false, &res, &e)) {
-			eq_log(EQ_LOG_WARNING, "update failed: %s, retrying at the next poll", eq_error_msg(&e));
-		} else if (res.exit == EQ_EXIT_UPDATED) {
-			eq_log(EQ_LOG_NOTICE, "release '%s' installed; rebooting into it", res.release);
-			return do_reboot();
-		}
-		if (stop_requested)
-			break;
 		/* Jitter keeps a fleet from polling the server in lockstep. */
 		unsigned jitter = 0;
 		if (cfg->poll_jitter_s && getrandom(&jitter, sizeof(jitter), 0) == (ssize_t)sizeof(jitter))
 			jitter %= cfg->poll_jitter_s + 1;
+		ex = daemon_cycle(cfg, false);
+		if (ex == EQ_EXIT_UPDATED)
+			return do_reboot();
+		if (stop_requested)
+			break;
 		sleep_interruptible(cfg->poll_interval_s + jitter);
 	}
 	eq_log(EQ_LOG_NOTICE, "stopping on request");
@@ -352,6 +396,11 @@ int main(int argc, char **argv)
 		eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
 		return EQ_EXIT_USAGE;
 	}
+	if (!strcmp(cmd, "daemon")) {
+		int rc = cmd_daemon(&cfg);
+		eq_config_done(&cfg);
+		return rc;
+	}
 	struct eq_agent *a = NULL;
 	if (eq_agent_new(&cfg, &a, &e)) {
 		eq_config_done(&cfg);
@@ -375,10 +424,8 @@ int main(int argc, char **argv)
 		rc = cmd_rollback(a, "marked bad by 'eqota mark-bad'");
 	else if (!strcmp(cmd, "rollback"))
 		rc = cmd_rollback(a, "rolled back by 'eqota rollback'");
-	else if (!strcmp(cmd, "provision"))
-		rc = cmd_provision(a);
 	else
-		rc = cmd_daemon(a, &cfg);
+		rc = cmd_provision(a);
 	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)
 		eq_progress_printer_done(&pp);
 	eq_agent_free(a);

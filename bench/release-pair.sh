@@ -9,7 +9,7 @@
 # Usage: bench/release-pair.sh [BUILD_DIR]      (default: build)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$src/build}
+build=$(cd "${1:-$src/build}" && pwd)
 gen=$build/eqota-gen
 eqd=$build/tests/eq-delta
 [ -x "$gen" ] && [ -x "$eqd" ] || { echo "build first: cmake --build $build" >&2; exit 1; }
