@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The main job: sets up the machine, builds eqota, downloads a real Debian 12
 # device package set in two versions (a handful of security updates apart),
-# publishes both as signed releases with eqota-gen and shows what a device on
-# the first release downloads to reach the second.
+# publishes release 1 with eqota-gen, serves the repository with lighttpd on
+# loopback, provisions a simulated device (two dir slots, a file bootloader)
+# with release 1, publishes release 2, updates the device, reboots it (boot
+# script emulator), confirms the new slot and reports what it cost.
 # Usage: scripts/demo.sh [OUT_DIR]     (default: out/demo, git-ignored)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,29 +13,93 @@ out=${1:-$top/out/demo}
 "$top/scripts/setup.sh" "$top/build"
 "$top/scripts/fetch-debs.sh"
 gen=$top/build/eqota-gen
+eqota=$top/build/agent/eqota
+simboot=$top/build/tests/eq-simboot
 cache=$top/.cache/debs
+. "$top/tests/integration/lib/httpd.sh"
 
 rm -rf "$out"
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 cd "$out"
-echo
-echo "== keys: a demo signing key (never ship it)"
+trap httpd_stop EXIT
+step() { printf '\n== %s\n' "$*"; }
+
+step "a demo signing key (never ship it)"
 "$gen" keygen --out demo-release
 B=(--repo repo --board qemux86-64 --channel stable)
-echo
-echo "== publish release 1 ($(ls "$cache/release1" | wc -l) packages)"
+step "publish release 1 ($(ls "$cache/release1" | wc -l) packages)"
 "$gen" publish "${B[@]}" --release 2026.12-1 --packages "$cache/release1" \
   --build-index "$cache/release1.index" --key demo-release.key --store equiv.db
-echo
-echo "== publish release 2: every package rebuilt (new taskhashes), a few really changed"
+
+step "serve the repository with lighttpd on loopback"
+httpd_start "$out/repo" "$out/httpd"
+echo "$HTTPD_URL (access log: $HTTPD_ACCESS_LOG)"
+
+step "a simulated device: slots A and B, a file bootloader, provisioned with release 1"
+dev=$out/device
+mkdir -p "$dev/A" "$dev/B" "$dev/data"
+cat > "$dev/eqota.conf" <<EOF
+[repository]
+url = $HTTPD_URL
+board = qemux86-64
+channel = stable
+key = $out/demo-release.pub
+[slots]
+type = dir
+A = $dev/A
+B = $dev/B
+[bootloader]
+backend = file
+path = $dev/bootenv
+cmdline = $dev/cmdline
+[paths]
+data = $dev/data
+[health]
+check = /bin/true
+timeout = 60
+EOF
+"$eqota" --config "$dev/eqota.conf" provision --slot A
+echo "boot: slot $("$simboot" --env "$dev/bootenv" --cmdline "$dev/cmdline")"
+
+step "publish release 2: every package rebuilt (new taskhashes), a few really changed"
 "$gen" publish "${B[@]}" --release 2026.12-2 --packages "$cache/release2" \
   --build-index "$cache/release2.index" --key demo-release.key --store equiv.db
-echo
-echo "== verify what a device will check"
 "$gen" verify "${B[@]}" --key demo-release.pub --deep
+
+step "the device checks, updates, reboots into slot B and confirms it"
+"$eqota" --config "$dev/eqota.conf" check
+httpd_log_flush
+: > "$HTTPD_ACCESS_LOG"
+t0=$(date +%s.%N)
+rc=0
+"$eqota" --config "$dev/eqota.conf" update || rc=$?
+t1=$(date +%s.%N)
+[ $rc -eq 3 ] || { echo "demo: update ended with exit status $rc" >&2; exit 1; }
+echo "boot: slot $("$simboot" --env "$dev/bootenv" --cmdline "$dev/cmdline")"
+"$eqota" --config "$dev/eqota.conf" mark-good
+"$eqota" --config "$dev/eqota.conf" status
+
+step "report"
+httpd_log_flush
+fetched=$(awk '$2 ~ /^\/(objects|deltas)\// {s += $4} END {print s + 0}' "$HTTPD_ACCESS_LOG")
+requests=$(awk '$2 ~ /^\/(objects|deltas)\// {n++} END {print n + 0}' "$HTTPD_ACCESS_LOG")
+"$gen" diff "${B[@]}" --from 2026.12-1 --to 2026.12-2 --json > diff.json
+python3 - diff.json "$fetched" "$requests" "$t0" "$t1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["totals"]
+fetched, requests = int(sys.argv[2]), int(sys.argv[3])
+secs = float(sys.argv[5]) - float(sys.argv[4])
+print(f"packages: {t['kept']} kept, {t['equivalent']} equivalent (rebuilt, identical output), "
+      f"{t['changed']} changed, {t['added']} added, {t['removed']} removed")
+for p in d["packages"]:
+    if p["state"] in ("changed", "added"):
+        how = "delta" if p["delta"] else "full object"
+        print(f"  {p['name']:<14} {p.get('old_version', '-')} -> {p['new_version']}: {p['bytes']} bytes ({how})")
+print(f"downloaded: {fetched} bytes in {requests} requests, predicted {t['download_bytes']}; "
+      f"the full release is {t['full_bytes']} bytes: {100.0 * fetched / t['full_bytes']:.2f} %")
+print(f"update time (check, download, build slot B, switch): {secs:.1f} s")
+PY
 echo
-echo "== what a device on release 1 downloads for release 2"
-"$gen" diff "${B[@]}" --from 2026.12-1 --to 2026.12-2 | grep -v '^equivalent' || true
-echo "   (equivalent packages, rebuilt with identical output, are not listed: $("$gen" diff "${B[@]}" --from 2026.12-1 --to 2026.12-2 | grep -c '^equivalent'))"
-echo
-echo "repository: $out/repo (serve it with any static HTTP server)"
+echo "repository: $out/repo   device: $dev"
