@@ -27,12 +27,16 @@ while read -r pkg old new; do
 	"$EQ_DELTA" create "$O" "$N" "$WORK/d" >/dev/null
 	"$EQ_DELTA" apply "$O" "$WORK/d" "$WORK/out"
 	cmp "$N" "$WORK/out"
-	"$EQ_DELTA" create "$O" "$N" "$WORK/d2" >/dev/null
-	cmp "$WORK/d" "$WORK/d2"
-	"$EQ_DELTA" create -m 2 -l 9 "$O" "$N" "$WORK/d1" >/dev/null
-	"$EQ_DELTA" info "$WORK/d1" | grep -qx "method 1"
-	"$EQ_DELTA" apply "$O" "$WORK/d1" "$WORK/out"
-	cmp "$N" "$WORK/out"
+	# Determinism and the forced bsdiff-class method on the smaller pairs:
+	# creating libc6's delta three times would only cost minutes.
+	if [ "$(stat -c%s "$N")" -lt 4000000 ]; then
+		"$EQ_DELTA" create "$O" "$N" "$WORK/d2" >/dev/null
+		cmp "$WORK/d" "$WORK/d2"
+		"$EQ_DELTA" create -m 2 -l 9 "$O" "$N" "$WORK/d1" >/dev/null
+		"$EQ_DELTA" info "$WORK/d1" | grep -qx "method 1"
+		"$EQ_DELTA" apply "$O" "$WORK/d1" "$WORK/out"
+		cmp "$N" "$WORK/out"
+	fi
 	method=$("$EQ_DELTA" info "$WORK/d" | awk '/^method/ { print $2 }')
 	if "$EQ_DELTA" apply "$N" "$WORK/d" "$WORK/bad" 2>"$WORK/err"; then
 		echo "FAIL: $pkg: delta applied to the wrong reference" >&2
