@@ -9,7 +9,7 @@ pkgs=(
   build-essential cmake pkg-config git ca-certificates
   libmbedtls-dev libcurl4-openssl-dev libzstd-dev libubootenv-dev libcjson-dev
   libsqlite3-dev libarchive-dev libcmocka-dev libdivsufsort-dev
-  zstd bsdiff xdelta3 time sqlite3 python3 dpkg-dev xz-utils binutils lighttpd
+  zstd bsdiff xdelta3 time sqlite3 python3 dpkg-dev xz-utils binutils lighttpd lighttpd-mod-openssl openssl
 )
 
 missing=()

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The agent over HTTPS: lighttpd with TLS on loopback and a test CA made
+# here. With the CA configured (ca-file) a device provisions and checks;
+# without it the certificate is refused with a clear error; a certificate for
+# another name is refused as well.
+# Usage: agent_https.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
+set -Eeuo pipefail
+eqota=$1 gen=$2 simboot=$3 src=$4
+. "$src/tests/integration/lib/httpd.sh"
+w=$(mktemp -d /tmp/eq-https.XXXXXX)
+trap 'httpd_stop; rm -rf "$w"' EXIT
+cd "$w"
+fails=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# A throw-away test CA and server certificates (never used outside this test).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=eqota test CA" \
+  -keyout ca.key -out ca.pem 2>/dev/null
+cert() { # NAME SAN
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" -keyout "$1.key" -out "$1.csr" 2>/dev/null
+  printf 'subjectAltName=%s\n' "$2" > "$1.ext"
+  openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile "$1.ext" -out "$1.pem" 2>/dev/null
+}
+cert good IP:127.0.0.1
+cert other DNS:update.example.org
+
+# A tiny release.
+mkdir -p pkgs/root/DEBIAN pkgs/root/usr/share/hello
+printf 'Package: hello\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@example.org>\nDescription: t\n' > pkgs/root/DEBIAN/control
+echo hello > pkgs/root/usr/share/hello/greeting
+mkdir -p debs && dpkg-deb --root-owner-group -b pkgs/root debs/hello_1.0_all.deb >/dev/null
+"$gen" keygen --out rel >/dev/null
+"$gen" -q publish --repo repo --board qemux86-64 --channel stable --key rel.key --store s.db --level 3 --release r1 --packages debs >/dev/null
+
+tls() { # CERTNAME
+  httpd_stop
+  HTTPD_EXTRA_CONF="server.modules += ( \"mod_openssl\" )
+ssl.engine = \"enable\"
+ssl.pemfile = \"$w/$1.pem\"
+ssl.privkey = \"$w/$1.key\"" httpd_start "$w/repo" "$w/logs"
+}
+device() { # DIR [CAFILE]
+  mkdir -p "$1/A" "$1/B" "$1/data"
+  {
+    printf '%s\n' "[repository]" "url = https://127.0.0.1:$HTTPD_PORT" "board = qemux86-64" "channel = stable" \
+      "key = $w/rel.pub" "retries = 0"
+    [ -n "${2:-}" ] && echo "ca-file = $2"
+    printf '%s\n' "[slots]" "A = $1/A" "B = $1/B" "[bootloader]" "backend = file" "path = $1/bootenv" \
+      "cmdline = $1/cmdline" "[paths]" "data = $1/data"
+  } > "$1/eqota.conf"
+}
+
+tls good
+device "$w/d1" "$w/ca.pem"
+if "$eqota" --config "$w/d1/eqota.conf" provision --slot A >out.txt 2>&1; then pass "provision over HTTPS with the configured CA";
+else fail "provision over HTTPS: $(cat out.txt)"; fi
+"$simboot" --env "$w/d1/bootenv" --cmdline "$w/d1/cmdline" >/dev/null
+"$eqota" --config "$w/d1/eqota.conf" check >out.txt 2>&1 && grep -q "up to date" out.txt && pass "check over HTTPS" ||
+  fail "check over HTTPS: $(cat out.txt)"
+
+device "$w/d2"
+if "$eqota" --config "$w/d2/eqota.conf" provision --slot A >out.txt 2>&1; then fail "an unknown CA was accepted";
+elif grep -qi "certificate" out.txt; then pass "without the CA the server certificate is refused: $(grep -io 'ssl[^:]*certificate[^,]*' out.txt | head -n1)";
+else fail "unexpected error: $(cat out.txt)"; fi
+
+tls other
+device "$w/d3" "$w/ca.pem"
+if "$eqota" --config "$w/d3/eqota.conf" provision --slot A >out.txt 2>&1; then fail "a certificate for another name was accepted";
+elif grep -qiE "certificate|subject|name" out.txt; then pass "a certificate for another host name is refused";
+else fail "unexpected error: $(cat out.txt)"; fi
+
+echo "agent_https: $fails failed"
+[ "$fails" -eq 0 ]
