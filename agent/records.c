@@ -166,16 +166,6 @@ static eq_err perr(struct pctx *p, eq_err code, const char *fmt, ...)
 	return eq_error_set(p->err, code, "%s:%lu: %s", p->name, p->line, msg);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Decodes @s (percent-encoded, no raw bytes that must be encoded). */
 static eq_err decode(struct pctx *p, const char *field, const char *s, char **ret)
@@ -188,8 +178,8 @@ static eq_err decode(struct pctx *p, const char *field, const char *s, char **re
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == '%') {
-			int h = i + 2 < len ? hexval(s[i + 1]) : -1;
-			int l = h >= 0 ? hexval(s[i + 2]) : -1;
+			int h = i + 2 < len ? eq_hex_digit(s[i + 1]) : -1;
+			int l = h >= 0 ? eq_hex_digit(s[i + 2]) : -1;
 			if (h < 0 || l < 0) {
 				eq_free(out);
 				return perr(p, EQ_ERR_PARSE, "%s: bad %%-escape", field);

@@ -82,7 +82,7 @@ void eq_hex_encode(const uint8_t *in, size_t len, char *out)
 	out[2 * len] = '\0';
 }
 
-static int hexval(char c)
+int eq_hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -98,7 +98,7 @@ bool eq_hex_decode(const char *hex, uint8_t *out, size_t len)
 	if (strlen(hex) != 2 * len)
 		return false;
 	for (size_t i = 0; i < len; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		int hi = eq_hex_digit(hex[2 * i]), lo = eq_hex_digit(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return false;
 		out[i] = (uint8_t)(hi << 4 | lo);

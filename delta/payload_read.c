@@ -41,7 +41,7 @@ void eq_payload_limits_default(struct eq_payload_limits *l)
 	l->max_xattrs = 64;
 }
 
-void tar_limits_resolve(const struct eq_payload_limits *in, struct eq_payload_limits *out)
+void eq_payload_limits_resolve(const struct eq_payload_limits *in, struct eq_payload_limits *out)
 {
 	struct eq_payload_limits d;
 	eq_payload_limits_default(&d);
@@ -251,7 +251,7 @@ eq_err eq_payload_reader_new(eq_read_fn src, void *src_ctx, const struct eq_payl
 		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for a reader");
 	r->src = src;
 	r->src_ctx = src_ctx;
-	tar_limits_resolve(limits, &r->lim);
+	eq_payload_limits_resolve(limits, &r->lim);
 	r->scratch = eq_malloc(SCRATCH_LEN);
 	r->xattrs = eq_calloc(r->lim.max_xattrs, sizeof(*r->xattrs));
 	if (!r->scratch || !r->xattrs) {

@@ -77,7 +77,6 @@ bool tar_strset_has(const struct tar_strset *s, const char *key);
 eq_err tar_strset_add(struct tar_strset *s, const char *key, bool *ret_added, struct eq_error *err) EQ_MUST_CHECK;
 
 /* Limits with every zero field replaced by its default. */
-void tar_limits_resolve(const struct eq_payload_limits *in, struct eq_payload_limits *out);
 
 /* Extract's view into the reader: hash everything consumed from now on,
  * the hash so far, and the byte offset of the current entry's header. */

@@ -50,7 +50,7 @@ eq_err eq_payload_builder_new(const struct eq_payload_limits *limits, struct eq_
 	struct eq_payload_builder *b = eq_calloc(1, sizeof(*b));
 	if (!b)
 		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for a builder");
-	tar_limits_resolve(limits, &b->lim);
+	eq_payload_limits_resolve(limits, &b->lim);
 	tar_strset_init(&b->paths);
 	*ret = b;
 	return EQ_OK;

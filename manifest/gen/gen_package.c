@@ -944,24 +944,6 @@ static eq_err sniff(int fd, enum kind *ret, struct eq_error *err)
 	return EQ_OK;
 }
 
-static void limits_merge(struct eq_payload_limits *out, const struct eq_payload_limits *in)
-{
-	eq_payload_limits_default(out);
-	if (!in)
-		return;
-	if (in->max_entries)
-		out->max_entries = in->max_entries;
-	if (in->max_path)
-		out->max_path = in->max_path;
-	if (in->max_file_size)
-		out->max_file_size = in->max_file_size;
-	if (in->max_total)
-		out->max_total = in->max_total;
-	if (in->max_xattr_size)
-		out->max_xattr_size = in->max_xattr_size;
-	if (in->max_xattrs)
-		out->max_xattrs = in->max_xattrs;
-}
 
 static eq_err read_archive(struct reader *rd, int fd, const char *path, struct eq_error *err)
 {
@@ -1064,7 +1046,7 @@ eq_err eq_pkg_read(const char *path, const struct eq_payload_limits *limits, str
 	}
 	pkg->spool_fd = -1;
 	rd->pkg = pkg;
-	limits_merge(&rd->lim, limits);
+	eq_payload_limits_resolve(limits, &rd->lim);
 	int fd = -1;
 	eq_err r = set_str(&pkg->info.file, path, strlen(path), err);
 	if (r == EQ_OK) {

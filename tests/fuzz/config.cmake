@@ -2,6 +2,9 @@
 # replay main and runs the bad corpus and the seed corpus as a ctest.
 if(TARGET eq_agent)
   add_executable(fuzz_config ${CMAKE_CURRENT_LIST_DIR}/fuzz_config.c)
+if(NOT EQ_FUZZ)
+  target_sources(fuzz_config PRIVATE ${CMAKE_CURRENT_LIST_DIR}/replay_main.c)
+endif()
   eq_target_defaults(fuzz_config)
   target_link_libraries(fuzz_config PRIVATE eq_agent eq_base)
   set(EQ_FUZZ_CONFIG_ARGS)

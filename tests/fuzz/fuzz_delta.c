@@ -155,60 +155,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef EQ_LIBFUZZER
-static int run_file(const char *path)
+/* Corpus files under bad/ are raw deltas: prefix the apply selector. */
+void eq_fuzz_replay_file(const char *path, const uint8_t *data, size_t size);
+void eq_fuzz_replay_file(const char *path, const uint8_t *data, size_t size)
 {
-	uint8_t *d;
-	size_t n;
-	struct eq_error e;
-	if (eq_file_read_all(path, 1u << 20, &d, &n, &e) != EQ_OK) {
-		fprintf(stderr, "%s: %s\n", path, eq_error_msg(&e));
-		return 1;
-	}
-	/* Corpus files under bad/ are raw deltas: prefix the apply selector. */
-	uint8_t *in = malloc(n + 1);
-	if (!in)
-		return 1;
 	bool raw = strstr(path, ".delta") != NULL;
+	uint8_t *in = malloc(size + 1);
+	if (!in)
+		return;
 	in[0] = 0;
-	memcpy(in + (raw ? 1 : 0), d, n);
-	(void)LLVMFuzzerTestOneInput(in, raw ? n + 1 : n);
+	memcpy(in + (raw ? 1 : 0), data, size);
+	(void)LLVMFuzzerTestOneInput(in, raw ? size + 1 : size);
 	free(in);
-	eq_free(d);
-	return 0;
-}
-
-int main(int argc, char **argv)
-{
-	int rc = 0, count = 0;
-	for (int i = 1; i < argc; i++) {
-		struct stat st;
-		if (stat(argv[i], &st) != 0)
-			continue;
-		if (!S_ISDIR(st.st_mode)) {
-			rc |= run_file(argv[i]);
-			count++;
-			continue;
-		}
-		DIR *d = opendir(argv[i]);
-		struct dirent *de;
-		while (d && (de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			char p[4096];
-			snprintf(p, sizeof(p), "%s/%s", argv[i], de->d_name);
-			if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
-				rc |= run_file(p);
-				count++;
-			}
-		}
-		if (d)
-			closedir(d);
-	}
-	struct eq_error e;
-	if (dir[0])
-		if (eq_rm_rf(dir, &e) != EQ_OK)
-			fprintf(stderr, "%s\n", eq_error_msg(&e));
-	printf("fuzz_delta: %d inputs replayed\n", count);
-	return rc;
 }
 #endif

@@ -2,6 +2,9 @@
 # libFuzzer target with EQ_FUZZ (clang), else a replay binary that runs the
 # seed corpus and the bad-payload corpus as a ctest.
 add_executable(fuzz_payload ${CMAKE_CURRENT_LIST_DIR}/fuzz_payload.c)
+if(NOT EQ_FUZZ)
+  target_sources(fuzz_payload PRIVATE ${CMAKE_CURRENT_LIST_DIR}/replay_main.c)
+endif()
 eq_target_defaults(fuzz_payload)
 target_link_libraries(fuzz_payload PRIVATE eq_delta eq_base)
 set(EQ_FUZZ_PAYLOAD_ARGS)

@@ -201,6 +201,8 @@ EQ_API eq_err eq_sha256_file(const char *path, uint8_t out[EQ_SHA256_LEN], uint6
 
 /* Lower-case hex of @len bytes into @out (2*len+1 bytes, NUL-terminated). */
 EQ_API void eq_hex_encode(const uint8_t *in, size_t len, char *out);
+/* Value of one hex digit (either case), -1 for anything else. */
+EQ_API int eq_hex_digit(char c);
 /* Parses exactly 2*@len hex digits (either case). false on any other input. */
 EQ_API bool eq_hex_decode(const char *hex, uint8_t *out, size_t len);
 /* true if @s is exactly 64 lower-case hex digits. */

@@ -38,6 +38,8 @@ struct eq_payload_limits {
 	size_t max_xattrs;      /* per entry, default 64 */
 };
 EQ_API void eq_payload_limits_default(struct eq_payload_limits *l);
+/* @out = the defaults, overridden by every non-zero field of @in (may be NULL). */
+EQ_API void eq_payload_limits_resolve(const struct eq_payload_limits *in, struct eq_payload_limits *out);
 
 /* ---- entries --------------------------------------------------------- */
 
