@@ -613,13 +613,38 @@ eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release
 		goto out;
 	(void)!get_number(c.next, &res.number, res.release, NULL);
 	if (release && strcmp(release, res.release)) {
-		char num[32];
-		snprintf(num, sizeof(num), "%" PRIu64, res.number);
-		if (strcmp(release, num)) {
+		char *end;
+		unsigned long long want = strtoull(release, &end, 10);
+		if (!*release || *end || !want) {
 			r = eq_error_set(err, EQ_ERR_NOTFOUND,
-					 "the repository's current release is '%s' (number %" PRIu64 "), not '%s'",
-					 res.release, res.number, release);
+					 "the repository's current release is '%s' (number %" PRIu64
+					 "); earlier releases are named by number",
+					 res.release, res.number);
 			goto out;
+		}
+		if (want != res.number) {
+			/* An earlier release: its own signed manifest, which may be
+			 * past its expiry (factories install what was tested). */
+			eq_manifest_free(c.next);
+			c.next = NULL;
+			eq_free(c.manifest_bytes);
+			eq_free(c.sig_bytes);
+			c.manifest_bytes = c.sig_bytes = NULL;
+			if ((r = eq_fetch_release_manifest(a->fetcher, want, &c.manifest_bytes, &c.manifest_len, &c.sig_bytes,
+							   &c.sig_len, err)))
+				goto out;
+			pol.check_expiry = false;
+			if ((r = eq_manifest_load_verified(c.manifest_bytes, c.manifest_len, c.sig_bytes, c.sig_len,
+							   a->trust, &pol, &c.next, err))) {
+				eq_error_prefix(err, "release %llu", want);
+				goto out;
+			}
+			(void)!get_number(c.next, &res.number, res.release, NULL);
+			if (res.number != want) {
+				r = eq_error_set(err, EQ_ERR_VERIFY, "releases/%llu/manifest.json holds release number %" PRIu64,
+						 want, res.number);
+				goto out;
+			}
 		}
 	}
 	if ((r = eq_plan_make(NULL, c.next, &c.plan, err)))

@@ -612,6 +612,36 @@ out:
 	return r;
 }
 
+eq_err eq_fetch_release_manifest(struct eq_fetcher *f, uint64_t number, uint8_t **ret_manifest,
+				 size_t *ret_manifest_len, uint8_t **ret_sig, size_t *ret_sig_len, struct eq_error *err)
+{
+	/* Earlier releases stay beside the current one (eqota-gen keeps them). */
+	size_t dir_len = strlen(f->manifest_rel) - strlen("manifest.json");
+	EQ_AUTOFREE char *mrel = eq_asprintf("%.*sreleases/%" PRIu64 "/manifest.json", (int)dir_len, f->manifest_rel,
+					     number);
+	EQ_AUTOFREE char *srel = mrel ? eq_asprintf("%s.sig", mrel) : NULL;
+	struct xfer *x = eq_calloc(1, sizeof(*x));
+	struct eq_buf m, sg;
+	eq_buf_init(&m, EQ_MANIFEST_MAX_BYTES);
+	eq_buf_init(&sg, EQ_MANIFEST_SIG_MAX_BYTES);
+	long status = 0;
+	eq_err r = EQ_OK;
+	if (!mrel || !srel || !x)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "release %" PRIu64 ": out of memory", number);
+	if (!r)
+		r = fetch_mem(f, mrel, EQ_MANIFEST_MAX_BYTES, NULL, &status, &m, x, err);
+	if (!r)
+		r = fetch_mem(f, srel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, &status, &sg, x, err);
+	if (!r) {
+		*ret_manifest = eq_buf_steal(&m, ret_manifest_len);
+		*ret_sig = eq_buf_steal(&sg, ret_sig_len);
+	}
+	eq_buf_done(&m);
+	eq_buf_done(&sg);
+	eq_free(x);
+	return r;
+}
+
 eq_err eq_fetch_manifest_commit(struct eq_fetcher *f, struct eq_error *err)
 {
 	if (!f->pending)

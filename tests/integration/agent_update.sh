@@ -98,6 +98,7 @@ for d, dirs, files in os.walk(root):
 print(h.hexdigest())
 PY
 }
+log_reset() { httpd_log_flush; : > "$HTTPD_ACCESS_LOG"; }
 bytes_of() { # sum of bytes sent for requests matching a regex in the access log
   httpd_log_flush
   awk -v re="$1" '$2 ~ re && ($3 == 200 || $3 == 206) { s += $4 } END { print s + 0 }' "$HTTPD_ACCESS_LOG"
@@ -118,12 +119,19 @@ cp -a "$dev" "$w/pristine"   # a device on release 1, reused by the fault tests
 expect_dl=$("$gen" diff --repo repo --board qemux86-64 --channel stable --from r1 --to r2 --json |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["download_bytes"])')
 
+# A factory can still install an earlier release by number.
+mkdevice "$w/old"
+run "provision --release 1" 0 eq "$w/old" provision --slot A --release 1 &&
+  grep -q "release 'r1' (number 1)" <<<"$out" && pass "provision --release 1 installs the earlier release" ||
+  fail "provision --release 1: $out"
+run "provision --release 9" 1 eq "$w/old" provision --slot B --release 9 && pass "provision of a release the repository lacks fails"
+
 # ---- 1. update 1 -> 2: bytes equal the prediction, the slot equals release 2
 run "check" 0 eq "$dev" check --json
 plan_dl=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["download_bytes"])' "$out")
 [ "$plan_dl" = "$expect_dl" ] && pass "check plans $plan_dl bytes, as eqota-gen diff predicts" ||
   fail "check plans $plan_dl bytes, diff predicts $expect_dl"
-: > "$HTTPD_ACCESS_LOG"
+log_reset
 run "update" 3 eq "$dev" update && pass "update installs release 2 into slot B (exit 3)"
 got=$(bytes_of '^/(objects|deltas)/')
 [ "$got" = "$expect_dl" ] && pass "bytes fetched ($got) equal the prediction (access log)" ||
@@ -140,7 +148,7 @@ run "mark-good" 0 eq "$dev" mark-good && pass "health checks pass on B and B is 
 [ "$(boot "$dev")" = B ] && pass "a further reboot stays on B" || fail "did not stay on B"
 
 # ---- 2. up to date: one conditional request for the manifest, nothing else
-: > "$HTTPD_ACCESS_LOG"
+log_reset
 run "update when up to date" 0 eq "$dev" update && pass "up to date: exit 0"
 httpd_log_flush
 reqs=$(wc -l < "$HTTPD_ACCESS_LOG")
@@ -202,7 +210,7 @@ wait $upd || true
 if [ -n "${part:-}" ]; then
   HTTPD_PORT_WANTED=$port httpd_start "$w/repo" "$w/logs"
   sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$w/d/eqota.conf"
-  : > "$HTTPD_ACCESS_LOG"
+  log_reset
   run "resumed update" 3 eq "$w/d" update
   httpd_log_flush
   if awk '$5 ~ /^bytes=[1-9]/ {found=1} END {exit !found}' "$HTTPD_ACCESS_LOG"; then pass "interrupted download resumed with a Range request";
@@ -226,7 +234,7 @@ for mode in fail hang; do
   [ "$(boot "$w/d")" = A ] || fail "$mode: A did not stay good"
 done
 # The failed release is not retried in a loop, only on request.
-: > "$HTTPD_ACCESS_LOG"
+log_reset
 run "update after failure" 0 eq "$w/d" update
 httpd_log_flush
 grep -q "^/objects\|^/deltas" <(awk '{print $2}' "$HTTPD_ACCESS_LOG") && fail "failed release downloaded again" ||
@@ -246,8 +254,12 @@ grep -q "did not come up" <<<"$out" && pass "status names the failure" || fail "
 
 # ---- 7. SIGKILL at random instants during update, then a fresh run
 mkdir -p small1 small2
-for f in $(ls "$cache/release1" | head -n 24) $(ls "$cache/release1" | grep -E '^(libc6|libssl3|zlib1g)_'); do ln -sf "$cache/release1/$f" small1/; done
-for f in $(ls "$cache/release2" | head -n 24) $(ls "$cache/release2" | grep -E '^(libc6|libssl3|zlib1g)_'); do ln -sf "$cache/release2/$f" small2/; done
+for r in 1 2; do
+  all=("$cache/release$r"/*.deb)
+  for f in "${all[@]:0:24}" "$cache/release$r"/libc6_* "$cache/release$r"/libssl3_* "$cache/release$r"/zlib1g_*; do
+    ln -sf "$f" "small$r/"
+  done
+done
 Q=(--board qemux86-64 --channel stable --key rel.key --store store.db --level 3)
 "$gen" -q publish --repo repo-small "${Q[@]}" --release s1 --packages small1 >/dev/null
 serve "$w/repo-small"

@@ -114,6 +114,15 @@ EQ_API eq_err eq_fetch_manifest(struct eq_fetcher *f, bool *ret_not_modified, ui
 				size_t *ret_manifest_len, uint8_t **ret_sig, size_t *ret_sig_len,
 				struct eq_error *err) EQ_MUST_CHECK;
 EQ_API eq_err eq_fetch_manifest_commit(struct eq_fetcher *f, struct eq_error *err) EQ_MUST_CHECK;
+/*
+ * Fetches release @number's manifest and .sig from
+ * boards/<board>/<channel>/releases/<number>/ (unconditionally; the caller
+ * frees both with eq_free() and verifies before parsing). EQ_ERR_NOTFOUND
+ * when the repository no longer keeps that release.
+ */
+EQ_API eq_err eq_fetch_release_manifest(struct eq_fetcher *f, uint64_t number, uint8_t **ret_manifest,
+					size_t *ret_manifest_len, uint8_t **ret_sig, size_t *ret_sig_len,
+					struct eq_error *err) EQ_MUST_CHECK;
 /* Forgets the validators so that the next eq_fetch_manifest() is a full GET. */
 EQ_API void eq_fetch_manifest_forget(struct eq_fetcher *f);
 
@@ -388,8 +397,10 @@ EQ_API eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct e
 /* Marks the booted slot good without running checks (operator override). */
 EQ_API eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err) EQ_MUST_CHECK;
 
-/* Installs release @release (name or number; NULL = current) into empty slot
- * @slot and marks it good: the factory path, same installer as updates. */
+/* Installs release @release (NULL or the current release's name: the
+ * current release; a number: that earlier release, which the repository
+ * keeps) into slot @slot and marks it good: the factory path, with the same
+ * installer as updates. */
 EQ_API eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release,
 				 struct eq_update_result *ret, struct eq_error *err) EQ_MUST_CHECK;
 
