@@ -193,6 +193,30 @@ fresh; serve "$w/repo"
 if EQ_TEST_NOW=4102444800 run "expired manifest" 1 eq "$w/d" update; then
   grep -q "expired at" <<<"$out" && pass "expired manifest refused" || fail "expired: $out"; fi
 [ "$(treesum "$w/d/A")" = "$sumA" ] || fail "expired: slot A changed"
+# ... and recovers as soon as a fresh manifest is published.
+cp -a repo repo-fresh
+"$gen" -q publish --repo repo-fresh "${P[@]}" --release r2b --expires 3650 --packages "$cache/release2" \
+  --build-index "$cache/release2.index" >/dev/null
+serve "$w/repo-fresh"
+EQ_TEST_NOW=$(( $(date +%s) + 60 * 86400 )) run "fresh manifest after expiry" 3 eq "$w/d" update &&
+  pass "a device past the old expiry updates as soon as a fresh manifest is published"
+
+# ---- the daemon: confirm at start, poll, stop cleanly on SIGTERM
+fresh; serve "$w/repo"
+printf '[daemon]\ninterval = 60\njitter = 0\n' >> "$w/d/eqota.conf"
+sed -i 's|^url = .*|url = http://127.0.0.1:1|' "$w/d/eqota.conf"   # nothing listens: the poll fails and is retried later
+"$eqota" --config "$w/d/eqota.conf" daemon > "$w/daemon.log" 2>&1 & dpid=$!
+sleep 2
+kill -TERM $dpid
+drc=0
+for _ in $(seq 1 50); do kill -0 $dpid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $dpid 2>/dev/null; then kill -KILL $dpid; fail "daemon ignored SIGTERM"; else
+  wait $dpid || drc=$?
+  [ $drc -eq 0 ] && grep -q "stopping on request" "$w/daemon.log" && pass "daemon stops cleanly on SIGTERM" ||
+    fail "daemon exit $drc: $(cat "$w/daemon.log")"
+fi
+grep -q "retrying at the next poll" "$w/daemon.log" && pass "daemon: a failed poll is retried later, not fatal" ||
+  fail "daemon log: $(cat "$w/daemon.log")"
 
 # ---- 4. interrupted download resumes with a Range request
 fresh; serve "$w/repo"
