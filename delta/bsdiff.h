@@ -30,7 +30,7 @@
 #define EQ_BSD_SEG_IN_MAX (((size_t)3 << 19) + ((size_t)1 << 16))
 /* Largest stream window the encoder uses, so devices decode with little
  * memory whatever the payload size. */
-#define EQ_BSD_WINDOW_LOG_MAX 24u
+#define EQ_BSD_WINDOW_LOG_MAX 20u
 /* Memory besides the reference and the three stream windows: three zstd
  * DStreams (context ~160 KiB, input buffer 128 KiB, 2 blocks of window
  * slack each), the segment buffer, the output chunk, the filter's 256 KiB. */

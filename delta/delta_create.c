@@ -18,6 +18,7 @@ void eq_delta_params_default(struct eq_delta_params *p)
 {
 	p->level = 19;
 	p->window_log = 0;
+	p->max_window_log = EQ_DELTA_DEVICE_WINDOW_LOG;
 	p->exec_filter = true;
 	p->methods = 0;
 }
@@ -230,6 +231,12 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 	unsigned wlog = p->window_log ? p->window_log : window_log_for((uint64_t)old_len + new_len);
 
 	unsigned zstd_mode = EQ_DELTA_FILTER_NONE;
+#ifdef EQ_DELTA_CREATE_BSD
+	/* A window beyond the device budget rules method 0 out, when method 1
+	 * can stand in. */
+	if (p->max_window_log && wlog > p->max_window_log && (methods & 1u << EQ_DELTA_METHOD_BSD))
+		methods &= ~(1u << EQ_DELTA_METHOD_ZSTD);
+#endif
 	if (methods & 1u << EQ_DELTA_METHOD_ZSTD) {
 		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++)
 			if ((r = try_zstd(old, old_len, new_, new_len, mode, p->level, wlog, &best, err)))

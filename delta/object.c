@@ -42,6 +42,10 @@ eq_err eq_object_compress(eq_read_fn src, void *src_ctx, eq_write_fn sink, void 
 	size_t zr = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
 	if (!ZSTD_isError(zr))
 		zr = ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	/* A device decodes with a window buffer of this size; 2 MiB costs
+	 * little ratio on package payloads and keeps installs small. */
+	if (!ZSTD_isError(zr))
+		zr = ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, EQ_OBJECT_WINDOW_LOG);
 	if (ZSTD_isError(zr)) {
 		r = eq_zstd_error(err, zr, "compressor setup");
 		goto out;

@@ -165,6 +165,8 @@ EQ_API eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root
 
 /* ---- full objects ---------------------------------------------------- */
 
+/* Window of objects: what a device's decoder allocates for one object. */
+#define EQ_OBJECT_WINDOW_LOG 21
 /* zstd-compresses @src into @sink at @level (1..22; 19 for publishing). */
 EQ_API eq_err eq_object_compress(eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx, int level,
 				 struct eq_error *err) EQ_MUST_CHECK;
@@ -181,7 +183,12 @@ struct eq_delta_params {
 	unsigned window_log; /* method 0: 0 = smallest power of two covering the reference */
 	bool exec_filter;    /* pre-filter ELF code (x86-64, AArch64), default true */
 	unsigned methods;    /* mask of 1u << EQ_DELTA_METHOD_* to try; 0 = all built in (default) */
+	unsigned max_window_log; /* method 0 only when its window fits 2^this (device memory
+				  * beyond the reference); default EQ_DELTA_DEVICE_WINDOW_LOG */
 };
+/* Method 0 keeps reference + result window in memory; above 4 MiB of window
+ * the bsdiff-class method (1 MiB stream windows) serves small devices better. */
+#define EQ_DELTA_DEVICE_WINDOW_LOG 22u
 EQ_API void eq_delta_params_default(struct eq_delta_params *p);
 
 /*
