@@ -41,22 +41,6 @@ static uint32_t get32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static eq_err read_full(eq_read_fn src, void *ctx, uint8_t *buf, size_t len, size_t *ret_n, struct eq_error *err)
-{
-	size_t got = 0;
-	while (got < len) {
-		size_t n = 0;
-		eq_err r = src(ctx, buf + got, len - got, &n, err);
-		if (r)
-			return r;
-		if (n == 0)
-			break;
-		got += n;
-	}
-	*ret_n = got;
-	return EQ_OK;
-}
-
 /* One decoder call; remembers whether the frame has ended, as zstd says
  * so only in the call that ends it. */
 static size_t step(struct in_stream *s, ZSTD_outBuffer *out)
@@ -244,7 +228,7 @@ eq_err eq_bsd_apply(const uint8_t *ref, const struct eq_delta_info *info, eq_rea
 	eq_err r;
 	uint8_t pre[EQ_BSD_PREAMBLE_SIZE];
 	size_t n = 0;
-	if ((r = read_full(src, src_ctx, pre, sizeof(pre), &n, err)))
+	if ((r = eq_delta_read_full(src, src_ctx, pre, sizeof(pre), &n, err)))
 		return r;
 	if (n < sizeof(pre))
 		return eq_error_set(err, EQ_ERR_PARSE, "delta is truncated after %llu bytes",
@@ -287,7 +271,7 @@ eq_err eq_bsd_apply(const uint8_t *ref, const struct eq_delta_info *info, eq_rea
 	bool last;
 	do {
 		uint8_t h[EQ_BSD_SEG_HEADER_SIZE];
-		if ((r = read_full(src, src_ctx, h, sizeof(h), &n, err)))
+		if ((r = eq_delta_read_full(src, src_ctx, h, sizeof(h), &n, err)))
 			goto out;
 		if (n < sizeof(h)) {
 			r = eq_error_set(err, EQ_ERR_PARSE, "delta is truncated after %llu bytes",
@@ -302,7 +286,7 @@ eq_err eq_bsd_apply(const uint8_t *ref, const struct eq_delta_info *info, eq_rea
 			goto out;
 		}
 		consumed += sizeof(h);
-		if ((r = read_full(src, src_ctx, b.seg, (size_t)total, &n, err)))
+		if ((r = eq_delta_read_full(src, src_ctx, b.seg, (size_t)total, &n, err)))
 			goto out;
 		if (n < total) {
 			r = eq_error_set(err, EQ_ERR_PARSE, "delta is truncated after %llu bytes",
@@ -327,7 +311,7 @@ eq_err eq_bsd_apply(const uint8_t *ref, const struct eq_delta_info *info, eq_rea
 	} while (!last);
 
 	uint8_t extra;
-	if ((r = read_full(src, src_ctx, &extra, 1, &n, err)))
+	if ((r = eq_delta_read_full(src, src_ctx, &extra, 1, &n, err)))
 		goto out;
 	if (n)
 		r = eq_error_set(err, EQ_ERR_PARSE, "delta has trailing data at byte %llu", (unsigned long long)consumed);

@@ -81,8 +81,7 @@ uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log)
 	return ref_size + w + APPLY_OVERHEAD;
 }
 
-/* Reads exactly @len bytes unless the source ends first. */
-static eq_err read_full(eq_read_fn src, void *ctx, uint8_t *buf, size_t len, size_t *ret_n, struct eq_error *err)
+eq_err eq_delta_read_full(eq_read_fn src, void *ctx, uint8_t *buf, size_t len, size_t *ret_n, struct eq_error *err)
 {
 	size_t got = 0;
 	while (got < len) {
@@ -246,7 +245,7 @@ static eq_err apply_zstd(const uint8_t *ref, const struct eq_delta_info *ip, eq_
 	if (!eof) {
 		uint8_t extra;
 		size_t got = 0;
-		if ((r = read_full(src, src_ctx, &extra, 1, &got, err)))
+		if ((r = eq_delta_read_full(src, src_ctx, &extra, 1, &got, err)))
 			goto out;
 		if (got) {
 			r = eq_error_set(err, EQ_ERR_PARSE, "delta has trailing data at byte %llu",
@@ -288,7 +287,7 @@ eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ct
 	}
 	uint8_t hdr[EQ_DELTA_HEADER_SIZE];
 	size_t n = 0;
-	eq_err r = read_full(src, src_ctx, hdr, sizeof(hdr), &n, err);
+	eq_err r = eq_delta_read_full(src, src_ctx, hdr, sizeof(hdr), &n, err);
 	if (r)
 		return r;
 	struct eq_delta_info info;
