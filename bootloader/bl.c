@@ -79,6 +79,25 @@ int eq_bl_state_pick(const struct eq_bl_state *state)
 	return -1;
 }
 
+bool eq_bl_state_recover(struct eq_bl_state *state, unsigned good_attempts)
+{
+	if (eq_bl_state_pick(state) >= 0)
+		return false;
+	if (good_attempts == 0 || good_attempts > EQ_BL_MAX_ATTEMPTS)
+		good_attempts = DEFAULT_GOOD_ATTEMPTS;
+	bool changed = false;
+	for (size_t i = 0; i < state->n_order && i < EQ_BL_SLOTS; i++) {
+		unsigned s = state->order[i];
+		if (s < EQ_BL_SLOTS && (int)s != state->trial) {
+			state->left[s] = good_attempts;
+			changed = true;
+		}
+	}
+	if (changed)
+		state->trial = -1;
+	return changed;
+}
+
 /* ---- open / close ------------------------------------------------------ */
 
 static eq_err check_attempts(const char *what, unsigned v, unsigned def, unsigned *ret, struct eq_error *err)

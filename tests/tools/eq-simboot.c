@@ -14,9 +14,13 @@
  * --good-attempts N: the counter a missing BOOT_x_LEFT stands for (RAUC
  * scripts default it), 3 by default.
  *
- * Exit 0 booted; 1 nothing bootable ("both slots exhausted": the device
- * stays off, as a real board halts in its boot loader) or no environment;
- * 2 usage.
+ * When no slot of the order has attempts left it re-arms as every eqota
+ * boot script does (eq_bl_state_recover(): committed slots of the order get
+ * their attempts back, the trial slot does not), saves, and boots.
+ *
+ * Exit 0 booted; 1 nothing bootable (an empty order, or only the trial slot
+ * in it: the device stays off, as a real board halts in its boot loader) or
+ * no environment; 2 usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +87,14 @@ int main(int argc, char **argv)
 	char desc[128];
 	describe(&st, desc, sizeof(desc));
 	int slot = eq_bl_state_pick(&st);
+	if (slot < 0 && eq_bl_state_recover(&st, good)) {
+		fprintf(stderr, "eq-simboot: no slot has attempts left (%s), re-arming\n", desc);
+		if (eq_bl_set_state(bl, &st, &e))
+			/* Booting without the saved re-arm is still right: the
+			 * next boot re-arms again. */
+			fprintf(stderr, "eq-simboot: cannot save the re-arm: %s\n", eq_error_msg(&e));
+		slot = eq_bl_state_pick(&st);
+	}
 	if (slot >= 0 && slot == st.trial) {
 		st.left[slot]--;
 		if (eq_bl_set_state(bl, &st, &e)) {
@@ -96,7 +108,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (slot < 0) {
-		fprintf(stderr, "eq-simboot: no bootable slot in %s (%s): both slots exhausted, the device stays off\n",
+		fprintf(stderr, "eq-simboot: no bootable slot in %s (%s): nothing to re-arm, the device stays off\n",
 			env, desc);
 		goto out;
 	}

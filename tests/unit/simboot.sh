@@ -30,12 +30,25 @@ s=$(boot)
 for _ in 1 2 3 4; do boot >/dev/null; done
 [ "$(val BOOT_A_LEFT)" = 3 ] && pass "a committed slot is never decremented" || fail "BOOT_A_LEFT=$(val BOOT_A_LEFT)"
 
-# Both slots exhausted: the device stays off.
+# Both slots exhausted: committed slots of the order are re-armed, the
+# trial slot is not, and the device boots.
 printf 'BOOT_ORDER=A B\nBOOT_A_LEFT=0\nBOOT_B_LEFT=0\nBOOT_TRIAL=\n' > "$env"
+rc=0; out=$(boot 2>"$w/err") || rc=$?
+[ $rc -eq 0 ] && [ "$out" = A ] && grep -q "no slot has attempts left.*re-arming" "$w/err" &&
+  [ "$(val BOOT_A_LEFT)" = 3 ] && [ "$(val BOOT_B_LEFT)" = 3 ] &&
+  pass "both exhausted, no trial: both re-armed, A booted" || fail "exhausted: rc $rc '$out' $(cat "$w/err") $(cat "$env")"
+printf 'BOOT_ORDER=B A\nBOOT_A_LEFT=0\nBOOT_B_LEFT=0\nBOOT_TRIAL=B\n' > "$env"
+rc=0; out=$(boot 2>"$w/err") || rc=$?
+[ $rc -eq 0 ] && [ "$out" = A ] && [ "$(val BOOT_A_LEFT)" = 3 ] && [ "$(val BOOT_B_LEFT)" = 0 ] &&
+  [ -z "$(val BOOT_TRIAL)" ] &&
+  pass "both exhausted, B on trial: only A re-armed, trial cleared, A booted" || fail "exhausted trial: rc $rc '$out' $(cat "$env")"
+rm -f "$w/err"
+# Nothing to re-arm: the device stays off.
+printf 'BOOT_ORDER=\nBOOT_A_LEFT=0\nBOOT_B_LEFT=0\nBOOT_TRIAL=\n' > "$env"
 rm -f "$cmd"
 rc=0; out=$(boot 2>&1) || rc=$?
-[ $rc -eq 1 ] && grep -q "both slots exhausted, the device stays off" <<<"$out" &&
-  pass "both slots exhausted: exit 1 with a clear message" || fail "exhausted: rc $rc '$out'"
+[ $rc -eq 1 ] && grep -q "nothing to re-arm, the device stays off" <<<"$out" &&
+  pass "empty order: exit 1 with a clear message" || fail "empty order: rc $rc '$out'"
 [ ! -e "$cmd" ] && pass "no command line written when nothing boots" || fail "cmdline written"
 # A trial that ran out with no fallback.
 printf 'BOOT_ORDER=B\nBOOT_A_LEFT=0\nBOOT_B_LEFT=1\nBOOT_TRIAL=B\n' > "$env"

@@ -100,6 +100,10 @@ static int script_boot(struct eq_bl *bl)
 	struct eq_error e;
 	assert_int_equal(eq_bl_get_state(bl, &st, &e), EQ_OK);
 	int s = eq_bl_state_pick(&st);
+	if (s < 0 && eq_bl_state_recover(&st, 0)) {
+		assert_int_equal(eq_bl_set_state(bl, &st, &e), EQ_OK);
+		s = eq_bl_state_pick(&st);
+	}
 	if (s >= 0 && s == st.trial) {
 		st.left[s]--;
 		assert_int_equal(eq_bl_set_state(bl, &st, &e), EQ_OK);
@@ -285,6 +289,30 @@ static void test_both_exhausted(void **state)
 	assert_int_equal(eq_bl_state_pick(&st), 0);
 	st.left[1] = 1;
 	assert_int_equal(eq_bl_state_pick(&st), 1);
+	/* recovery when both are exhausted: committed slots of the order only */
+	assert_false(eq_bl_state_recover(&st, 3)); /* B is bootable: nothing to do */
+	st.left[0] = st.left[1] = 0;
+	st.trial = 1;
+	assert_true(eq_bl_state_recover(&st, 2));
+	assert_int_equal(st.left[0], 2);
+	assert_int_equal(st.left[1], 0);
+	assert_int_equal(st.trial, -1);
+	assert_int_equal(eq_bl_state_pick(&st), 0);
+	st.left[0] = 0;
+	st.trial = -1;
+	assert_true(eq_bl_state_recover(&st, 0)); /* 0: the default 3, for both */
+	assert_int_equal(st.left[0], 3);
+	assert_int_equal(st.left[1], 3);
+	assert_int_equal(eq_bl_state_pick(&st), 1);
+	st.n_order = 1; /* only the trial slot in the order: nothing to re-arm */
+	st.order[0] = 1;
+	st.left[0] = st.left[1] = 0;
+	st.trial = 1;
+	assert_false(eq_bl_state_recover(&st, 3));
+	assert_int_equal(eq_bl_state_pick(&st), -1);
+	st.n_order = 0;
+	st.trial = -1;
+	assert_false(eq_bl_state_recover(&st, 3));
 	eq_bl_close(bl);
 }
 

@@ -155,6 +155,20 @@ EQ_API eq_err eq_bl_init_default(struct eq_bl *bl, unsigned slot_good, struct eq
 /* The slot a boot script would pick now, or -1 when none is bootable. */
 EQ_API int eq_bl_state_pick(const struct eq_bl_state *state);
 
+/*
+ * What every eqota boot script does when no slot of the order has attempts
+ * left ("both exhausted", reachable only through RAUC-style scripts that
+ * decrement committed slots, or a hand-edited environment): every slot of
+ * the order except the trial slot gets @good_attempts (0: the default 3)
+ * back and the trial is cleared, so a committed slot is never lost to its
+ * counter while a slot on trial, or one outside the order, is never booted
+ * this way. Returns true when it changed @state (the script then saves it
+ * and boots eq_bl_state_pick()); false when something was bootable already,
+ * or when nothing can be re-armed (an empty order, or one holding only the
+ * trial slot): the board then stays in its boot loader.
+ */
+EQ_API bool eq_bl_state_recover(struct eq_bl_state *state, unsigned good_attempts);
+
 #ifdef __cplusplus
 }
 #endif
