@@ -14,3 +14,11 @@ target_link_libraries(eq-simboot PRIVATE eq_bootloader)
 
 add_test(NAME unit.simboot COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/simboot.sh $<TARGET_FILE:eq-simboot>)
 set_tests_properties(unit.simboot PROPERTIES LABELS "unit;bootloader")
+
+# eq-blctl: any backend from shell tests (the board tests seed and check
+# boot environments with it).
+add_executable(eq-blctl ${PROJECT_SOURCE_DIR}/tests/tools/eq-blctl.c)
+eq_target_defaults(eq-blctl)
+target_link_libraries(eq-blctl PRIVATE eq_bootloader)
+add_test(NAME unit.blctl COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/blctl.sh $<TARGET_FILE:eq-blctl>)
+set_tests_properties(unit.blctl PROPERTIES LABELS "unit;bootloader")
