@@ -66,7 +66,16 @@ eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct e
 	}
 	if (r)
 		goto fail;
-	struct eq_bl_config bc = {.backend = cfg->bl_backend, .path = cfg->bl_path};
+	struct eq_bl_config bc = {
+		.backend = cfg->bl_backend,
+		.path = cfg->bl_path,
+		.good_attempts = cfg->bl_good_attempts,
+		.try_attempts = cfg->bl_try_attempts,
+		.var_order = cfg->bl_var_order,
+		.var_a_left = cfg->bl_var_a_left,
+		.var_b_left = cfg->bl_var_b_left,
+		.var_trial = cfg->bl_var_trial,
+	};
 	if ((r = eq_bl_open(&bc, &a->bl, err)))
 		goto fail;
 	if ((r = eq_fetcher_new(cfg, a->downloads, &a->fetcher, err)))

@@ -60,6 +60,12 @@ static const struct key_def keys[] = {
 	{SEC_BOOTLOADER, "backend", K_BACKEND, S(bl_backend), 0, 0},
 	{SEC_BOOTLOADER, "path", K_PATH, S(bl_path), 0, 0},
 	{SEC_BOOTLOADER, "cmdline", K_PATH, S(cmdline), 0, 0},
+	{SEC_BOOTLOADER, "good-attempts", K_UINT, S(bl_good_attempts), 1, 9},
+	{SEC_BOOTLOADER, "try-attempts", K_UINT, S(bl_try_attempts), 1, 9},
+	{SEC_BOOTLOADER, "var-order", K_NAME, S(bl_var_order), 0, 0},
+	{SEC_BOOTLOADER, "var-a-left", K_NAME, S(bl_var_a_left), 0, 0},
+	{SEC_BOOTLOADER, "var-b-left", K_NAME, S(bl_var_b_left), 0, 0},
+	{SEC_BOOTLOADER, "var-trial", K_NAME, S(bl_var_trial), 0, 0},
 	{SEC_PATHS, "data", K_PATH, S(data_dir), 0, 0},
 	{SEC_HEALTH, "check", K_CHECK, 0, 0, 0},
 	{SEC_HEALTH, "timeout", K_UINT, S(health_timeout_s), 1, 86400},
@@ -94,6 +100,10 @@ void eq_config_done(struct eq_config *c)
 	eq_free(c->mkfs);
 	eq_free(c->bl_backend);
 	eq_free(c->bl_path);
+	eq_free(c->bl_var_order);
+	eq_free(c->bl_var_a_left);
+	eq_free(c->bl_var_b_left);
+	eq_free(c->bl_var_trial);
 	eq_free(c->cmdline);
 	eq_free(c->data_dir);
 	for (size_t i = 0; i < c->n_checks && i < EQ_CONFIG_MAX_CHECKS; i++)
@@ -365,7 +375,7 @@ static eq_err check_required(struct parser *p)
 	if (strcmp(p->c.slot_a, p->c.slot_b) == 0)
 		return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: [slots] A and B are both '%s'", p->name,
 				    seen_at(p, SEC_SLOTS, "B"), p->c.slot_b);
-	if (!p->c.bl_path && strcmp(p->c.bl_backend, "uboot") != 0)
+	if (!p->c.bl_path && strcmp(p->c.bl_backend, "file") == 0)
 		return eq_error_set(p->err, EQ_ERR_INVAL, "%s: [bootloader] path is required for backend '%s'",
 				    p->name, p->c.bl_backend);
 	return EQ_OK;

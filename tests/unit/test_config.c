@@ -107,6 +107,12 @@ static void test_every_key(void **state)
 		"backend = grub\n"
 		"path = /boot/grub/grubenv\n"
 		"cmdline = /tmp/cmdline\n"
+		"good-attempts = 9\n"
+		"try-attempts = 2\n"
+		"var-order = BOOTORDER\n"
+		"var-a-left = BOOT_A_TRIES\n"
+		"var-b-left = BOOT_B_TRIES\n"
+		"var-trial = EQ_TRIAL\n"
 		"[paths]\n"
 		"data = /data/eqota\n"
 		"[health]\n"
@@ -136,6 +142,12 @@ static void test_every_key(void **state)
 	assert_string_equal(c.bl_backend, "grub");
 	assert_string_equal(c.bl_path, "/boot/grub/grubenv");
 	assert_string_equal(c.cmdline, "/tmp/cmdline");
+	assert_int_equal(c.bl_good_attempts, 9);
+	assert_int_equal(c.bl_try_attempts, 2);
+	assert_string_equal(c.bl_var_order, "BOOTORDER");
+	assert_string_equal(c.bl_var_a_left, "BOOT_A_TRIES");
+	assert_string_equal(c.bl_var_b_left, "BOOT_B_TRIES");
+	assert_string_equal(c.bl_var_trial, "EQ_TRIAL");
 	assert_string_equal(c.data_dir, "/data/eqota");
 	assert_int_equal(c.n_checks, 2);
 	assert_string_equal(c.checks[0], "/usr/bin/systemctl is-system-running --wait");
@@ -246,9 +258,6 @@ static void test_required(void **state)
 	expect_err("[repository]\nurl = http://x\nboard = b\nchannel = c\nkey = /k\n"
 		   "[slots]\nA = /a\nB = /a\n[bootloader]\nbackend = uboot\n",
 		   EQ_ERR_INVAL, "eqota.conf:8: [slots] A and B are both '/a'");
-	expect_err("[repository]\nurl = http://x\nboard = b\nchannel = c\nkey = /k\n"
-		   "[slots]\nA = /a\nB = /b\n[bootloader]\nbackend = grub\n",
-		   EQ_ERR_INVAL, "eqota.conf: [bootloader] path is required for backend 'grub'");
 	expect_err("[repository]\nurl = http://x\nboard = b\nchannel = c\nkey = /k\n"
 		   "[slots]\nA = /a\nB = /b\n[bootloader]\nbackend = file\n",
 		   EQ_ERR_INVAL, "path is required for backend 'file'");

@@ -50,7 +50,14 @@ struct eq_config {
 	char *mkfs;         /* block slots: mkfs command, default "mkfs.ext4 -q -F" */
 	/* [bootloader] */
 	char *bl_backend;   /* "file", "uboot", "grub" */
-	char *bl_path;      /* env file for file and grub backends */
+	char *bl_path;      /* env file (file), first grubenv copy (grub), fw_env.config (uboot);
+			     * NULL: the backend's default (not for file) */
+	unsigned bl_good_attempts; /* 1..9, 0: the default 3 */
+	unsigned bl_try_attempts;  /* 1..9, 0: the default 1 */
+	char *bl_var_order;        /* variable names, NULL: RAUC's BOOT_ORDER ... */
+	char *bl_var_a_left;
+	char *bl_var_b_left;
+	char *bl_var_trial;
 	char *cmdline;      /* where the booted slot is read, default /proc/cmdline */
 	/* [paths] */
 	char *data_dir;     /* default /var/lib/eqota */

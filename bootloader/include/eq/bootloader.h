@@ -46,6 +46,13 @@ struct eq_bl_config {
 	unsigned good_attempts;  /* attempts of a committed slot, 1..9, 0 means the default 3; also
 				  * the value a boot script assumes for a missing BOOT_x_LEFT */
 	unsigned try_attempts;   /* attempts of a slot on trial, 1..9, 0 means the default 1 */
+	/* The variables' names, for boot scripts that call them otherwise;
+	 * NULL: RAUC's BOOT_ORDER, BOOT_A_LEFT, BOOT_B_LEFT and eqota's
+	 * BOOT_TRIAL. Up to 64 of A-Z a-z 0-9 _, all four distinct. */
+	const char *var_order;
+	const char *var_a_left;
+	const char *var_b_left;
+	const char *var_trial;
 };
 
 /* The boot-selection state, as read or to be written. */
