@@ -14,7 +14,7 @@
  * power cuts of a committed slot never use up its attempts).
  *
  * Who writes what, and the behaviour at every power-cut point:
- * docs/internals/bootloader.md. Every write replaces the whole state at
+ * docs/bootloader.md. Every write replaces the whole state at
  * once (the file backend through eq_file_replace_atomic()).
  *
  * None of these functions logs above debug; errors come back in
