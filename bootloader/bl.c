@@ -12,30 +12,59 @@
 /* Chosen once by name in eq_bl_open(); uboot and grub join here. */
 static const struct eq_bl_ops *const backends[] = {
 	&eq_bl_file_ops,
+	&eq_bl_grub_ops,
+	&eq_bl_uboot_ops,
 };
 
 #define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
 #define DEFAULT_GOOD_ATTEMPTS 3u
 #define DEFAULT_TRY_ATTEMPTS 1u
 
-static const char *const var_names[EQ_BL_VAR__COUNT] = {
+static const char *const default_var_names[EQ_BL_VAR__COUNT] = {
 	[EQ_BL_VAR_ORDER] = "BOOT_ORDER",
 	[EQ_BL_VAR_A_LEFT] = "BOOT_A_LEFT",
 	[EQ_BL_VAR_B_LEFT] = "BOOT_B_LEFT",
 	[EQ_BL_VAR_TRIAL] = "BOOT_TRIAL",
 };
 
-const char *eq_bl_var_name(enum eq_bl_var v)
+const char *eq_bl_var_name(const struct eq_bl *bl, enum eq_bl_var v)
 {
-	return (unsigned)v < EQ_BL_VAR__COUNT ? var_names[v] : "?";
+	return (unsigned)v < EQ_BL_VAR__COUNT ? bl->var[v] : "?";
 }
 
-int eq_bl_var_find(const char *name, size_t len)
+int eq_bl_var_find(const struct eq_bl *bl, const char *name, size_t len)
 {
 	for (int v = 0; v < EQ_BL_VAR__COUNT; v++)
-		if (strlen(var_names[v]) == len && memcmp(var_names[v], name, len) == 0)
+		if (strlen(bl->var[v]) == len && memcmp(bl->var[v], name, len) == 0)
 			return v;
 	return -1;
+}
+
+/* Names every backend can store and every boot script language can use:
+ * GRUB's are the narrowest (letters, digits, '_', not starting with a
+ * digit). */
+static eq_err check_var_names(const char *const names[EQ_BL_VAR__COUNT], struct eq_error *err)
+{
+	static const char *const keys[EQ_BL_VAR__COUNT] = {"var_order", "var_a_left", "var_b_left", "var_trial"};
+	for (int v = 0; v < EQ_BL_VAR__COUNT; v++) {
+		const char *n = names[v];
+		size_t len = strlen(n);
+		bool ok = len > 0 && len <= 64 && !(n[0] >= '0' && n[0] <= '9');
+		for (size_t i = 0; ok && i < len; i++)
+			ok = (n[i] >= 'A' && n[i] <= 'Z') || (n[i] >= 'a' && n[i] <= 'z') ||
+			     (n[i] >= '0' && n[i] <= '9') || n[i] == '_';
+		if (!ok)
+			return eq_error_set(err, EQ_ERR_INVAL,
+					    "bootloader variable name %s='%.64s': expected 1 to 64 of A-Z a-z 0-9 _, "
+					    "not starting with a digit",
+					    keys[v], n);
+		for (int w = 0; w < v; w++)
+			if (strcmp(names[w], n) == 0)
+				return eq_error_set(err, EQ_ERR_INVAL,
+						    "bootloader variable names %s and %s are both '%s'", keys[w],
+						    keys[v], n);
+	}
+	return EQ_OK;
 }
 
 void eq_bl_vars_done(struct eq_bl_vars *v)
@@ -133,6 +162,14 @@ eq_err eq_bl_open(const struct eq_bl_config *cfg, struct eq_bl **ret, struct eq_
 		r = check_attempts("try_attempts", cfg->try_attempts, DEFAULT_TRY_ATTEMPTS, &try, err);
 	if (r)
 		return r;
+	const char *names[EQ_BL_VAR__COUNT] = {
+		cfg->var_order ? cfg->var_order : default_var_names[EQ_BL_VAR_ORDER],
+		cfg->var_a_left ? cfg->var_a_left : default_var_names[EQ_BL_VAR_A_LEFT],
+		cfg->var_b_left ? cfg->var_b_left : default_var_names[EQ_BL_VAR_B_LEFT],
+		cfg->var_trial ? cfg->var_trial : default_var_names[EQ_BL_VAR_TRIAL],
+	};
+	if ((r = check_var_names(names, err)))
+		return r;
 	const char *path = cfg->path ? cfg->path : ops->default_path;
 	if (!path || !*path)
 		return eq_error_set(err, EQ_ERR_INVAL, "bootloader backend '%s' needs a path", ops->name);
@@ -143,7 +180,10 @@ eq_err eq_bl_open(const struct eq_bl_config *cfg, struct eq_bl **ret, struct eq_
 	bl->good_attempts = good;
 	bl->try_attempts = try;
 	bl->path = eq_strdup(path);
-	if (!bl->path) {
+	bool names_ok = true;
+	for (int v = 0; v < EQ_BL_VAR__COUNT; v++)
+		names_ok = (bl->var[v] = eq_strdup(names[v])) && names_ok;
+	if (!bl->path || !names_ok) {
 		eq_bl_close(bl);
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	}
@@ -162,6 +202,8 @@ void eq_bl_close(struct eq_bl *bl)
 	if (bl->ops && bl->ops->close)
 		bl->ops->close(bl);
 	eq_free(bl->path);
+	for (int v = 0; v < EQ_BL_VAR__COUNT; v++)
+		eq_free(bl->var[v]);
 	eq_free(bl);
 }
 
@@ -174,6 +216,7 @@ const char *eq_bl_backend_name(const struct eq_bl *bl)
 
 /* The first problem goes into the message, the rest are counted. */
 struct problems {
+	const struct eq_bl *bl;
 	const char *where;
 	unsigned n;
 	char first[EQ_ERROR_MSG_MAX];
@@ -212,7 +255,7 @@ static void parse_order(const char *v, struct eq_bl_state *st, struct problems *
 		st->order[0] = 0;
 		st->order[1] = 1;
 		st->n_order = 2;
-		problem(p, "BOOT_ORDER is missing (a boot script uses 'A B')");
+		problem(p, "%s is missing (a boot script uses 'A B')", eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER));
 		return;
 	}
 	st->n_order = 0;
@@ -234,11 +277,12 @@ static void parse_order(const char *v, struct eq_bl_state *st, struct problems *
 			dup = dup || st->order[i] == (unsigned)slot;
 		if (slot < 0) {
 			char q2[48];
-			problem(p, "BOOT_ORDER='%s': unknown slot '%s'%s, skipped as a boot script does", shown(v, q),
+			problem(p, "%s='%s': unknown slot '%s'%s, skipped as a boot script does",
+				eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER), shown(v, q),
 				shown(name, q2), memchr(tok, ',', len) ? " (slots are separated by spaces)" : "");
 		} else if (dup) {
-			problem(p, "BOOT_ORDER='%s': slot %s is listed twice, the second is skipped", shown(v, q),
-				name);
+			problem(p, "%s='%s': slot %s is listed twice, the second is skipped",
+				eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER), shown(v, q), name);
 		} else {
 			st->order[st->n_order++] = (unsigned)slot;
 		}
@@ -248,7 +292,7 @@ static void parse_order(const char *v, struct eq_bl_state *st, struct problems *
 static void parse_left(const char *v, unsigned slot, unsigned good, struct eq_bl_state *st, struct problems *p)
 {
 	char q[48];
-	const char *var = eq_bl_var_name(slot == 0 ? EQ_BL_VAR_A_LEFT : EQ_BL_VAR_B_LEFT);
+	const char *var = eq_bl_var_name(p->bl, slot == 0 ? EQ_BL_VAR_A_LEFT : EQ_BL_VAR_B_LEFT);
 	if (!v) {
 		st->left[slot] = good;
 		problem(p, "%s is missing (a boot script uses %u)", var, good);
@@ -269,14 +313,15 @@ static void parse_trial(const char *v, struct eq_bl_state *st, struct problems *
 		return;
 	st->trial = eq_bl_slot_index(v);
 	if (st->trial < 0)
-		problem(p, "BOOT_TRIAL='%s' is not a slot name (a boot script sees no trial)", shown(v, q));
+		problem(p, "%s='%s' is not a slot name (a boot script sees no trial)",
+			eq_bl_var_name(p->bl, EQ_BL_VAR_TRIAL), shown(v, q));
 }
 
 /* Fills @st from @v, always; EQ_ERR_PARSE for the first problem. */
 static eq_err parse_state(const struct eq_bl *bl, const struct eq_bl_vars *v, struct eq_bl_state *st,
 			  struct eq_error *err)
 {
-	struct problems p = {.where = bl->path};
+	struct problems p = {.bl = bl, .where = bl->path};
 	eq_bl_state_init(st);
 	parse_order(v->val[EQ_BL_VAR_ORDER], st, &p);
 	parse_left(v->val[EQ_BL_VAR_A_LEFT], 0, bl->good_attempts, st, &p);
@@ -364,8 +409,8 @@ eq_err eq_bl_set_state(struct eq_bl *bl, const struct eq_bl_state *state, struct
 	struct eq_bl_vars v = {{order, a, b, trial}};
 	r = bl->ops->set_vars(bl, &v, err);
 	if (!r)
-		eq_log(EQ_LOG_DEBUG, "%s: BOOT_ORDER='%s' BOOT_A_LEFT=%s BOOT_B_LEFT=%s BOOT_TRIAL='%s'", bl->path,
-		       order, a, b, trial);
+		eq_log(EQ_LOG_DEBUG, "%s: %s='%s' %s=%s %s=%s %s='%s'", bl->path, bl->var[EQ_BL_VAR_ORDER], order,
+		       bl->var[EQ_BL_VAR_A_LEFT], a, bl->var[EQ_BL_VAR_B_LEFT], b, bl->var[EQ_BL_VAR_TRIAL], trial);
 	return r;
 }
 

@@ -51,7 +51,7 @@ static bool name_char(char c)
 }
 
 /* Sorts @l into a kind; for a garbled line writes why into @why. */
-static enum line_kind classify(struct line *l, char *why, size_t why_size)
+static enum line_kind classify(const struct eq_bl *bl, struct line *l, char *why, size_t why_size)
 {
 	for (size_t i = 0; i < l->len; i++) {
 		unsigned char c = (unsigned char)l->p[i];
@@ -81,13 +81,14 @@ static enum line_kind classify(struct line *l, char *why, size_t why_size)
 		return LINE_GARBLED;
 	}
 	l->name_len = n;
-	l->var = eq_bl_var_find(l->p, n);
+	l->var = eq_bl_var_find(bl, l->p, n);
 	return LINE_VAR;
 }
 
 /* ---- reading ----------------------------------------------------------- */
 
 struct reader {
+	const struct eq_bl *bl;
 	const char *path;
 	struct eq_bl_vars *vars;
 	size_t seen_on[EQ_BL_VAR__COUNT];
@@ -106,7 +107,7 @@ static eq_err read_line(const struct line *cl, void *ctx)
 	struct reader *rd = ctx;
 	struct line l = *cl;
 	char why[160];
-	enum line_kind k = classify(&l, why, sizeof(why));
+	enum line_kind k = classify(rd->bl, &l, why, sizeof(why));
 	if (k == LINE_GARBLED) {
 		reader_problem(rd, &l, why);
 		return EQ_OK;
@@ -116,7 +117,7 @@ static eq_err read_line(const struct line *cl, void *ctx)
 	if (rd->seen_on[l.var]) {
 		/* Sourcing such a file, the later value wins. */
 		snprintf(why, sizeof(why), "%s set again (first on line %zu), the later value counts",
-			 eq_bl_var_name((enum eq_bl_var)l.var), rd->seen_on[l.var]);
+			 eq_bl_var_name(rd->bl, (enum eq_bl_var)l.var), rd->seen_on[l.var]);
 		reader_problem(rd, &l, why);
 	}
 	rd->seen_on[l.var] = l.no;
@@ -135,7 +136,7 @@ static eq_err file_get_vars(struct eq_bl *bl, struct eq_bl_vars *ret, struct eq_
 	eq_err r = eq_file_read_all(bl->path, EQ_BL_FILE_MAX, &data, &len, err);
 	if (r)
 		return r;
-	struct reader rd = {.path = bl->path, .vars = ret, .err = err};
+	struct reader rd = {.bl = bl, .path = bl->path, .vars = ret, .err = err};
 	r = each_line((const char *)data, len, read_line, &rd);
 	eq_free(data);
 	if (r) {
@@ -152,6 +153,7 @@ static eq_err file_get_vars(struct eq_bl *bl, struct eq_bl_vars *ret, struct eq_
 /* ---- writing ------------------------------------------------------------ */
 
 struct writer {
+	const struct eq_bl *bl;
 	const char *path;
 	const struct eq_bl_vars *vars;
 	bool written[EQ_BL_VAR__COUNT];
@@ -163,7 +165,7 @@ static eq_err put_var(struct writer *w, int var)
 {
 	const char *v = w->vars->val[var] ? w->vars->val[var] : "";
 	w->written[var] = true;
-	return eq_buf_printf(&w->out, w->err, "%s=%s\n", eq_bl_var_name((enum eq_bl_var)var), v);
+	return eq_buf_printf(&w->out, w->err, "%s=%s\n", eq_bl_var_name(w->bl, (enum eq_bl_var)var), v);
 }
 
 static eq_err write_line(const struct line *cl, void *ctx)
@@ -171,7 +173,7 @@ static eq_err write_line(const struct line *cl, void *ctx)
 	struct writer *w = ctx;
 	struct line l = *cl;
 	char why[160];
-	enum line_kind k = classify(&l, why, sizeof(why));
+	enum line_kind k = classify(w->bl, &l, why, sizeof(why));
 	if (k == LINE_GARBLED)
 		return eq_error_set(w->err, EQ_ERR_PARSE,
 				    "%s: line %zu: %s; not a boot environment this backend can rewrite, refusing to "
@@ -181,7 +183,7 @@ static eq_err write_line(const struct line *cl, void *ctx)
 		if (w->written[l.var])
 			return eq_error_set(w->err, EQ_ERR_PARSE,
 					    "%s: line %zu: %s set again; refusing to overwrite an ambiguous environment",
-					    w->path, l.no, eq_bl_var_name((enum eq_bl_var)l.var));
+					    w->path, l.no, eq_bl_var_name(w->bl, (enum eq_bl_var)l.var));
 		return put_var(w, l.var);
 	}
 	eq_err r = eq_buf_append(&w->out, l.p, l.len, w->err);
@@ -193,7 +195,7 @@ static eq_err file_set_vars(struct eq_bl *bl, const struct eq_bl_vars *vars, str
 	for (int i = 0; i < EQ_BL_VAR__COUNT; i++)
 		if (vars->val[i] && strpbrk(vars->val[i], "\n\r"))
 			return eq_error_set(err, EQ_ERR_INVAL, "%s: a line break in the value of %s", bl->path,
-					    eq_bl_var_name((enum eq_bl_var)i));
+					    eq_bl_var_name(bl, (enum eq_bl_var)i));
 	/* Write through a symlink to its target rather than replacing the link. */
 	EQ_AUTOFREE char *real = realpath(bl->path, NULL);
 	const char *path = real ? real : bl->path;
@@ -211,7 +213,7 @@ static eq_err file_set_vars(struct eq_bl *bl, const struct eq_bl_vars *vars, str
 	} else if (r) {
 		return r;
 	}
-	struct writer w = {.path = bl->path, .vars = vars, .err = err};
+	struct writer w = {.bl = bl, .path = bl->path, .vars = vars, .err = err};
 	eq_buf_init(&w.out, EQ_BL_FILE_MAX);
 	r = each_line((const char *)data, len, write_line, &w);
 	for (int i = 0; !r && i < EQ_BL_VAR__COUNT; i++)

@@ -22,10 +22,13 @@ enum eq_bl_var {
 	EQ_BL_VAR__COUNT
 };
 
-/* "BOOT_ORDER", ... indexed by enum eq_bl_var. */
-const char *eq_bl_var_name(enum eq_bl_var v);
-/* The variable called @name, or -1 when it is not one of eqota's. */
-int eq_bl_var_find(const char *name, size_t len);
+struct eq_bl;
+/* The name of variable @v in @bl's environment: the configured one, or
+ * RAUC's "BOOT_ORDER", ... by default. */
+const char *eq_bl_var_name(const struct eq_bl *bl, enum eq_bl_var v);
+/* The variable called @name in @bl's environment, or -1 when it is not one
+ * of eqota's. */
+int eq_bl_var_find(const struct eq_bl *bl, const char *name, size_t len);
 
 /* The four variables as text; NULL for a variable that is not set.
  * Values are owned by the struct: eq_bl_vars_done() frees them. */
@@ -39,12 +42,10 @@ struct eq_bl;
 /*
  * One backend. The table of them is a static const array in bl.c, searched
  * once by name in eq_bl_open(); every later call goes through bl->ops.
- * A uboot backend will keep its libubootenv context in bl->priv (open:
- * libuboot_initialize + libuboot_read_config(path to fw_env.config) +
- * libuboot_open; get_vars: libuboot_get_env per variable; set_vars:
- * libuboot_set_env per variable + libuboot_env_store, whose redundant copy
- * is the atomic write). A grub backend reads and writes the 1024-byte
- * grubenv block through eq_file_replace_atomic().
+ * Variable names come from eq_bl_var_name(bl, v), never from literals:
+ * boards may rename them. bl_uboot.c keeps its libubootenv context in
+ * bl->priv; bl_grub.c keeps two copies of the 1024-byte grubenv block and
+ * writes the one not in use.
  */
 struct eq_bl_ops {
 	const char *name;
@@ -77,10 +78,29 @@ struct eq_bl {
 	char *path;
 	unsigned good_attempts;
 	unsigned try_attempts;
+	char *var[EQ_BL_VAR__COUNT]; /* the variables' names */
 	void *priv; /* backend data */
 };
 
 extern const struct eq_bl_ops eq_bl_file_ops;
+extern const struct eq_bl_ops eq_bl_grub_ops;
+extern const struct eq_bl_ops eq_bl_uboot_ops;
+
+#ifdef EQ_UNIT_TESTS
+/* Test hooks of the grub backend (bl_grub.c). The copy get_vars reads
+ * (1 = PATH, 2 = PATH.2, 0 = none valid) and each copy's verdict: status
+ * EQ_OK valid, EQ_ERR_NOTFOUND, EQ_ERR_PARSE, EQ_ERR_IO, with why[]. */
+struct eq_bl_grub_info {
+	int winner;
+	eq_err status[2];
+	unsigned long seq[2];
+	char why[2][EQ_ERROR_MSG_MAX];
+};
+eq_err eq_bl_grub_inspect(struct eq_bl *bl, struct eq_bl_grub_info *ret, struct eq_error *err);
+/* When not 0, set_vars stops after its Nth write step as a power cut would
+ * (a torn copy included) and returns EQ_ERR_IO "simulated power cut". */
+extern unsigned long eq_bl_grub_crash_at;
+#endif
 
 /* Cap of the file backend's environment file. */
 #define EQ_BL_FILE_MAX (64u * 1024u)

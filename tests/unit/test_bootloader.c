@@ -316,6 +316,53 @@ static void test_both_exhausted(void **state)
 	eq_bl_close(bl);
 }
 
+/* Boot scripts that call the variables otherwise: names from the config. */
+static void test_var_names(void **state)
+{
+	(void)state;
+	struct eq_bl *bl;
+	struct eq_error e;
+	struct eq_bl_config cfg = {.backend = "file",
+				   .path = env_path,
+				   .var_order = "BOOT_SEQ",
+				   .var_a_left = "A_TRIES",
+				   .var_b_left = "B_TRIES",
+				   .var_trial = "UPGRADE"};
+	assert_int_equal(eq_bl_open(&cfg, &bl, &e), EQ_OK);
+	write_env_str("BOOT_ORDER=B\nBOOT_SEQ=A B\nA_TRIES=3\nB_TRIES=3\n");
+	assert_int_equal(eq_bl_try_once(bl, 1, &e), EQ_OK);
+	char *text = read_env();
+	/* RAUC's names are another program's variables now: kept as they are */
+	assert_string_equal(text, "BOOT_ORDER=B\nBOOT_SEQ=B A\nA_TRIES=3\nB_TRIES=1\nUPGRADE=B\n");
+	eq_free(text);
+	write_env_str("BOOT_SEQ=A C\nA_TRIES=3\nB_TRIES=3\n");
+	struct eq_bl_state st;
+	assert_int_equal(eq_bl_get_state(bl, &st, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "BOOT_SEQ='A C': unknown slot 'C'"));
+	eq_bl_close(bl);
+
+	static const struct {
+		const char *order, *a, *trial, *msg;
+	} bad[] = {
+		{"BOOT ORDER", NULL, NULL, "var_order='BOOT ORDER': expected 1 to 64 of A-Z a-z 0-9 _"},
+		{"", NULL, NULL, "var_order='': expected"},
+		{"9LIVES", NULL, NULL, "not starting with a digit"},
+		{NULL, "BOOT_B_LEFT", NULL, "var_a_left and var_b_left are both 'BOOT_B_LEFT'"},
+		{NULL, NULL, "BOOT_ORDER", "var_order and var_trial are both 'BOOT_ORDER'"},
+		{"A1234567890123456789012345678901234567890123456789012345678901234", NULL, NULL, "expected 1 to 64"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct eq_bl_config c = {
+			.backend = "file", .path = env_path, .var_order = bad[i].order, .var_a_left = bad[i].a,
+			.var_trial = bad[i].trial};
+		bl = NULL;
+		assert_int_equal(eq_bl_open(&c, &bl, &e), EQ_ERR_INVAL);
+		assert_null(bl);
+		if (!strstr(e.msg, bad[i].msg))
+			fail_msg("case %zu: '%s' lacks '%s'", i, e.msg, bad[i].msg);
+	}
+}
+
 static void test_rearm(void **state)
 {
 	(void)state;
@@ -624,6 +671,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusals, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_both_exhausted, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_rearm, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_var_names, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_attempt_config, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_preserve_and_atomic, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_garbled, setup_tmp, teardown_tmp),

@@ -1,7 +1,8 @@
 /*
  * eq_bootloader: one interface to the boot-selection state of an A/B device,
- * with backends chosen once by name: "file" (a plain file, for simulated
- * devices and tests), later "uboot" (libubootenv) and "grub" (grubenv).
+ * with backends chosen once by name: "uboot" (a U-Boot environment through
+ * libubootenv), "grub" (two copies of a grubenv block) and "file" (a plain
+ * file, for simulated devices and tests).
  *
  * The state is the RAUC-compatible set of variables
  *   BOOT_ORDER   slots in boot order, e.g. "A B"
@@ -13,14 +14,18 @@
  * left and decrements that slot's counter only when it is BOOT_TRIAL (so
  * power cuts of a committed slot never use up its attempts).
  *
+ * The names are configurable (struct eq_bl_config) for boot scripts that
+ * call them otherwise.
+ *
  * Who writes what, and the behaviour at every power-cut point:
- * docs/bootloader.md. Every write replaces the whole state at
- * once (the file backend through eq_file_replace_atomic()).
+ * docs/bootloader.md. Every write replaces the whole state at once: the
+ * file backend through eq_file_replace_atomic(), uboot and grub by writing
+ * the copy that is not in use.
  *
  * None of these functions logs above debug; errors come back in
  * struct eq_error. An eq_bl is not shared between threads.
  *
- * Uses eq_base only.
+ * Uses eq_base (and, privately, libubootenv).
  */
 #ifndef EQ_BOOTLOADER_H
 #define EQ_BOOTLOADER_H
@@ -40,9 +45,10 @@ EQ_API const char *eq_bl_slot_name(unsigned slot);
 EQ_API int eq_bl_slot_index(const char *name);
 
 struct eq_bl_config {
-	const char *backend;     /* "file" (others later) */
-	const char *path;        /* env file (file, grub), fw_env.config (uboot); NULL: backend default
-				  * (the file backend has none: NULL is EQ_ERR_INVAL there) */
+	const char *backend;     /* "uboot", "grub" or "file"; see docs/bootloader.md */
+	const char *path;        /* env file (file), first grubenv copy (grub), fw_env.config (uboot); NULL: backend default
+				  * (uboot: /etc/fw_env.config, grub: /boot/efi/EFI/eqota/grubenv; file: none, NULL is
+				  * EQ_ERR_INVAL there) */
 	unsigned good_attempts;  /* attempts of a committed slot, 1..9, 0 means the default 3; also
 				  * the value a boot script assumes for a missing BOOT_x_LEFT */
 	unsigned try_attempts;   /* attempts of a slot on trial, 1..9, 0 means the default 1 */
