@@ -14,6 +14,7 @@
 #   --no-flash U-Boot's built-in environment (2 s boot delay, scans
 #              qfw/USB/SCSI before virtio)
 #   --readonly the disk is read-only (tests of a failing save)
+# EQ_QEMU_ACCEL=kvm uses KVM (an arm64 host whose KVM works), default tcg.
 # The script execs timeout, so its PID is the one to kill to stop QEMU.
 set -euo pipefail
 bdir=$(cd "$(dirname "$0")" && pwd)
@@ -52,7 +53,12 @@ if [ $noflash = 0 ]; then
 	flashargs=(-drive "if=pflash,unit=1,format=raw,readonly=on,file=$flash")
 fi
 
+case "${EQ_QEMU_ACCEL:-tcg}" in
+tcg) accel=(-accel tcg -cpu cortex-a57) ;;
+kvm) accel=(-accel kvm -cpu host) ;;
+*) echo "run-qemu: EQ_QEMU_ACCEL must be kvm or tcg" >&2; exit 2 ;;
+esac
 # shellcheck disable=SC2086
-exec timeout "$secs" $EQ_BOARD_QEMU -bios "$EQ_BOARD_UBOOT" "${flashargs[@]}" \
+exec timeout "$secs" $EQ_BOARD_QEMU "${accel[@]}" -bios "$EQ_BOARD_UBOOT" "${flashargs[@]}" \
 	-drive "if=none,id=disk0,format=raw$ro,file=$disk" -device virtio-blk-pci,drive=disk0 \
 	-serial "file:$log" -display none -monitor none -nic none -no-reboot "$@"
