@@ -422,6 +422,14 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	}
 	int target = 1 - booted;
 	(void)!get_number(c.next, &res.number, res.release, NULL);
+	/* The running slot is read through eq_slot_open(), not at "/": other
+	 * file systems are mounted on a block slot's directories while it
+	 * runs, and kept packages and rebuilt payloads must come from the
+	 * slot's own tree. */
+	const char *run_name = eq_bl_slot_name((unsigned)booted);
+	EQ_AUTOFREE char *run_root = NULL;
+	if ((r = eq_slot_open(a->cfg, run_name, &run_root, err)))
+		goto out;
 	st.phase = EQ_PHASE_INSTALLING;
 	st.target_slot = target;
 	st.from_slot = booted;
@@ -429,7 +437,10 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	snprintf(st.target_release, sizeof(st.target_release), "%s", res.release);
 	if ((r = save_state(a, &st, err)))
 		goto out;
-	r = build_slot(a, target, c.running, running_root(a->cfg, booted), &c, &c.plan, &res.install, err);
+	r = build_slot(a, target, c.running, run_root, &c, &c.plan, &res.install, err);
+	struct eq_error re;
+	if (eq_slot_release(a->cfg, run_name, &re))
+		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&re));
 	if (r) {
 		/* A network failure is retried at the next poll; anything else
 		 * (bad object, full disk) would fail again: remember it. */

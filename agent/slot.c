@@ -239,7 +239,23 @@ eq_err eq_slot_open(const struct eq_config *cfg, const char *name, char **ret_ro
 	if (cfg->slot_type == EQ_SLOT_DIR) {
 		root = eq_strdup(path);
 	} else if (is_root_device(path)) {
-		root = eq_strdup("/");
+		/* Not "/" itself: /proc, /dev, /run, /tmp or the data partition
+		 * are mounted on the slot's own directories, and a rebuilt
+		 * payload would record those file systems' roots (mode 0555
+		 * for /proc, 1777 for a tmpfs) instead of what the package
+		 * installed. A bind mount without MS_REC shows the slot's own
+		 * tree, read-only like any other slot we read. */
+		r = mnt_dir(cfg, name, "-ro", &root, err);
+		if (r)
+			return eq_error_prefix(err, "slot %s", name);
+		if (!is_mountpoint(root) && (mount("/", root, NULL, MS_BIND, NULL) != 0 ||
+					     mount(NULL, root, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) != 0)) {
+			r = eq_error_errno(err, EQ_ERR_IO, "slot %s: bind mount of the running root on '%s'", name,
+					   root);
+			(void)umount2(root, MNT_DETACH);
+			eq_free(root);
+			return r;
+		}
 	} else {
 		r = mnt_dir(cfg, name, "-ro", &root, err);
 		if (r)

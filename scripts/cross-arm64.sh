@@ -5,6 +5,8 @@
 # are installed. The result is BUILD_DIR/agent/eqota (dynamically linked;
 # libcurl is loaded at the first fetch).
 # Usage: scripts/cross-arm64.sh [BUILD_DIR]
+# EQ_CMAKE_ARGS adds configure arguments, one a line (a line may hold spaces),
+# e.g. EQ_CMAKE_ARGS=-DEQ_VERSION_STRING=0.1.0-2 (tests/qemu/lib/mkdeb-eqota.sh).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/build-arm64}
@@ -28,8 +30,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" ||
     { $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"; }
 fi
+extra=()
+[ -z "${EQ_CMAKE_ARGS:-}" ] || mapfile -t extra <<< "$EQ_CMAKE_ARGS"
 cmake -S "$top" -B "$build" -DCMAKE_TOOLCHAIN_FILE="$top/cmake/aarch64-linux-gnu.cmake" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEQ_HOST_TOOLS=OFF -DEQ_BUILD_TESTS=OFF -DEQ_WERROR=ON >/dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEQ_HOST_TOOLS=OFF -DEQ_BUILD_TESTS=OFF -DEQ_WERROR=ON "${extra[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target eqota
 file "$build/agent/eqota" | grep -q 'ARM aarch64' || { echo "cross-arm64: $build/agent/eqota is not an arm64 binary" >&2; exit 1; }
 echo "cross-arm64: $build/agent/eqota"

@@ -47,7 +47,8 @@ for m in $EQ_BOARD_INITRAMFS_MODULES; do
 done
 
 mkdir -p "$(dirname "$out")"
-# Sorted names and fixed mtimes make the archive reproducible.
+# Sorted names, fixed mtimes and --reproducible (no inode or device
+# numbers) make the archive the same on every build.
 find "$w" -exec touch -h -d @0 {} +
-(cd "$w" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -9 -n > "$out.tmp"
+(cd "$w" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --reproducible --quiet) | gzip -9 -n > "$out.tmp"
 mv "$out.tmp" "$out"

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# tests/qemu/run.sh: eqota end to end on a QEMU board. Builds what is
+# missing (device packages, the two releases, the repository, the factory
+# image), boots the factory image and runs one scenario, printing PASS/FAIL
+# lines and keeping every boot's serial console log.
+#
+# Usage: tests/qemu/run.sh --board qemux86-64|qemuarm64 --scenario NAME [--work DIR]
+#        tests/qemu/run.sh --board B --prepare-only
+#   scenarios: happy, unhealthy, hang, powercut, tampered (docs/testing-in-ci.md)
+#   --work     where images, repository and logs go (default build-qemu/work)
+# Environment:
+#   EQ_GEN, EQ_AGENT   host eqota-gen and eqota (default: built into build-qemu/)
+#   EQ_QEMU_ACCEL      kvm or tcg, skipping the probe
+#   EQ_CACHE_DIR       downloads (default .cache)
+# Exit status: 0 passed, 1 a check failed, 2 usage, anything else a broken setup.
+set -Eeuo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+board='' scenario='' work='' prepare_only=0
+usage() { sed -n '/^# Usage:/,/^# Exit/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--board) board=${2:-}; shift 2 ;;
+	--scenario) scenario=${2:-}; shift 2 ;;
+	--work) work=${2:-}; shift 2 ;;
+	--prepare-only) prepare_only=1; shift ;;
+	*) usage ;;
+	esac
+done
+[ -n "$board" ] || usage
+[ -f "$top/boards/$board/board.conf" ] || { echo "run.sh: no board '$board'" >&2; exit 2; }
+[ $prepare_only = 1 ] || [ -n "$scenario" ] || usage
+work=${work:-$top/build-qemu/work}
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+bwork=$work/$board
+
+if [ -z "${EQ_GEN:-}" ] || [ -z "${EQ_AGENT:-}" ]; then
+	cmake -S "$top" -B "$top/build-qemu" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEQ_BUILD_TESTS=OFF >/dev/null
+	cmake --build "$top/build-qemu" -j"$(nproc)" --target eqota eqota-gen >/dev/null
+	EQ_GEN=$top/build-qemu/eqota-gen EQ_AGENT=$top/build-qemu/agent/eqota
+fi
+gen=$EQ_GEN agent=$EQ_AGENT
+
+# shellcheck source=lib/harness.sh
+. "$top/tests/qemu/lib/harness.sh"
+# shellcheck source=scenarios.sh
+. "$top/tests/qemu/scenarios.sh"
+
+trap 'httpd_stop >/dev/null 2>&1 || true' EXIT
+prepare
+[ $prepare_only = 0 ] || exit 0
+declare -F "scenario_$scenario" >/dev/null || { echo "run.sh: no scenario '$scenario'" >&2; exit 2; }
+
+accel=$(accel_pick)
+hlog "accelerator: $accel$([ "$accel" = tcg ] && echo ' (no usable KVM)')"
+sdir=$bwork/$scenario
+rm -rf "$sdir"
+mkdir -p "$sdir/logs"
+disk=$sdir/disk.img
+cp --sparse=always "$bwork/factory.img" "$disk"
+fails=0 checks=0
+pass() { checks=$((checks + 1)); echo "PASS: $*"; }
+fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $*"; }
+t0=$SECONDS
+"scenario_$scenario"
+rm -f "$disk"
+echo "serial logs: $sdir"
+if [ $fails -gt 0 ]; then
+	echo "qemu.$board.$scenario: FAILED ($fails of $checks checks, $((SECONDS - t0)) s)"
+	exit 1
+fi
+echo "qemu.$board.$scenario: passed ($checks checks, $((SECONDS - t0)) s)"
