@@ -462,6 +462,8 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	/* The bootloader first, then the state: a power cut between the two
 	 * leaves "installed" plus a trial in the bootloader, which
 	 * eq_agent_confirm() reads as "trying". */
+	eq_log(EQ_LOG_NOTICE, "slot %s holds release %" PRIu64 ", complete and verified: telling the bootloader to try it once",
+	       eq_bl_slot_name((unsigned)target), res.number);
 	if ((r = eq_bl_try_once(a->bl, (unsigned)target, err))) {
 		eq_error_prefix(err, "bootloader");
 		goto out;

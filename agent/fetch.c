@@ -70,7 +70,15 @@ struct xfer {
 	struct eq_error cb_error;
 	double last_progress_s;
 	double started_s;
+	/* .part bytes not yet on stable storage, and when they last were */
+	uint64_t unsynced;
+	double last_sync_s;
 };
+
+/* A power cut loses what the page cache held: the .part is synced at least
+ * this often while a download runs (and when it stalls), so a device that
+ * loses power mid-download resumes from there instead of starting over. */
+#define PART_SYNC_INTERVAL_S 1.0
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -307,8 +315,29 @@ static size_t write_cb(char *buf, size_t size, size_t nmemb, void *ud)
 		return 0;
 	}
 	x->received += len;
+	x->unsynced += len;
 	report_progress(x, false);
 	return len;
+}
+
+/* curl calls this about once a second even while no data comes, which is
+ * when a stalled download's last bytes must reach the disk. */
+static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	struct xfer *x = ud;
+	if (x->mem || x->fd < 0 || !x->unsynced)
+		return 0;
+	double now = eq_now_s();
+	if (now - x->last_sync_s < PART_SYNC_INTERVAL_S)
+		return 0;
+	if (fdatasync(x->fd) != 0) {
+		(void)abort_with(x, eq_error_errno(&x->cb_error, EQ_ERR_IO, "cannot sync the .part of %s", x->rel));
+		return 1;
+	}
+	x->unsynced = 0;
+	x->last_sync_s = now;
+	return 0;
 }
 
 /* ---- one request -------------------------------------------------------- */
@@ -338,7 +367,8 @@ static eq_err perform(struct eq_fetcher *f, struct xfer *x, struct curl_slist *h
 	x->status = 0;
 	x->cb_err = EQ_OK;
 	eq_error_clear(&x->cb_error);
-	x->started_s = x->last_progress_s = eq_now_s();
+	x->started_s = x->last_progress_s = x->last_sync_s = eq_now_s();
+	x->unsynced = 0;
 	f->errbuf[0] = '\0';
 	SETOPT(f, CURLOPT_URL, x->url);
 	SETOPT(f, CURLOPT_HTTPHEADER, headers);
@@ -350,6 +380,7 @@ static eq_err perform(struct eq_fetcher *f, struct xfer *x, struct curl_slist *h
 	}
 	SETOPT(f, CURLOPT_WRITEDATA, x);
 	SETOPT(f, CURLOPT_HEADERDATA, x);
+	SETOPT(f, CURLOPT_XFERINFODATA, x);
 
 	f->stats.requests++;
 	CURLcode rc = curl_easy_perform(f->curl);
@@ -357,6 +388,7 @@ static eq_err perform(struct eq_fetcher *f, struct xfer *x, struct curl_slist *h
 	(void)curl_easy_setopt(f->curl, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
 	(void)curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, (void *)NULL);
 	(void)curl_easy_setopt(f->curl, CURLOPT_HEADERDATA, (void *)NULL);
+	(void)curl_easy_setopt(f->curl, CURLOPT_XFERINFODATA, (void *)NULL);
 
 	if (x->cb_err != EQ_OK) {
 		if (err)
@@ -473,6 +505,8 @@ eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, str
 	SETOPT(CURLOPT_FAILONERROR, 0L);
 	SETOPT(CURLOPT_HEADERFUNCTION, header_cb);
 	SETOPT(CURLOPT_WRITEFUNCTION, write_cb);
+	SETOPT(CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+	SETOPT(CURLOPT_NOPROGRESS, 0L);
 	*ret = f;
 	return EQ_OK;
 out:

@@ -15,7 +15,9 @@ expect_boot() {
 	if [ "$got" = "$2" ]; then pass "$1: booted slot $2"; else fail "$1: booted slot '${got:-none}', expected $2 (log $sdir/$1.log)"; fi
 }
 expect_line() { # expect_line BOOT TEXT: the guest printed "EQTEST TEXT"
-	if qline "$1" '' | grep -qxF "$2"; then pass "$1: $2"; else fail "$1: no 'EQTEST $2' in $sdir/$1.log"; fi
+	# Not "qline | grep -q": an early exit of grep would fail the pipeline
+	# (SIGPIPE under pipefail).
+	if qline "$1" '' | grep -xF "$2" >/dev/null; then pass "$1: $2"; else fail "$1: no 'EQTEST $2' in $sdir/$1.log"; fi
 }
 # expect_status BOOT PYTHON-CONDITION DESCRIPTION: on the status JSON as j.
 expect_status() {
@@ -103,5 +105,208 @@ scenario_happy() {
 	expect_boot 3-again B
 	expect_status 3-again 'j["booted"] == "B" and j["bootloader"]["left"]["B"] >= 1 and j["failed"] is None' \
 		"a further boot stays on B"
+	httpd_stop
+}
+
+# expect_ended BOOT: QEMU ended by itself (guest poweroff, or a reset that
+# -no-reboot turns into an exit), not by the harness's timeout.
+expect_ended() {
+	if [ "$qrc" = 0 ]; then pass "$1: the boot ended by itself ($2)"; else fail "$1: QEMU exit $qrc, expected it to end by itself ($2)"; fi
+}
+
+# ---- 2. the health check fails in the new slot ------------------------------------
+scenario_unhealthy() {
+	httpd_start "$bwork/repo" "$sdir/logs"
+	qboot 1-update update --channel unhealthy
+	expect_boot 1-update A
+	expect_line 1-update "update rc=3"
+
+	qboot 2-newslot status --channel unhealthy
+	expect_boot 2-newslot B
+	expect_line 2-newslot "mark-good rc=4"
+	expect_status 2-newslot 'j["bootloader"]["order"] == ["A"] and j["bootloader"]["trial"] is None and j["failed"]["number"] == 2' \
+		"B failed its health checks: marked bad, A primary again, the failure recorded"
+
+	qboot 3-back update --channel unhealthy
+	expect_boot 3-back A
+	expect_line 3-back "mark-good rc=0"
+	expect_status 3-back 'j["booted"] == "A" and j["slots"]["A"]["release"] == "r1" and j["failed"]["number"] == 2 and "health" in j["failed"]["reason"]' \
+		"back on r1 in A; status reports the failed update"
+	# The failed release is not installed again until a newer one appears.
+	expect_line 3-back "update rc=0"
+	expect_status 3-back 'j["bootloader"]["order"] == ["A"] and j["state"]["phase"] == "idle"' "the failed release is not retried"
+	httpd_stop
+}
+
+# ---- 3. the new slot hangs before eqota runs --------------------------------------
+scenario_hang() {
+	httpd_start "$bwork/repo" "$sdir/logs"
+	qboot 1-update update --channel hang
+	expect_boot 1-update A
+	expect_line 1-update "update rc=3"
+
+	# Its init arms the watchdog and never gets further; nothing from the
+	# harness ends this boot.
+	qboot 2-hang status --channel hang --timeout 240
+	expect_line 2-hang "hanging on purpose"
+	expect_ended 2-hang "the watchdog reset the hung slot"
+
+	qboot 3-back status --channel hang
+	expect_boot 3-back A
+	expect_status 3-back 'j["booted"] == "A" and "B" not in j["bootloader"]["order"] and j["failed"]["number"] == 2' \
+		"the boot counter brought the device back to A; the failure is recorded"
+
+	qboot 4-again status --channel hang
+	expect_boot 4-again A
+	expect_line 4-again "mark-good rc=0"
+	httpd_stop
+}
+
+# ---- 4. power cuts -------------------------------------------------------------------
+# Each cut kills QEMU (SIGKILL: no flush, no unmount) at a point of the
+# update; the next boot must come up on a complete slot. The download cuts
+# are made while a download is half done: badhttp.py (mode stall) sends
+# half of each object's first GET and then holds, and the harness cuts a
+# few seconds later, when eqota has had time to sync what it received. The
+# next attempt must ask only for the rest (Range).
+pc_cuts=0 pc_unbootable=0
+
+# pc_cut NAME STEP QBOOT-OPTIONS...: one boot cut at the point the options
+# name; returns 1 when the point never came (the boot ended by itself).
+pc_cut() {
+	local name=$1 step=$2
+	shift 2
+	qboot "cut-$name" "$step" "$@"
+	[ "$qrc" = 137 ] || return 1
+	pc_cuts=$((pc_cuts + 1))
+}
+# pc_after NAME: the boot after a cut must come up on a complete slot that
+# eqota can vouch for (confirmed, or rolled back to).
+pc_after() {
+	qboot "after-$1" status
+	local slot
+	slot=$(qline "after-$1" 'booted slot=' | sed 's/ .*//' | tail -1)
+	if [ -n "$slot" ] && qline "after-$1" '' | grep -E '^mark-good rc=(0|4)$' >/dev/null; then
+		pass "after-$1: cut during $1, the next boot came up on slot $slot"
+	else
+		pc_unbootable=$((pc_unbootable + 1))
+		fail "after-$1: no complete slot came up after the cut (log $sdir/after-$1.log)"
+	fi
+}
+
+scenario_powercut() {
+	httpd_start "$bwork/repo" "$sdir/logs"
+	local bad_port bad_pid bad_log=$sdir/logs/stall.log points=0
+	bad_port=$(httpd_free_port)
+	python3 "$top/tests/integration/lib/badhttp.py" stall "$bad_port" "$bwork/repo" \
+		--lifetime 900 --max-requests 2000 --log "$bad_log" &
+	bad_pid=$!
+
+	# 1, 2: during a download, twice: the second attempt resumes the first
+	# object and is cut in the middle of the next one.
+	local i
+	for i in 1 2; do
+		points=$((points + 1))
+		if pc_cut "download$i" update --port "$bad_port" --kill-log "$bad_log" --kill-on ' stalled$' --kill-delay 3; then
+			pc_after "download$i"
+		else
+			fail "cut-download$i: no download stalled (QEMU exit $qrc)"
+		fi
+		cp "$bad_log" "$bad_log.$i"
+		: > "$bad_log" # badhttp.py appends (O_APPEND): the next cut waits for a new stall
+	done
+	kill "$bad_pid" 2>/dev/null || true
+	wait "$bad_pid" 2>/dev/null || true
+	if awk '$3 == 206 && $5 ~ /^bytes=[1-9]/' "$bad_log.2" | grep . >/dev/null; then
+		pass "the interrupted download resumed: $(awk '$3 == 206 { print $2, $5; exit }' "$bad_log.2")"
+	else
+		fail "no resumed download (206 with a Range from a nonzero offset) in $bad_log.2"
+	fi
+
+	# 3: while the inactive slot is being filled.
+	points=$((points + 1))
+	if pc_cut install update --kill-on 'install: 1[0-9]/[0-9]+ packages'; then
+		pc_after install
+	else
+		fail "cut-install: the install never got to package 10 (QEMU exit $qrc)"
+	fi
+
+	# 4: at the bootloader environment write (the message comes just before
+	# it). Then 5: the first boot after it, before the kernel starts; when
+	# the write did not happen, that boot is slot A, which installs again,
+	# and the next one is cut.
+	points=$((points + 1))
+	pc_cut switch update --kill-on 'telling the bootloader to try it once' ||
+		fail "cut-switch: the install never reached the switch (QEMU exit $qrc)"
+	points=$((points + 1))
+	local tries=0
+	until pc_cut first-boot update-retry --kill-on 'Kernel command line:.*eqota\.slot=B'; do
+		tries=$((tries + 1))
+		[ $tries -lt 2 ] || break
+	done
+	if [ "$qrc" = 137 ]; then pc_after first-boot; else fail "cut-first-boot: slot B was never booted"; fi
+
+	# 6: while eqota confirms the new slot, after an install from wherever
+	# the cuts left the device.
+	points=$((points + 1))
+	qboot prep-confirm update-retry
+	if qline prep-confirm '' | grep -x "update rc=3" >/dev/null &&
+		pc_cut confirm status --kill-on 'EQTEST booted slot=B' --kill-delay 0.3; then
+		pc_after confirm
+	else
+		fail "cut-confirm: no trial of slot B to cut (see $sdir/prep-confirm.log)"
+	fi
+
+	# Whatever the cuts left, an update now succeeds and commits.
+	if ! status_of after-confirm | grep -q '"booted":"B"'; then
+		qboot final-update update-retry
+		expect_line final-update "update rc=3"
+	fi
+	qboot final-boot status
+	expect_boot final-boot B
+	expect_line final-boot "mark-good rc=0"
+	expect_status final-boot 'j["booted"] == "B" and j["slots"]["B"]["release"] == "r2" and j["bootloader"]["trial"] is None' \
+		"after all cuts release r2 is installed and committed"
+	echo "power cuts: $pc_cuts at $points points, unbootable outcomes: $pc_unbootable"
+	[ $pc_cuts -ge $points ] && pass "$pc_cuts power cuts at $points points" || fail "only $pc_cuts cuts at $points points"
+	[ $pc_unbootable = 0 ] && pass "0 unbootable outcomes" || fail "$pc_unbootable unbootable outcomes"
+	httpd_stop
+}
+
+# ---- 5. a tampered repository ---------------------------------------------------------
+scenario_tampered() {
+	# A copy of the repository in which every file of one changed package
+	# (its object and its deltas) has one byte changed, as a compromised
+	# mirror would serve it.
+	local t=$sdir/repo victim
+	cp -al "$bwork/repo" "$t"
+	victim=$(changed_packages "$bwork/pkgs/r1" "$bwork/pkgs/r2" | grep -x 'libssl3' || true)
+	[ -n "$victim" ] || victim=$(changed_packages "$bwork/pkgs/r1" "$bwork/pkgs/r2" | head -1)
+	python3 - "$t" "$board" "$victim" <<-'EOF'
+		import json, os, shutil, sys
+		repo, board, name = sys.argv[1:]
+		m = json.load(open(f"{repo}/boards/{board}/stable/manifest.json"))
+		p = next(p for p in m["packages"] if p["name"] == name)
+		for rel in [p["object"]["path"]] + [d["path"] for d in p.get("deltas", [])]:
+		    f = os.path.join(repo, rel)
+		    data = bytearray(open(f, "rb").read())
+		    data[len(data) // 2] ^= 0x01
+		    os.unlink(f)  # a hard link to the real repository: replace, don't edit
+		    open(f, "wb").write(data)
+	EOF
+	httpd_start "$t" "$sdir/logs"
+	qboot 1-update update
+	expect_boot 1-update A
+	expect_line 1-update "update rc=1"
+	if tr -d '\r' < "$sdir/1-update.log" | grep -a "$victim" | grep -ai "sha-256\|hash" >/dev/null; then
+		pass "1-update: the error names the tampered package's hash"
+	else
+		fail "1-update: no hash error naming '$victim' in $sdir/1-update.log"
+	fi
+	expect_status 1-update 'j["booted"] == "A" and j["bootloader"]["order"] == ["A"] and j["bootloader"]["trial"] is None' \
+		"nothing was handed to the bootloader"
+	qboot 2-reboot status
+	expect_boot 2-reboot A
+	expect_status 2-reboot 'j["slots"]["A"]["release"] == "r1" and j["booted"] == "A"' "the device keeps running release r1"
 	httpd_stop
 }

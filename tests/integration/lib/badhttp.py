@@ -11,6 +11,11 @@ misbehaving as MODE says:
   more          sends the file plus 1000 extra bytes, without Content-Length,
                 closing the connection at the end
   slow          declares the full length, sends one byte every 3 s
+  stall         the first GET of each /objects/ or /deltas/ path declares
+                the full length, sends half the body and then sends
+                nothing more for 60 s (a device losing power mid-download
+                is cut at this point); its log line ends in " stalled" and
+                is written when the stall begins. Later GETs behave.
   flaky         the first GET of each path answers 503, later ones behave
   ignore-range  answers every GET with 200 and the whole file, Range or not
   ok            behaves (Range supported)
@@ -32,7 +37,7 @@ import time
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["truncate", "more", "slow", "flaky", "ignore-range", "ok"])
+    ap.add_argument("mode", choices=["truncate", "more", "slow", "stall", "flaky", "ignore-range", "ok"])
     ap.add_argument("port", type=int)
     ap.add_argument("dir")
     ap.add_argument("--max-requests", type=int, default=100)
@@ -51,11 +56,11 @@ def main():
         def log_message(self, fmt, *args):
             pass
 
-        def record(self, status, sent):
+        def record(self, status, sent, note=""):
             if logf:
                 with lock:
-                    logf.write("%s %s %d %d %s\n" % (self.command, self.path, status, sent,
-                                                     self.headers.get("Range") or "-"))
+                    logf.write("%s %s %d %d %s%s\n" % (self.command, self.path, status, sent,
+                                                       self.headers.get("Range") or "-", note))
 
         def send_plain(self, status, body=b""):
             self.send_response(status)
@@ -87,6 +92,20 @@ def main():
                 self.wfile.flush()
                 self.close_connection = True
                 self.record(200, len(half))
+                return
+            if mode == "stall" and first and self.path.startswith(("/objects/", "/deltas/")):
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                half = data[: len(data) // 2]
+                try:
+                    self.wfile.write(half)
+                    self.wfile.flush()
+                except OSError:
+                    pass
+                self.record(200, len(half), " stalled")
+                time.sleep(60)
+                self.close_connection = True
                 return
             if mode == "more":
                 body = data + b"x" * 1000

@@ -150,17 +150,24 @@ factory() {
 	rm -rf "$f/A"
 }
 
-# qboot NAME STEP [--channel C] [--kill-on REGEX [--kill-delay SEC]] [--timeout SEC]
+# qboot NAME STEP [--channel C] [--port P] [--kill-on REGEX [--kill-log FILE]
+#                 [--kill-delay SEC]] [--timeout SEC]
 # One boot of $disk (the scenario's copy of the factory image) with the
 # guest init's fw_cfg inputs; the serial console goes to $sdir/NAME.log.
+# The repository is the server on 127.0.0.1:P (default $HTTPD_PORT). With
+# --kill-on, QEMU is killed SEC seconds after REGEX shows up in the serial
+# log, or in FILE (a server's log).
 # Sets qrc: 0 QEMU ended by itself (guest poweroff or reset), 124 timeout,
 # 137 killed by us (--kill-on matched; a power cut).
 qboot() {
 	local name=$1 step=$2 channel=stable kill_on='' kill_delay=0 secs=${EQ_QEMU_BOOT_TIMEOUT:-300}
+	local port=${HTTPD_PORT:-} kill_log=''
 	shift 2
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--channel) channel=$2; shift 2 ;;
+		--port) port=$2; shift 2 ;;
+		--kill-log) kill_log=$2; shift 2 ;;
 		--kill-on) kill_on=$2; shift 2 ;;
 		--kill-delay) kill_delay=$2; shift 2 ;;
 		--timeout) secs=$2; shift 2 ;;
@@ -169,18 +176,24 @@ qboot() {
 	done
 	local log=$sdir/$name.log t0=$SECONDS pid
 	rm -f "$log"
+	kill_log=${kill_log:-$log}
 	EQ_QEMU_ACCEL=$accel "$top/boards/$board/run-qemu.sh" --disk "$disk" --log "$log" --timeout "$secs" -- \
 		-nic "user,model=virtio-net-pci" \
-		-fw_cfg "name=opt/eqota/url,string=http://10.0.2.2:$HTTPD_PORT" \
+		-fw_cfg "name=opt/eqota/url,string=http://10.0.2.2:$port" \
 		-fw_cfg "name=opt/eqota/channel,string=$channel" \
 		-fw_cfg "name=opt/eqota/step,string=$step" 2>"$log.stderr" &
 	pid=$!
 	qrc=0
 	if [ -n "$kill_on" ]; then
 		while kill -0 "$pid" 2>/dev/null; do
-			if grep -aqE "$kill_on" "$log" 2>/dev/null; then
+			if grep -aqE "$kill_on" "$kill_log" 2>/dev/null; then
 				sleep "$kill_delay"
-				kill -KILL "$pid" 2>/dev/null || true
+				# QEMU itself, the child of run-qemu.sh's timeout: SIGKILL
+				# is not passed on, and an orphaned QEMU would keep writing.
+				local q
+				q=$(pgrep -P "$pid" || true)
+				# shellcheck disable=SC2086 # one PID or none
+				kill -KILL $q "$pid" 2>/dev/null || true
 				break
 			fi
 			sleep 0.05
