@@ -12,7 +12,7 @@ pkgs=(
   zstd bsdiff xdelta3 time sqlite3 python3 dpkg-dev xz-utils binutils lighttpd lighttpd-mod-openssl openssl
   # boards and QEMU tests (boards/, tests/bootloader, tests/qemu)
   qemu-system-x86 qemu-system-arm qemu-utils ovmf grub-efi-amd64-bin grub-common mtools dosfstools
-  e2fsprogs fdisk gdisk busybox-static u-boot-qemu u-boot-tools libubootenv-tool cpio kmod
+  e2fsprogs fdisk gdisk busybox-static u-boot-qemu u-boot-tools libubootenv-tool cpio kmod socat
 )
 
 missing=()

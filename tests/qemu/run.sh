@@ -5,13 +5,18 @@
 # lines and keeping every boot's serial console log.
 #
 # Usage: tests/qemu/run.sh --board qemux86-64|qemuarm64 --scenario NAME [--work DIR]
-#        tests/qemu/run.sh --board B --prepare-only
+#                          [--release1 DIR --release2 DIR]
+#        tests/qemu/run.sh --board B --prepare-only [...]
 #   scenarios: happy, unhealthy, hang, powercut, tampered (docs/testing-in-ci.md)
 #   --work     where images, repository and logs go (default build-qemu/work)
+#   --release1, --release2
+#              your own release pair: folders of .deb files added to the
+#              test device's release 1 and 2 (same name: yours replaces it)
 # Environment:
 #   EQ_GEN, EQ_AGENT   host eqota-gen and eqota (default: built into build-qemu/)
 #   EQ_QEMU_ACCEL      kvm or tcg, skipping the probe
 #   EQ_CACHE_DIR       downloads (default .cache)
+#   EQ_QEMU_RELEASE1, EQ_QEMU_RELEASE2   as --release1, --release2
 # Exit status: 0 passed, 1 a check failed, 2 usage, anything else a broken setup.
 set -Eeuo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,12 +28,22 @@ while [ $# -gt 0 ]; do
 	--scenario) scenario=${2:-}; shift 2 ;;
 	--work) work=${2:-}; shift 2 ;;
 	--prepare-only) prepare_only=1; shift ;;
+	--release1) EQ_QEMU_RELEASE1=${2:-}; shift 2 ;;
+	--release2) EQ_QEMU_RELEASE2=${2:-}; shift 2 ;;
 	*) usage ;;
 	esac
 done
 [ -n "$board" ] || usage
 [ -f "$top/boards/$board/board.conf" ] || { echo "run.sh: no board '$board'" >&2; exit 2; }
 [ $prepare_only = 1 ] || [ -n "$scenario" ] || usage
+user_rel1=${EQ_QEMU_RELEASE1:-} user_rel2=${EQ_QEMU_RELEASE2:-}
+if [ -n "$user_rel1$user_rel2" ]; then
+	for d in "$user_rel1" "$user_rel2"; do
+		[ -n "$d" ] || { echo "run.sh: --release1 and --release2 go together" >&2; exit 2; }
+		[ -d "$d" ] || { echo "run.sh: release folder '$d' does not exist" >&2; exit 2; }
+	done
+	user_rel1=$(cd "$user_rel1" && pwd) user_rel2=$(cd "$user_rel2" && pwd)
+fi
 work=${work:-$top/build-qemu/work}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
@@ -47,6 +62,7 @@ gen=$EQ_GEN agent=$EQ_AGENT
 . "$top/tests/qemu/scenarios.sh"
 
 trap 'httpd_stop >/dev/null 2>&1 || true' EXIT
+check_user_releases
 prepare
 [ $prepare_only = 0 ] || exit 0
 declare -F "scenario_$scenario" >/dev/null || { echo "run.sh: no scenario '$scenario'" >&2; exit 2; }

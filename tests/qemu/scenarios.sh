@@ -69,8 +69,10 @@ scenario_happy() {
 	predicted=$("$gen" diff --repo "$bwork/repo" --board "$board" --channel stable --from r1 --to r2 --json |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["download_bytes"])')
 
-	qboot 1-update update
+	qboot 1-update update --isolation-probe
 	expect_boot 1-update A
+	expect_line 1-update "forward reached"
+	expect_line 1-update "host-direct blocked"
 	expect_line 1-update "mark-good rc=0"
 	plan=$(qline 1-update 'plan ' | tail -1)
 	got=$(json_get "$plan" 'j["download_bytes"]')

@@ -25,32 +25,106 @@ hdie() { echo "qemu[$board]: FATAL: $*" >&2; exit 1; }
 # shellcheck source=/dev/null
 . "$top/tests/integration/lib/httpd.sh"
 arch=$EQ_BOARD_ARCH
+EQ_QEMU_REPO_ADDR=10.0.2.100:80
 
-# Whether a short KVM boot works; the machines this was written on have a
-# /dev/kvm that ordinary guests cannot use (QEMU-NOTES), so the device file
-# alone proves nothing.
+# KVM is used only when it really runs guest code: /dev/kvm exists on hosts
+# whose KVM cannot run ordinary guests (QEMU-NOTES.md). The probe boots a
+# few bytes of firmware that power the machine off at once (x86: a write
+# to isa-debug-exit, which makes QEMU exit 99; arm64: PSCI SYSTEM_OFF, exit
+# 0); a KVM error or a hang within 10 s means TCG. The answer is kept per
+# work folder, host kernel and QEMU binary.
+# accel_probe ACCEL: 0 when that accelerator ran the probe to its end.
+accel_probe() {
+	local q fw rc=1
+	fw=$(mktemp)
+	if [ "$arch" = amd64 ]; then
+		q=qemu-system-x86_64
+		# 64 KiB BIOS; at the reset vector: mov al,0x31; out 0xf4,al; hlt
+		head -c 65536 /dev/zero | tr '\0' '\364' > "$fw"
+		printf '\260\061\346\364\364' | dd of="$fw" bs=1 seek=65520 conv=notrunc status=none
+		timeout 10 "$q" -accel "$1" -M pc -nodefaults -display none -serial none -monitor none \
+			-bios "$fw" -device isa-debug-exit,iobase=0xf4,iosize=0x04 </dev/null >/dev/null 2>&1 || rc=$?
+		[ "$rc" = 99 ] && rc=0
+	else
+		q=qemu-system-aarch64
+		local cpu=cortex-a57
+		[ "$1" = kvm ] && cpu=host
+		# mov w0,#0x84000008 (PSCI SYSTEM_OFF); hvc #0
+		printf '\000\001\200\122\000\200\260\162\002\000\000\324' > "$fw"
+		timeout 10 "$q" -accel "$1" -M virt -cpu $cpu -nodefaults -display none -serial none \
+			-monitor none -bios "$fw" </dev/null >/dev/null 2>&1 && rc=0
+	fi
+	rm -f "$fw"
+	return $rc
+}
+
 accel_pick() {
 	if [ -n "${EQ_QEMU_ACCEL:-}" ]; then echo "$EQ_QEMU_ACCEL"; return; fi
-	local host
-	host=$(uname -m)
-	if [ -w /dev/kvm ] && { [ "$arch" = amd64 ] && [ "$host" = x86_64 ] || [ "$arch" = arm64 ] && [ "$host" = aarch64 ]; }; then
-		local q=qemu-system-x86_64
-		[ "$arch" = amd64 ] || q=qemu-system-aarch64
-		if timeout 20 "$q" -accel kvm -M none -display none -S -monitor none -serial none \
-			-device loader,addr=0,data=0,data-len=1 </dev/null >/dev/null 2>&1 & wait $!; then
-			echo kvm; return
-		fi
-	fi
-	echo tcg
+	local q key cache=$bwork/.accel a=tcg
+	case "$arch/$(uname -m)" in
+	amd64/x86_64) q=qemu-system-x86_64 ;;
+	arm64/aarch64) q=qemu-system-aarch64 ;;
+	*) echo tcg; return ;;
+	esac
+	[ -r /dev/kvm ] && [ -w /dev/kvm ] || { echo tcg; return; }
+	q=$(command -v "$q")
+	key="$(uname -r) $q $(stat -c %Y "$q")"
+	if [ -f "$cache" ] && [ "$(sed -n 1p "$cache")" = "$key" ]; then sed -n 2p "$cache"; return; fi
+	accel_probe kvm && a=kvm
+	printf '%s\n%s\n' "$key" "$a" > "$cache"
+	echo "$a"
 }
 
 # Each step's stamp holds a hash of the sources everything is built from,
 # so an edit to eqota, a board or this harness rebuilds the packages, the
 # repository and the image (the downloads stay cached).
 inputs_hash() {
-	(cd "$top" && find CMakeLists.txt cmake common delta manifest bootloader agent scripts \
-		"boards/$board" tests/qemu -type f ! -name '*.md' -print0 | LC_ALL=C sort -z |
-		xargs -0 sha256sum | sha256sum | cut -c1-64)
+	{
+		(cd "$top" && find CMakeLists.txt cmake common delta manifest bootloader agent scripts \
+			"boards/$board" tests/qemu -type f ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+		local d
+		for d in "$user_rel1" "$user_rel2"; do
+			echo "user release: $d"
+			[ -z "$d" ] || (cd "$d" && find . -maxdepth 1 -type f -name '*.deb' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+		done
+	} | sha256sum | cut -c1-64
+}
+
+# check_user_releases: your release folders hold .deb files for this
+# board's architecture, none of them one of eqota's own packages (the
+# scenarios are built around those). Checked before anything is built.
+check_user_releases() {
+	local dir f name a n
+	for dir in "$user_rel1" "$user_rel2"; do
+		[ -n "$dir" ] || continue
+		n=0
+		for f in "$dir"/*.deb; do
+			[ -f "$f" ] || continue
+			name=$(dpkg-deb -f "$f" Package 2>/dev/null) || hdie "$f is not a Debian package (dpkg-deb cannot read its control file)"
+			a=$(dpkg-deb -f "$f" Architecture)
+			[ "$a" = "$arch" ] || [ "$a" = all ] || hdie "$f is for architecture $a, board $board is $arch"
+			case "$name" in eqota | eqota-board-* | eqota-kernel-*)
+				hdie "$f: package $name belongs to the harness and cannot be replaced" ;;
+			esac
+			n=$((n + 1))
+		done
+		[ $n -gt 0 ] || hdie "no .deb files in $dir"
+	done
+}
+
+# add_user_release R DIR: the .deb files of DIR join release R's set; a
+# package of the same name leaves it. The merged set must still be
+# complete (dependencies, NEEDED libraries).
+add_user_release() {
+	local r=$1 dir=$2 f n=0
+	for f in "$dir"/*.deb; do
+		rm -f "$bwork/pkgs/r$r/$(dpkg-deb -f "$f" Package)_"*.deb
+		cp "$f" "$bwork/pkgs/r$r/"
+		n=$((n + 1))
+	done
+	hlog "release $r: $n of your packages from $dir"
+	"$top/tests/qemu/lib/device-debs.sh" --arch "$arch" --verify "$bwork/pkgs/r$r" >/dev/null ||
+		hdie "release $r with your packages from $dir is incomplete (see above)"
 }
 step_done() { [ -f "$bwork/.stamp-$1" ] && [ "$(cat "$bwork/.stamp-$1")" = "$inputs" ]; }
 step_mark() { echo "$inputs" > "$bwork/.stamp-$1"; }
@@ -58,6 +132,9 @@ step_mark() { echo "$inputs" > "$bwork/.stamp-$1"; }
 prepare() {
 	mkdir -p "$bwork"
 	local t0=$SECONDS
+	# The KVM probe's firmware must run under TCG, or "no KVM" would be a
+	# broken probe rather than an answer.
+	accel_probe tcg || { hlog "the accelerator probe does not run under TCG (tests/qemu/lib/harness.sh accel_probe)"; return 1; }
 	inputs=$(inputs_hash)
 	# A later step is stale whenever an earlier one is redone.
 	step_done debs || rm -f "$bwork/.stamp-repo" "$bwork/.stamp-factory"
@@ -79,6 +156,10 @@ prepare() {
 			"$top/tests/qemu/lib/device-debs.sh" --arch "$arch" --release $r --out "$bwork/pkgs/r$r" \
 				--eqota-deb "$bwork/eqota-debs/eqota_0.1.0-${r}_$arch.deb" >"$bwork/pkgs-r$r.txt"
 		done
+		if [ -n "$user_rel1" ]; then
+			add_user_release 1 "$user_rel1"
+			add_user_release 2 "$user_rel2"
+		fi
 		for r in r2-unhealthy r2-hang; do
 			mkdir -p "$bwork/pkgs/$r"
 			cp -l "$bwork/pkgs/r2"/*.deb "$bwork/pkgs/$r/"
@@ -151,17 +232,23 @@ factory() {
 }
 
 # qboot NAME STEP [--channel C] [--port P] [--kill-on REGEX [--kill-log FILE]
-#                 [--kill-delay SEC]] [--timeout SEC]
+#                 [--kill-delay SEC]] [--timeout SEC] [--isolation-probe]
 # One boot of $disk (the scenario's copy of the factory image) with the
 # guest init's fw_cfg inputs; the serial console goes to $sdir/NAME.log.
-# The repository is the server on 127.0.0.1:P (default $HTTPD_PORT). With
+# The repository is the server on 127.0.0.1:P (default $HTTPD_PORT), which
+# the guest reaches at $EQ_QEMU_REPO_ADDR and nowhere else: user-mode
+# networking with restrict=on, one guestfwd whose socat connects to the
+# server for each connection the guest opens. --isolation-probe makes the
+# guest fetch the channel's manifest both ways, straight at 10.0.2.2 too,
+# and report which arrived.
+# With
 # --kill-on, QEMU is killed SEC seconds after REGEX shows up in the serial
 # log, or in FILE (a server's log).
 # Sets qrc: 0 QEMU ended by itself (guest poweroff or reset), 124 timeout,
 # 137 killed by us (--kill-on matched; a power cut).
 qboot() {
 	local name=$1 step=$2 channel=stable kill_on='' kill_delay=0 secs=${EQ_QEMU_BOOT_TIMEOUT:-300}
-	local port=${HTTPD_PORT:-} kill_log=''
+	local port=${HTTPD_PORT:-} kill_log='' probe=''
 	shift 2
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -171,6 +258,7 @@ qboot() {
 		--kill-on) kill_on=$2; shift 2 ;;
 		--kill-delay) kill_delay=$2; shift 2 ;;
 		--timeout) secs=$2; shift 2 ;;
+		--isolation-probe) probe=1; shift ;;
 		*) hdie "qboot: unknown option $1" ;;
 		esac
 	done
@@ -178,8 +266,10 @@ qboot() {
 	rm -f "$log"
 	kill_log=${kill_log:-$log}
 	EQ_QEMU_ACCEL=$accel "$top/boards/$board/run-qemu.sh" --disk "$disk" --log "$log" --timeout "$secs" -- \
-		-nic "user,model=virtio-net-pci" \
-		-fw_cfg "name=opt/eqota/url,string=http://10.0.2.2:$port" \
+		-nic "user,model=virtio-net-pci,restrict=on,guestfwd=tcp:$EQ_QEMU_REPO_ADDR-cmd:socat - TCP:127.0.0.1:$port" \
+		-fw_cfg "name=opt/eqota/url,string=http://$EQ_QEMU_REPO_ADDR" \
+		${probe:+-fw_cfg "name=opt/eqota/hostport,string=$port"} \
+		${probe:+-fw_cfg "name=opt/eqota/probepath,string=/boards/$board/$channel/manifest.json"} \
 		-fw_cfg "name=opt/eqota/channel,string=$channel" \
 		-fw_cfg "name=opt/eqota/step,string=$step" 2>"$log.stderr" &
 	pid=$!

@@ -115,7 +115,7 @@ ln -s ../run/lock "$b/var/lock"
 # Only these: more would collide with files of other packages (e2fsprogs).
 for a in sh cat sed grep tr printf echo test mkdir ls cp rm mv ln sleep sync uname \
 	mount umount ip dd head tail wc sort cut stat df du find xargs date env dmesg \
-	sha256sum hexdump od true false chmod touch basename dirname readlink kill ps; do
+	sha256sum hexdump od true false chmod touch basename dirname readlink kill ps wget timeout; do
 	ln -s busybox "$b/bin/$a"
 done
 for a in insmod reboot poweroff halt watchdog; do
