@@ -1,0 +1,37 @@
+# qemu.<board>.<scenario>: eqota end to end on QEMU boards (tests/qemu/run.sh,
+# docs/testing-in-ci.md). qemu.<board>.prepare builds the device packages
+# (eqota cross-built for arm64), publishes the releases and makes the
+# factory image; the scenarios of that board need it (a CTest fixture) and
+# boot copies of that image. Downloads go to the git-ignored cache, images
+# and serial logs to <build>/tests/qemu-work/<board>/<scenario>.
+if(NOT TARGET eqota OR NOT TARGET eqota-gen)
+  message(STATUS "qemu.* skipped: needs both eqota and eqota-gen (EQ_HOST_TOOLS=ON)")
+  return()
+endif()
+set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut tampered)
+
+add_test(NAME qemu.harness.options COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/options-test.sh)
+set_tests_properties(qemu.harness.options PROPERTIES LABELS qemu TIMEOUT 120)
+set(EQ_QEMU_WORK ${CMAKE_BINARY_DIR}/tests/qemu-work)
+
+function(eq_add_qemu_board board qemu_program)
+  find_program(EQ_QEMU_PROGRAM_${board} ${qemu_program})
+  if(NOT EQ_QEMU_PROGRAM_${board})
+    message(STATUS "qemu.${board}.* skipped: ${qemu_program} is missing (scripts/setup.sh installs it)")
+    return()
+  endif()
+  set(env "EQ_CACHE_DIR=${EQ_CACHE_DIR};EQ_GEN=$<TARGET_FILE:eqota-gen>;EQ_AGENT=$<TARGET_FILE:eqota>")
+  add_test(NAME qemu.${board}.prepare
+    COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run.sh --board ${board} --prepare-only --work ${EQ_QEMU_WORK})
+  set_tests_properties(qemu.${board}.prepare PROPERTIES LABELS qemu TIMEOUT 2400
+    FIXTURES_SETUP qemu_${board} ENVIRONMENT "${env}")
+  foreach(s ${EQ_QEMU_SCENARIOS})
+    add_test(NAME qemu.${board}.${s}
+      COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run.sh --board ${board} --scenario ${s} --work ${EQ_QEMU_WORK})
+    set_tests_properties(qemu.${board}.${s} PROPERTIES LABELS qemu TIMEOUT 1200
+      FIXTURES_REQUIRED qemu_${board} ENVIRONMENT "${env}")
+  endforeach()
+endfunction()
+
+eq_add_qemu_board(qemux86-64 qemu-system-x86_64)
+eq_add_qemu_board(qemuarm64 qemu-system-aarch64)
