@@ -15,6 +15,7 @@ for b in "$gen" "$eqota" "$simboot"; do [ -x "$b" ] || { echo "build first: $b m
 cache=$src/.cache/debs
 [ -d "$cache/release2" ] || "$src/scripts/fetch-debs.sh" >/dev/null
 . "$src/tests/integration/lib/httpd.sh"
+. "$src/tests/integration/lib/simdevice.sh"
 w=$(mktemp -d /tmp/eq-bench-agent.XXXXXX)
 dpid=
 cleanup() { if [ -n "$dpid" ]; then kill "$dpid" 2>/dev/null || true; fi; httpd_stop; rm -rf "$w"; }
@@ -25,12 +26,7 @@ P=(--board qemux86-64 --channel stable --key k.key --store store.db --level 19)
 "$gen" -q publish --repo repo "${P[@]}" --release r1 --packages "$cache/release1" --build-index "$cache/release1.index" >/dev/null
 httpd_start "$w/repo" "$w/logs"
 mkdevice() {
-  mkdir -p "$1/A" "$1/B" "$1/data"
-  printf '%s\n' "[repository]" "url = $HTTPD_URL" "board = qemux86-64" "channel = stable" "key = $w/k.pub" \
-    "[slots]" "type = dir" "A = $w/$1/A" "B = $w/$1/B" \
-    "[bootloader]" "backend = file" "path = $w/$1/bootenv" "cmdline = $w/$1/cmdline" \
-    "[paths]" "data = $w/$1/data" "[health]" "check = /bin/true" \
-    "[daemon]" "interval = 3600" "jitter = 0" > "$1/eqota.conf"
+  simdevice_make "$w/$1" "$HTTPD_URL" qemux86-64 "$w/k.pub" health.check=/bin/true daemon.interval=3600 daemon.jitter=0
 }
 measure() { # CMD... -> "seconds peak_kib"
   /usr/bin/time -f '%e %M' -o "$w/time.txt" "$@" >/dev/null 2>&1 || true

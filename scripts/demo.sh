@@ -17,6 +17,8 @@ eqota=$top/build/agent/eqota
 simboot=$top/build/tests/eq-simboot
 cache=$top/.cache/debs
 . "$top/tests/integration/lib/httpd.sh"
+# shellcheck source=/dev/null
+. "$top/tests/integration/lib/simdevice.sh"
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -38,27 +40,7 @@ echo "$HTTPD_URL (access log: $HTTPD_ACCESS_LOG)"
 
 step "a simulated device: slots A and B, a file bootloader, provisioned with release 1"
 dev=$out/device
-mkdir -p "$dev/A" "$dev/B" "$dev/data"
-cat > "$dev/eqota.conf" <<EOF
-[repository]
-url = $HTTPD_URL
-board = qemux86-64
-channel = stable
-key = $out/demo-release.pub
-[slots]
-type = dir
-A = $dev/A
-B = $dev/B
-[bootloader]
-backend = file
-path = $dev/bootenv
-cmdline = $dev/cmdline
-[paths]
-data = $dev/data
-[health]
-check = /bin/true
-timeout = 60
-EOF
+simdevice_make "$dev" "$HTTPD_URL" qemux86-64 "$out/demo-release.pub" health.check=/bin/true health.timeout=60
 "$eqota" --config "$dev/eqota.conf" provision --slot A
 echo "boot: slot $("$simboot" --env "$dev/bootenv" --cmdline "$dev/cmdline")"
 

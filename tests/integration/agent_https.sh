@@ -7,6 +7,7 @@
 set -Eeuo pipefail
 eqota=$1 gen=$2 simboot=$3 src=$4
 . "$src/tests/integration/lib/httpd.sh"
+. "$src/tests/integration/lib/simdevice.sh"
 w=$(mktemp -d /tmp/eq-https.XXXXXX)
 trap 'httpd_stop; rm -rf "$w"' EXIT
 cd "$w"
@@ -41,14 +42,8 @@ ssl.pemfile = \"$w/$1.pem\"
 ssl.privkey = \"$w/$1.key\"" httpd_start "$w/repo" "$w/logs"
 }
 device() { # DIR [CAFILE]
-  mkdir -p "$1/A" "$1/B" "$1/data"
-  {
-    printf '%s\n' "[repository]" "url = https://127.0.0.1:$HTTPD_PORT" "board = qemux86-64" "channel = stable" \
-      "key = $w/rel.pub" "retries = 0"
-    [ -n "${2:-}" ] && echo "ca-file = $2"
-    printf '%s\n' "[slots]" "A = $1/A" "B = $1/B" "[bootloader]" "backend = file" "path = $1/bootenv" \
-      "cmdline = $1/cmdline" "[paths]" "data = $1/data"
-  } > "$1/eqota.conf"
+  simdevice_make "$1" "https://127.0.0.1:$HTTPD_PORT" qemux86-64 "$w/rel.pub" repository.retries=0 \
+    "repository.ca-file=${2:-}"
 }
 
 tls good

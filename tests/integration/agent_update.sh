@@ -9,6 +9,7 @@ cache=${EQ_CACHE_DIR:-$src/.cache}/debs
 kills=${EQ_KILL_COUNT:-50}
 [ -d "$cache/release2" ] || "$src/scripts/fetch-debs.sh" "$cache" >/dev/null
 . "$src/tests/integration/lib/httpd.sh"
+. "$src/tests/integration/lib/simdevice.sh"
 w=$(mktemp -d /tmp/eq-agent.XXXXXX)
 cleanup() { httpd_stop || true; rm -rf "$w"; }
 trap cleanup EXIT
@@ -36,31 +37,8 @@ url="http://127.0.0.1:$HTTPD_PORT"
 
 # ---- a simulated device: two dir slots, a file bootloader, a fake kernel command line
 mkdevice() { # DIR [CHECK] [TIMEOUT] [URL]
-  local d=$1 check=${2:-/bin/true} timeout=${3:-10} u=${4:-$url}
-  mkdir -p "$d/A" "$d/B" "$d/data"
-  cat > "$d/eqota.conf" <<EOF
-[repository]
-url = $u
-board = qemux86-64
-channel = stable
-key = $w/rel.pub
-retries = 1
-retry-delay-ms = 100
-low-speed-time = 5
-[slots]
-type = dir
-A = $d/A
-B = $d/B
-[bootloader]
-backend = file
-path = $d/bootenv
-cmdline = $d/cmdline
-[paths]
-data = $d/data
-[health]
-check = $check
-timeout = $timeout
-EOF
+  simdevice_make "$1" "${4:-$url}" qemux86-64 "$w/rel.pub" repository.retries=1 repository.retry-delay-ms=100 \
+    repository.low-speed-time=5 "health.check=${2:-/bin/true}" "health.timeout=${3:-10}"
 }
 boot() { "$simboot" --env "$1/bootenv" --cmdline "$1/cmdline"; }
 eq() { local d=$1; shift; "$eqota" --config "$d/eqota.conf" "$@"; }

@@ -24,6 +24,8 @@ hdie() { echo "qemu[$board]: FATAL: $*" >&2; exit 1; }
 . "$top/boards/$board/board.conf"
 # shellcheck source=/dev/null
 . "$top/tests/integration/lib/httpd.sh"
+# shellcheck source=/dev/null
+. "$top/tests/integration/lib/simdevice.sh"
 arch=$EQ_BOARD_ARCH
 EQ_QEMU_REPO_ADDR=10.0.2.100:80
 
@@ -81,7 +83,7 @@ accel_pick() {
 inputs_hash() {
 	{
 		(cd "$top" && find CMakeLists.txt cmake common delta manifest bootloader agent scripts \
-			"boards/$board" tests/qemu -type f ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+			"boards/$board" tests/qemu tests/integration/lib -type f ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
 		local d
 		for d in "$user_rel1" "$user_rel2"; do
 			echo "user release: $d"
@@ -204,25 +206,9 @@ pub() { # pub CHANNEL RELEASE PKGDIR
 # build-image.sh turns that folder into the slot's ext4.
 factory() {
 	local f=$bwork/factory
-	rm -rf "$f"; mkdir -p "$f/A" "$f/B" "$f/data" "$f/logs"
-	cat > "$f/eqota.conf" <<-EOF
-		[repository]
-		url = http://127.0.0.1:@PORT@
-		board = $board
-		channel = stable
-		key = $bwork/keys/test-release.pub
-		[slots]
-		type = dir
-		A = $f/A
-		B = $f/B
-		[bootloader]
-		backend = file
-		path = $f/bootenv
-		[paths]
-		data = $f/data
-	EOF
+	rm -rf "$f"
 	httpd_start "$bwork/repo" "$f/logs"
-	sed -i "s/@PORT@/$HTTPD_PORT/" "$f/eqota.conf"
+	simdevice_make "$f" "$HTTPD_URL" "$board" "$bwork/keys/test-release.pub"
 	local rc=0
 	"$agent" --config "$f/eqota.conf" -q provision --slot A --release 1 || rc=$?
 	httpd_stop

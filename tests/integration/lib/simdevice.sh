@@ -1,0 +1,41 @@
+# shellcheck shell=bash
+# simdevice.sh: a simulated device for tests, the demo and benchmarks: two
+# directory slots, a file-backed bootloader environment and a kernel command
+# line in a file (what eq-simboot writes), all under one folder.
+#
+# Source it, then:
+#   simdevice_make DIR URL BOARD KEY [SECTION.KEY=VALUE ...]
+#       creates DIR/A, DIR/B and DIR/data and writes DIR/eqota.conf for a
+#       device of BOARD on channel stable that trusts KEY (a .pub file) and
+#       polls URL. Each SECTION.KEY=VALUE adds a line to that section
+#       ("repository.retries=1", "health.check=/bin/true"); the sections
+#       are written once each, so the strict INI parser sees no repeats.
+#       An empty VALUE leaves the line out (callers pass optional ones).
+
+simdevice_make() {
+	local dir=$1 url=$2 board=$3 key=$4
+	shift 4
+	mkdir -p "$dir/A" "$dir/B" "$dir/data"
+	local -A extra=()
+	local kv sec order=(repository slots bootloader paths health daemon)
+	for kv in "$@"; do
+		sec=${kv%%.*}
+		case " ${order[*]} " in *" $sec "*) ;; *)
+			echo "simdevice_make: unknown section in '$kv'" >&2; return 2 ;;
+		esac
+		kv=${kv#*.}
+		[ -n "${kv#*=}" ] || continue
+		extra[$sec]+="${kv%%=*} = ${kv#*=}"$'\n'
+	done
+	{
+		printf '[repository]\nurl = %s\nboard = %s\nchannel = stable\nkey = %s\n%s' \
+			"$url" "$board" "$key" "${extra[repository]:-}"
+		printf '[slots]\ntype = dir\nA = %s/A\nB = %s/B\n%s' "$dir" "$dir" "${extra[slots]:-}"
+		printf '[bootloader]\nbackend = file\npath = %s/bootenv\ncmdline = %s/cmdline\n%s' \
+			"$dir" "$dir" "${extra[bootloader]:-}"
+		printf '[paths]\ndata = %s/data\n%s' "$dir" "${extra[paths]:-}"
+		for sec in health daemon; do
+			[ -z "${extra[$sec]:-}" ] || printf '[%s]\n%s' "$sec" "${extra[$sec]}"
+		done
+	} > "$dir/eqota.conf"
+}
