@@ -15,32 +15,14 @@
 # Serial logs, images and environments stay in WORK_DIR/cases.
 set -euo pipefail
 trap 'echo "FATAL: unexpected error at line $LINENO" >&2' ERR
-src=$(cd "${1:?usage: boot-qemuarm64.sh SOURCE_DIR WORK_DIR}" && pwd)
-work=${2:?usage: boot-qemuarm64.sh SOURCE_DIR WORK_DIR}
-board=$src/boards/qemuarm64
+# shellcheck source=tests/bootloader/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bl_start qemuarm64 "$@"
 envpart=$board/envpart.sh
-# shellcheck source=/dev/null
-. "$board/board.conf"
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-cases=$work/cases
-rm -rf "$cases" "$work/times.txt"
-mkdir -p "$cases"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-die() { echo "FATAL: $*" >&2; exit 1; }
-for t in qemu-system-aarch64 mkimage mkenvimage fw_printenv fw_setenv sfdisk partx mke2fs debugfs mkfs.vfat mcopy cpio; do
-	command -v "$t" >/dev/null || die "$t not installed (scripts/setup.sh)"
-done
+need_tools qemu-system-aarch64 mkimage mkenvimage fw_printenv fw_setenv sfdisk partx mke2fs debugfs mkfs.vfat mcopy cpio
 
 # ---- the image, built once -----------------------------------------------------
-for s in a b; do
-	mkdir -p "$work/rootfs-$s/etc"
-	echo "${s^^}" > "$work/rootfs-$s/etc/eqota-slot"
-done
-"$board/build-image.sh" --out "$work/base.img" --rootfs-a "$work/rootfs-a" --rootfs-b "$work/rootfs-b" \
-	--kernel --slot-mib 64 --data-mib 8
+build_base_image
 "$envpart" extract "$work/base.img" "$work/base.env"
 env_size=$(stat -c %s "$work/base.env")
 
@@ -106,56 +88,16 @@ seed_copies() {
 	truncate -s "$env_size" "$in"
 }
 
-# ---- one boot --------------------------------------------------------------------
-# boot CASE [--readonly]: boots a copy of the image holding CASE.env-in and
-# stops QEMU once the kernel command line is out, or once U-Boot is back at
-# its prompt after "no bootable slot"; leaves CASE.log and CASE.env-out.
-boot() {
-	local name=$1 img=$cases/$1.img log=$cases/$1.log
-	shift
-	cp --sparse=always "$work/base.img" "$img"
-	"$envpart" write "$img" "$cases/$name.env-in"
-	rm -f "$log"
-	local t0 t1 pid
-	t0=$(date +%s%N)
-	"$board/run-qemu.sh" --disk "$img" --log "$log" --timeout 120 "$@" 2>"$log.stderr" &
-	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		if grep -aq 'Kernel command line:' "$log" 2>/dev/null; then break; fi
-		if grep -aq 'eqota: no bootable slot' "$log" 2>/dev/null && grep -aq '^=> ' "$log"; then break; fi
-		sleep 0.1
-	done
-	t1=$(date +%s%N)
-	kill "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	"$envpart" extract "$img" "$cases/$name.env-out"
-	rm -f "$img"
-	printf '%-16s %5d ms\n' "$name" $(((t1 - t0) / 1000000)) >> "$work/times.txt"
-}
+# ---- one boot (boot in lib.sh) ---------------------------------------------------
+loader=U-Boot
+kernel_line='Kernel command line:'
+booted='Starting kernel'
+prompt='^=> '
+run_args=(--timeout 120)
+put_env() { "$envpart" write "$1" "$2"; }
+get_env() { "$envpart" extract "$1" "$2"; }
 
-# ---- checks ------------------------------------------------------------------------
-expect_slot() { # expect_slot CASE SLOT
-	local log=$cases/$1.log
-	# (grep without -q: an early exit would fail tr with SIGPIPE under pipefail.)
-	if tr -d '\r' < "$log" | grep -a "Kernel command line:.* eqota\.slot=$2\( \|$\)" >/dev/null &&
-		grep -aq "eqota: booting slot $2 " "$log"; then
-		pass "$1: boots slot $2"
-	else
-		fail "$1: expected slot $2; log: $log"
-		grep -a 'eqota\|Kernel command line' "$log" | sed 's/^/    /'
-	fi
-}
-expect_noboot() { # expect_noboot CASE
-	local log=$cases/$1.log
-	if grep -aq 'eqota: no bootable slot' "$log" && ! grep -aq 'Starting kernel\|Kernel command line' "$log"; then
-		pass "$1: no bootable slot, nothing booted"
-	else
-		fail "$1: expected 'eqota: no bootable slot' and no kernel; log: $log"
-	fi
-}
-expect_line() { # expect_line CASE TEXT: the serial log has TEXT
-	if grep -aqF "$2" "$cases/$1.log"; then pass "$1: log says '$2'"; else fail "$1: no '$2' in $cases/$1.log"; fi
-}
+# ---- checks (the shared ones in lib.sh) ----------------------------------------------
 # expect_env CASE NAME=value...: what libubootenv reads after the boot (all
 # variables, sorted; nothing when no copy is valid). An empty value is left
 # out: U-Boot's import deletes such a variable, so it means unset.
@@ -177,13 +119,6 @@ expect_blctl() {
 	local got
 	got=$("$blctl" --backend uboot --path "$(cfg "$cases/$1.env-out")" get 2>/dev/null | sed -n 1p || true)
 	if [ "$got" = "$2" ]; then pass "$1: eq-blctl reads $2"; else fail "$1: eq-blctl reads '$got', expected '$2'"; fi
-}
-expect_unchanged() { # expect_unchanged CASE: the boot wrote nothing
-	if cmp -s "$cases/$1.env-in" "$cases/$1.env-out"; then
-		pass "$1: environment unchanged"
-	else
-		fail "$1: the boot changed the environment"
-	fi
 }
 # expect_saved CASE: the boot wrote the copy that was not current, with the
 # current copy's flags + 1 (mod 256), left the current copy as it was, and
@@ -208,7 +143,6 @@ expect_saved() {
 		fail "$1: save: before '$f0 $ok0 $f1 $ok1 cur $cur', after '$of0 $ook0 $of1 $ook1 cur $ocur' (flags0 ok0 flags1 ok1), expected copy $other with flags $want"
 	fi
 }
-want_case() { [ -z "${EQ_CASES:-}" ] || [[ " $EQ_CASES " == *" $1 "* ]]; }
 
 # ---- the cases -----------------------------------------------------------------------
 # 1. Normal boot of a committed slot: nothing is written.
@@ -267,20 +201,19 @@ fi
 
 # 5. Redundant copies. A copy with a bad CRC is ignored even when its flags
 # are newer, in either position.
-if want_case bad-crc1; then
-	seed_copies bad-crc1 "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3" 5 "BOOT_ORDER=B A;BOOT_A_LEFT=3;BOOT_B_LEFT=3" 6 bad1
-	boot bad-crc1
-	expect_slot bad-crc1 A
-	expect_unchanged bad-crc1
-	expect_env bad-crc1 BOOT_ORDER="A B" BOOT_A_LEFT=3 BOOT_B_LEFT=3
-fi
-if want_case bad-crc0; then
-	seed_copies bad-crc0 "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3" 9 "BOOT_ORDER=B A;BOOT_A_LEFT=3;BOOT_B_LEFT=3" 2 bad0
-	boot bad-crc0
-	expect_slot bad-crc0 B
-	expect_unchanged bad-crc0
-	expect_env bad-crc0 BOOT_ORDER="B A" BOOT_A_LEFT=3 BOOT_B_LEFT=3
-fi
+# bad_crc CASE FLAGS0 FLAGS1 bad0|bad1 SLOT: copy 0 holds the order "A B",
+# copy 1 "B A"; the broken copy's order must not be the one that boots.
+bad_crc() {
+	local order="A B"
+	[ "$5" = A ] || order="B A"
+	seed_copies "$1" "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3" "$2" "BOOT_ORDER=B A;BOOT_A_LEFT=3;BOOT_B_LEFT=3" "$3" "$4"
+	boot "$1"
+	expect_slot "$1" "$5"
+	expect_unchanged "$1"
+	expect_env "$1" BOOT_ORDER="$order" BOOT_A_LEFT=3 BOOT_B_LEFT=3
+}
+if want_case bad-crc1; then bad_crc bad-crc1 5 6 bad1 A; fi
+if want_case bad-crc0; then bad_crc bad-crc0 9 2 bad0 B; fi
 # Both valid: the higher flags win, copy 0 as well as copy 1...
 if want_case newer0; then
 	seed_copies newer0 "BOOT_ORDER=B A;BOOT_A_LEFT=3;BOOT_B_LEFT=3" 7 "BOOT_ORDER=A B;BOOT_A_LEFT=3;BOOT_B_LEFT=3" 6
@@ -345,17 +278,7 @@ if want_case blank; then
 	expect_slot blank A
 	expect_unchanged blank
 fi
-# A trial attempt that cannot be saved (read-only disk) is not taken: the
-# fallback boots instead, so an unrecorded attempt cannot repeat forever.
-if want_case readonly; then
-	seed_state readonly "B A" 3 1 B
-	boot readonly --readonly
-	expect_line readonly "eqota: cannot save the boot-control environment"
-	expect_slot readonly A
-	expect_unchanged readonly
-fi
+# A trial attempt that cannot be saved (read-only disk): case_readonly in lib.sh.
+if want_case readonly; then case_readonly; fi
 
-echo "boot times (until the kernel command line, or U-Boot's prompt):"
-cat "$work/times.txt" 2>/dev/null && rm -f "$work/times.txt"
-[ $fails -eq 0 ] || { echo "$fails checks failed (logs in $cases)"; exit 1; }
-echo "all passed"
+bl_finish
