@@ -9,10 +9,10 @@ if(NOT TARGET eqota OR NOT TARGET eqota-gen)
   return()
 endif()
 set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut tampered)
+set(EQ_QEMU_WORK ${CMAKE_BINARY_DIR}/tests/qemu-work)
 
 add_test(NAME qemu.harness.options COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/options-test.sh)
 set_tests_properties(qemu.harness.options PROPERTIES LABELS qemu TIMEOUT 120)
-set(EQ_QEMU_WORK ${CMAKE_BINARY_DIR}/tests/qemu-work)
 
 function(eq_add_qemu_board board qemu_program)
   find_program(EQ_QEMU_PROGRAM_${board} ${qemu_program})

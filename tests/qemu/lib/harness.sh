@@ -27,6 +27,7 @@ hdie() { echo "qemu[$board]: FATAL: $*" >&2; exit 1; }
 # shellcheck source=/dev/null
 . "$top/tests/integration/lib/simdevice.sh"
 arch=$EQ_BOARD_ARCH
+qemu_prog=${EQ_BOARD_QEMU%% *}
 EQ_QEMU_REPO_ADDR=10.0.2.100:80
 
 # KVM is used only when it really runs guest code: /dev/kvm exists on hosts
@@ -35,25 +36,24 @@ EQ_QEMU_REPO_ADDR=10.0.2.100:80
 # to isa-debug-exit, which makes QEMU exit 99; arm64: PSCI SYSTEM_OFF, exit
 # 0); a KVM error or a hang within 10 s means TCG. The answer is kept per
 # work folder, host kernel and QEMU binary.
+#
 # accel_probe ACCEL: 0 when that accelerator ran the probe to its end.
 accel_probe() {
-	local q fw rc=1
+	local fw rc=1
 	fw=$(mktemp)
 	if [ "$arch" = amd64 ]; then
-		q=qemu-system-x86_64
 		# 64 KiB BIOS; at the reset vector: mov al,0x31; out 0xf4,al; hlt
 		head -c 65536 /dev/zero | tr '\0' '\364' > "$fw"
 		printf '\260\061\346\364\364' | dd of="$fw" bs=1 seek=65520 conv=notrunc status=none
-		timeout 10 "$q" -accel "$1" -M pc -nodefaults -display none -serial none -monitor none \
+		timeout 10 "$qemu_prog" -accel "$1" -M pc -nodefaults -display none -serial none -monitor none \
 			-bios "$fw" -device isa-debug-exit,iobase=0xf4,iosize=0x04 </dev/null >/dev/null 2>&1 || rc=$?
 		[ "$rc" = 99 ] && rc=0
 	else
-		q=qemu-system-aarch64
 		local cpu=cortex-a57
 		[ "$1" = kvm ] && cpu=host
 		# mov w0,#0x84000008 (PSCI SYSTEM_OFF); hvc #0
 		printf '\000\001\200\122\000\200\260\162\002\000\000\324' > "$fw"
-		timeout 10 "$q" -accel "$1" -M virt -cpu $cpu -nodefaults -display none -serial none \
+		timeout 10 "$qemu_prog" -accel "$1" -M virt -cpu $cpu -nodefaults -display none -serial none \
 			-monitor none -bios "$fw" </dev/null >/dev/null 2>&1 && rc=0
 	fi
 	rm -f "$fw"
@@ -64,12 +64,11 @@ accel_pick() {
 	if [ -n "${EQ_QEMU_ACCEL:-}" ]; then echo "$EQ_QEMU_ACCEL"; return; fi
 	local q key cache=$bwork/.accel a=tcg
 	case "$arch/$(uname -m)" in
-	amd64/x86_64) q=qemu-system-x86_64 ;;
-	arm64/aarch64) q=qemu-system-aarch64 ;;
+	amd64/x86_64 | arm64/aarch64) ;;
 	*) echo tcg; return ;;
 	esac
 	[ -r /dev/kvm ] && [ -w /dev/kvm ] || { echo tcg; return; }
-	q=$(command -v "$q")
+	q=$(command -v "$qemu_prog")
 	key="$(uname -r) $q $(stat -c %Y "$q")"
 	if [ -f "$cache" ] && [ "$(sed -n 1p "$cache")" = "$key" ]; then sed -n 2p "$cache"; return; fi
 	accel_probe kvm && a=kvm
@@ -226,9 +225,7 @@ factory() {
 # networking with restrict=on, one guestfwd whose socat connects to the
 # server for each connection the guest opens. --isolation-probe makes the
 # guest fetch the channel's manifest both ways, straight at 10.0.2.2 too,
-# and report which arrived.
-# With
-# --kill-on, QEMU is killed SEC seconds after REGEX shows up in the serial
+# and report which arrived. With --kill-on, QEMU is killed SEC seconds after REGEX shows up in the serial
 # log, or in FILE (a server's log).
 # Sets qrc: 0 QEMU ended by itself (guest poweroff or reset), 124 timeout,
 # 137 killed by us (--kill-on matched; a power cut).
