@@ -76,11 +76,20 @@ disk=$sdir/disk.img
 cp --sparse=always "$bwork/factory.img" "$disk"
 fails=0 checks=0
 pass() { checks=$((checks + 1)); echo "PASS: $*"; }
-fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $*"; }
+# A failed check shows the end of the last boot's serial log, so a CI log
+# says where the guest stood without the log files.
+fail() {
+	checks=$((checks + 1)) fails=$((fails + 1))
+	echo "FAIL: $*"
+	if [ -f "${qlast:-}" ]; then
+		tr -d '\r' < "$qlast" | grep -a '^EQTEST \|^\[ *[0-9.]*\]' | tail -8 | cut -c1-160 | sed 's/^/    | /' || true
+	fi
+}
 t0=$SECONDS
 "scenario_$scenario"
 rm -f "$disk"
 echo "serial logs: $sdir"
+[ "$qresets" = 0 ] || echo "watchdog resets before eqota ran, booted again: $qresets (logs: $sdir/*.log.reset)"
 if [ $fails -gt 0 ]; then
 	echo "qemu.$board.$scenario: FAILED ($fails of $checks checks, $((SECONDS - t0)) s)"
 	exit 1
