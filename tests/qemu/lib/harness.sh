@@ -235,9 +235,9 @@ factory() {
 # -no-reboot turns it into an exit here); the first attempt's log is kept
 # as NAME.log.reset and qresets counts these. Rarely (about 1 boot in 20
 # on qemux86-64 under TCG, none seen on qemuarm64), the guest stops early
-# in its init with the vCPU idle and nothing pending in the interrupt
-# controllers, before eqota runs; the watchdog is what brings such a
-# device back. A second reset in a row is left to the scenario's checks.
+# in its init, before eqota runs: mount of the data partition waits for an
+# NVMe read in ext4's journal recovery that never completes, with the vCPU
+# idle. The watchdog is what brings such a device back. A second reset in a row is left to the scenario's checks.
 qresets=0
 qboot() {
 	local name=$1 step=$2 channel=stable kill_on='' kill_delay=0 secs=${EQ_QEMU_BOOT_TIMEOUT:-300}
