@@ -89,7 +89,7 @@ t0=$SECONDS
 "scenario_$scenario"
 rm -f "$disk"
 echo "serial logs: $sdir"
-[ "$qresets" = 0 ] || echo "watchdog resets before eqota ran, booted again: $qresets (logs: $sdir/*.log.reset)"
+[ "$qresets" = 0 ] || echo "watchdog resets before eqota ran, booted again: $qresets (logs: $sdir/*.reset.log)"
 if [ $fails -gt 0 ]; then
 	echo "qemu.$board.$scenario: FAILED ($fails of $checks checks, $((SECONDS - t0)) s)"
 	exit 1

@@ -144,10 +144,10 @@ scenario_hang() {
 	# B's init arms the watchdog and never gets further; nothing from the
 	# harness ends that boot. The watchdog resets the guest and qboot boots
 	# it again, as the reset does on hardware: the first attempt is kept in
-	# 2-hang.log.reset, the boot the device came back with in 2-hang.log.
+	# 2-hang.reset.log, the boot the device came back with in 2-hang.log.
 	qboot 2-hang status --channel hang --timeout 240
-	local first=$sdir/2-hang.log.reset
-	if [ -f "$first" ] && grep -aq '^EQTEST hanging on purpose' "$first" &&
+	local first=$sdir/2-hang.reset.log
+	if [ -f "$first" ] && qline 2-hang.reset '' | grep -x 'hanging on purpose' >/dev/null &&
 		grep -aq 'softdog: Initiating system reboot' "$first"; then
 		pass "2-hang: slot B hung and the watchdog reset it"
 	else

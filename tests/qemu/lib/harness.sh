@@ -225,19 +225,20 @@ factory() {
 # networking with restrict=on, one guestfwd whose socat connects to the
 # server for each connection the guest opens. --isolation-probe makes the
 # guest fetch the channel's manifest both ways, straight at 10.0.2.2 too,
-# and report which arrived. With --kill-on, QEMU is killed SEC seconds after REGEX shows up in the serial
-# log, or in FILE (a server's log).
+# and report which arrived. With --kill-on, QEMU is killed SEC seconds
+# after REGEX shows up in the serial log, or in FILE (a server's log).
 # Sets qrc: 0 QEMU ended by itself (guest poweroff or reset), 124 timeout,
 # 137 killed by us (--kill-on matched; a power cut).
 #
-# A boot that the guest's watchdog resets before eqota confirmed the slot
+# A boot that the guest's watchdog resets before the init started eqota
 # is booted once more, as the reset itself would do on hardware (QEMU's
 # -no-reboot turns it into an exit here); the first attempt's log is kept
-# as NAME.log.reset and qresets counts these. Rarely (about 1 boot in 20
+# as NAME.reset.log and qresets counts these. Rarely (about 1 boot in 20
 # on qemux86-64 under TCG, none seen on qemuarm64), the guest stops early
 # in its init, before eqota runs: mount of the data partition waits for an
 # NVMe read in ext4's journal recovery that never completes, with the vCPU
-# idle. The watchdog is what brings such a device back. A second reset in a row is left to the scenario's checks.
+# idle. The watchdog is what brings such a device back. A second reset in
+# a row is left to the scenario's checks.
 qresets=0
 qboot() {
 	local name=$1 step=$2 channel=stable kill_on='' kill_delay=0 secs=${EQ_QEMU_BOOT_TIMEOUT:-300}
@@ -262,13 +263,11 @@ qboot() {
 	if [ "$qrc" = 0 ] && grep -aq 'softdog: Initiating system reboot' "$log" &&
 		! grep -aq '^EQTEST step: mark-good' "$log"; then
 		qresets=$((qresets + 1))
-		mv "$log" "$log.reset"
-		hlog "boot $name: the watchdog reset the guest before eqota ran (its last line: $(qlast_line "$log.reset")); booting again, as the reset would on hardware"
+		mv "$log" "$sdir/$name.reset.log"
+		hlog "boot $name: the watchdog reset the guest before eqota ran (its last line: $(qline "$name.reset" '' | tail -1)); booting again, as the reset would on hardware"
 		qboot_once
 	fi
 }
-# The last line the guest init printed in serial log FILE.
-qlast_line() { tr -d '\r' < "$1" | grep -a '^EQTEST ' | tail -1 | cut -c1-120; }
 
 # One QEMU run of qboot, with its locals.
 qboot_once() {
