@@ -14,7 +14,9 @@
 #   --no-flash U-Boot's built-in environment (2 s boot delay, scans
 #              qfw/USB/SCSI before virtio)
 #   --readonly the disk is read-only (tests of a failing save)
-# EQ_QEMU_ACCEL=kvm uses KVM (an arm64 host whose KVM works), default tcg.
+# EQ_QEMU_ACCEL=kvm uses KVM (an arm64 host whose KVM works), default tcg; the
+# arguments are board.conf's EQ_BOARD_ACCEL_KVM or EQ_BOARD_ACCEL_TCG, and
+# EQ_QEMU_KVM_ARGS replaces the KVM ones.
 # The script execs timeout, so its PID is the one to kill to stop QEMU.
 set -euo pipefail
 bdir=$(cd "$(dirname "$0")" && pwd)
@@ -54,11 +56,11 @@ if [ $noflash = 0 ]; then
 fi
 
 case "${EQ_QEMU_ACCEL:-tcg}" in
-tcg) accel=(-accel tcg -cpu cortex-a57) ;;
-kvm) accel=(-accel kvm -cpu host) ;;
+tcg) accel=$EQ_BOARD_ACCEL_TCG ;;
+kvm) accel=${EQ_QEMU_KVM_ARGS:-$EQ_BOARD_ACCEL_KVM} ;;
 *) echo "run-qemu: EQ_QEMU_ACCEL must be kvm or tcg" >&2; exit 2 ;;
 esac
 # shellcheck disable=SC2086
-exec timeout "$secs" $EQ_BOARD_QEMU "${accel[@]}" -bios "$EQ_BOARD_UBOOT" "${flashargs[@]}" \
+exec timeout "$secs" $EQ_BOARD_QEMU $accel -bios "$EQ_BOARD_UBOOT" "${flashargs[@]}" \
 	-drive "if=none,id=disk0,format=raw$ro,file=$disk" -device virtio-blk-pci,drive=disk0 \
 	-serial "file:$log" -display none -monitor none -nic none -no-reboot "$@"

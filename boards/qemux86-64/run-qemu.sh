@@ -14,7 +14,9 @@
 #              board.conf's EQ_BOARD_OVMF_VARS when missing (default
 #              DISK.vars): the firmware writes to it, so images never share one
 #   --readonly the disk is read-only (tests of a failing save)
-# EQ_QEMU_ACCEL=kvm uses KVM (a host whose KVM works), default tcg.
+# EQ_QEMU_ACCEL=kvm uses KVM (an x86-64 host whose KVM works), default tcg; the
+# arguments are board.conf's EQ_BOARD_ACCEL_KVM or EQ_BOARD_ACCEL_TCG, and
+# EQ_QEMU_KVM_ARGS replaces the KVM ones.
 # The script execs timeout, so its PID is the one to kill to stop QEMU.
 set -euo pipefail
 bdir=$(cd "$(dirname "$0")" && pwd)
@@ -43,14 +45,14 @@ vars=${vars:-$disk.vars}
 [ -f "$vars" ] || cp "$EQ_BOARD_OVMF_VARS" "$vars"
 
 case "${EQ_QEMU_ACCEL:-tcg}" in
-tcg) accel=(-accel tcg) ;;
-kvm) accel=(-accel kvm -cpu host) ;;
+tcg) accel=$EQ_BOARD_ACCEL_TCG ;;
+kvm) accel=${EQ_QEMU_KVM_ARGS:-$EQ_BOARD_ACCEL_KVM} ;;
 *) echo "run-qemu: EQ_QEMU_ACCEL must be kvm or tcg" >&2; exit 2 ;;
 esac
 serial=stdio
 [ "$log" = - ] || serial=file:$log
 # shellcheck disable=SC2086
-exec timeout "$secs" $EQ_BOARD_QEMU "${accel[@]}" \
+exec timeout "$secs" $EQ_BOARD_QEMU $accel \
 	-drive "if=pflash,unit=0,format=raw,readonly=on,file=$EQ_BOARD_OVMF_CODE" \
 	-drive "if=pflash,unit=1,format=raw,file=$vars" \
 	-drive "if=none,id=disk0,format=raw$ro,file=$disk" -device nvme,drive=disk0,serial=eqota0 \

@@ -8,7 +8,7 @@ if(NOT TARGET eqota OR NOT TARGET eqota-gen)
   message(STATUS "qemu.* skipped: needs both eqota and eqota-gen (EQ_HOST_TOOLS=ON)")
   return()
 endif()
-set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut tampered)
+set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut tampered accel)
 set(EQ_QEMU_WORK ${CMAKE_BINARY_DIR}/tests/qemu-work)
 
 add_test(NAME qemu.harness.options COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/options-test.sh)

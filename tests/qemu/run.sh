@@ -7,14 +7,17 @@
 # Usage: tests/qemu/run.sh --board qemux86-64|qemuarm64 --scenario NAME [--work DIR]
 #                          [--release1 DIR --release2 DIR]
 #        tests/qemu/run.sh --board B --prepare-only [...]
-#   scenarios: happy, unhealthy, hang, powercut, tampered (docs/testing-in-ci.md)
+#   scenarios: happy, unhealthy, hang, powercut, tampered, accel (docs/testing-in-ci.md)
 #   --work     where images, repository and logs go (default build-qemu/work)
 #   --release1, --release2
 #              your own release pair: folders of .deb files added to the
 #              test device's release 1 and 2 (same name: yours replaces it)
 # Environment:
 #   EQ_GEN, EQ_AGENT   host eqota-gen and eqota (default: built into build-qemu/)
-#   EQ_QEMU_ACCEL      kvm or tcg, skipping the probe
+#   EQ_QEMU_ACCEL      kvm or tcg, skipping the probe (a boot that fails under
+#                      KVM still falls back to TCG)
+#   EQ_QEMU_KVM_ARGS   accelerator and CPU arguments for KVM instead of
+#                      board.conf's EQ_BOARD_ACCEL_KVM
 #   EQ_CACHE_DIR       downloads (default .cache)
 #   EQ_QEMU_RELEASE1, EQ_QEMU_RELEASE2   as --release1, --release2
 # Exit status: 0 passed, 1 a check failed, 2 usage, anything else a broken setup.
@@ -68,7 +71,13 @@ prepare
 declare -F "scenario_$scenario" >/dev/null || { echo "run.sh: no scenario '$scenario'" >&2; exit 2; }
 
 accel=$(accel_pick)
-hlog "accelerator: $accel$([ "$accel" = tcg ] && echo ' (no usable KVM)')"
+if [ -n "${EQ_QEMU_ACCEL:-}" ]; then
+	hlog "accelerator: $accel (EQ_QEMU_ACCEL)"
+elif [ "$accel" = tcg ]; then
+	hlog "accelerator: tcg (no usable KVM)"
+else
+	hlog "accelerator: kvm ($(accel_args kvm))"
+fi
 sdir=$bwork/$scenario
 rm -rf "$sdir"
 mkdir -p "$sdir/logs"
@@ -89,6 +98,7 @@ t0=$SECONDS
 "scenario_$scenario"
 rm -f "$disk"
 echo "serial logs: $sdir"
+[ "$qkvmfalls" = 0 ] || echo "boots that failed under KVM and ran again under TCG: $qkvmfalls (logs: $sdir/*.kvm.log)"
 [ "$qresets" = 0 ] || echo "watchdog resets before eqota ran, booted again: $qresets (logs: $sdir/*.reset.log)"
 if [ $fails -gt 0 ]; then
 	echo "qemu.$board.$scenario: FAILED ($fails of $checks checks, $((SECONDS - t0)) s)"

@@ -311,3 +311,41 @@ scenario_tampered() {
 	expect_status 2-reboot 'j["slots"]["A"]["release"] == "r1" and j["booted"] == "A"' "the device keeps running release r1"
 	httpd_stop
 }
+
+# ---- 6. a KVM that QEMU cannot use --------------------------------------------------
+# Forces a KVM setting that QEMU refuses on every host (an accelerator
+# property that does not exist), the way a host refuses -cpu host: the
+# probe must answer no, and a boot forced onto it must run under TCG and
+# say so. Then the board's own KVM setting, forced: on a host without a
+# usable KVM that boot falls back too, on one with KVM it runs there.
+scenario_accel() {
+	local broken='-accel kvm,eqota-broken-setting=on' why
+	httpd_start "$bwork/repo" "$sdir/logs"
+	if EQ_QEMU_KVM_ARGS=$broken accel_probe kvm; then
+		fail "the KVM probe accepted '$broken', which QEMU refuses"
+	else
+		pass "the KVM probe runs the boot's own accelerator arguments and refuses '$broken'"
+	fi
+
+	accel=kvm
+	EQ_QEMU_KVM_ARGS=$broken qboot 1-broken status
+	why=$(kvm_reason "$sdir/1-broken.kvm.log.stderr")
+	if [ "$qkvmfalls" = 1 ] && [ "$accel" = tcg ] && echo "$why" | grep -qi kvm; then
+		pass "1-broken: QEMU refused KVM ($why); the boot ran again under TCG"
+	else
+		fail "1-broken: no fallback to TCG (fallbacks $qkvmfalls, accelerator now $accel, QEMU said: $why)"
+	fi
+	expect_boot 1-broken A
+	expect_line 1-broken "mark-good rc=0"
+
+	accel=kvm
+	qboot 2-board-kvm status
+	if [ "$qkvmfalls" = 2 ]; then
+		echo "info: 2-board-kvm: no usable KVM here ($(kvm_reason "$sdir/2-board-kvm.kvm.log.stderr")); the boot ran under TCG"
+	else
+		echo "info: 2-board-kvm: the board's KVM setting ($(accel_args kvm)) ran the boot"
+	fi
+	expect_boot 2-board-kvm A
+	expect_line 2-board-kvm "mark-good rc=0"
+	httpd_stop
+}

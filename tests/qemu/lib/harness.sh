@@ -31,45 +31,58 @@ qemu_prog=${EQ_BOARD_QEMU%% *}
 EQ_QEMU_REPO_ADDR=10.0.2.100:80
 
 # KVM is used only when it really runs guest code: /dev/kvm exists on hosts
-# whose KVM cannot run ordinary guests (QEMU-NOTES.md). The probe boots a
-# few bytes of firmware that power the machine off at once (x86: a write
-# to isa-debug-exit, which makes QEMU exit 99; arm64: PSCI SYSTEM_OFF, exit
-# 0); a KVM error or a hang within 10 s means TCG. The answer is kept per
-# work folder, host kernel and QEMU binary.
+# whose KVM cannot run ordinary guests (QEMU-NOTES.md), and on others KVM
+# runs some guests but refuses the board's CPU model (seen: -cpu host dies
+# with "failed to set MSR 0x10a"). So the probe runs exactly what a boot
+# runs, the board's machine (EQ_BOARD_QEMU) with the accelerator and CPU of
+# accel_args, and only swaps the disk and firmware for a few bytes that
+# power the machine off at once (x86: a write to isa-debug-exit, which
+# makes QEMU exit 99; arm64: PSCI SYSTEM_OFF, exit 0). A KVM error or a
+# hang within 10 s means TCG. The answer is kept per work folder, host
+# kernel, QEMU binary and accelerator arguments. A boot that KVM still
+# fails falls back to TCG by itself (qboot).
 #
+# accel_args ACCEL: the arguments run-qemu.sh adds for ACCEL.
+accel_args() {
+	if [ "$1" = kvm ]; then echo "${EQ_QEMU_KVM_ARGS:-$EQ_BOARD_ACCEL_KVM}"; else echo "$EQ_BOARD_ACCEL_TCG"; fi
+}
+
 # accel_probe ACCEL: 0 when that accelerator ran the probe to its end.
 accel_probe() {
-	local fw rc=1
+	local fw rc=0 want=0 machine=()
 	fw=$(mktemp)
 	if [ "$arch" = amd64 ]; then
 		# 64 KiB BIOS; at the reset vector: mov al,0x31; out 0xf4,al; hlt
 		head -c 65536 /dev/zero | tr '\0' '\364' > "$fw"
 		printf '\260\061\346\364\364' | dd of="$fw" bs=1 seek=65520 conv=notrunc status=none
-		timeout 10 "$qemu_prog" -accel "$1" -M pc -nodefaults -display none -serial none -monitor none \
-			-bios "$fw" -device isa-debug-exit,iobase=0xf4,iosize=0x04 </dev/null >/dev/null 2>&1 || rc=$?
-		[ "$rc" = 99 ] && rc=0
+		machine=(-device isa-debug-exit,iobase=0xf4,iosize=0x04)
+		want=99
 	else
-		local cpu=cortex-a57
-		[ "$1" = kvm ] && cpu=host
 		# mov w0,#0x84000008 (PSCI SYSTEM_OFF); hvc #0
 		printf '\000\001\200\122\000\200\260\162\002\000\000\324' > "$fw"
-		timeout 10 "$qemu_prog" -accel "$1" -M virt -cpu $cpu -nodefaults -display none -serial none \
-			-monitor none -bios "$fw" </dev/null >/dev/null 2>&1 && rc=0
 	fi
+	# shellcheck disable=SC2046 # the board's words, split as run-qemu.sh splits them
+	timeout 10 $EQ_BOARD_QEMU $(accel_args "$1") -nodefaults -display none -serial none -monitor none \
+		-bios "$fw" "${machine[@]}" </dev/null >/dev/null 2>&1 || rc=$?
 	rm -f "$fw"
-	return $rc
+	[ "$rc" = "$want" ]
+}
+
+accel_cache_key() {
+	local q
+	q=$(command -v "$qemu_prog")
+	echo "$(uname -r) $q $(stat -c %Y "$q") $(accel_args kvm)"
 }
 
 accel_pick() {
 	if [ -n "${EQ_QEMU_ACCEL:-}" ]; then echo "$EQ_QEMU_ACCEL"; return; fi
-	local q key cache=$bwork/.accel a=tcg
+	local key cache=$bwork/.accel a=tcg
 	case "$arch/$(uname -m)" in
 	amd64/x86_64 | arm64/aarch64) ;;
 	*) echo tcg; return ;;
 	esac
 	[ -r /dev/kvm ] && [ -w /dev/kvm ] || { echo tcg; return; }
-	q=$(command -v "$qemu_prog")
-	key="$(uname -r) $q $(stat -c %Y "$q")"
+	key=$(accel_cache_key)
 	if [ -f "$cache" ] && [ "$(sed -n 1p "$cache")" = "$key" ]; then sed -n 2p "$cache"; return; fi
 	accel_probe kvm && a=kvm
 	printf '%s\n%s\n' "$key" "$a" > "$cache"
@@ -239,7 +252,14 @@ factory() {
 # NVMe read in ext4's journal recovery that never completes, with the vCPU
 # idle. The watchdog is what brings such a device back. A second reset in
 # a row is left to the scenario's checks.
-qresets=0
+#
+# A boot under KVM that QEMU ends with an accelerator error (QEMU's stderr
+# names KVM, or QEMU failed before the guest printed a byte) is booted
+# again under TCG, and so is every later boot of the board: the probe
+# passed, yet this host's KVM cannot run the real guest. That attempt's
+# serial log and QEMU's stderr are kept as NAME.kvm.log(.stderr), the
+# cached probe answer becomes tcg, and qkvmfalls counts these.
+qresets=0 qkvmfalls=0
 qboot() {
 	local name=$1 step=$2 channel=stable kill_on='' kill_delay=0 secs=${EQ_QEMU_BOOT_TIMEOUT:-300}
 	local port=${HTTPD_PORT:-} kill_log='' probe=''
@@ -260,6 +280,15 @@ qboot() {
 	kill_log=${kill_log:-$log}
 	qlast=$log
 	qboot_once
+	if kvm_failed; then
+		qkvmfalls=$((qkvmfalls + 1))
+		mv "$log" "$sdir/$name.kvm.log" 2>/dev/null || : > "$sdir/$name.kvm.log"
+		mv "$log.stderr" "$sdir/$name.kvm.log.stderr"
+		hlog "boot $name: QEMU failed under KVM (exit $qrc: $(kvm_reason "$sdir/$name.kvm.log.stderr")); booting again under TCG, as every later boot of $board will"
+		accel=tcg
+		[ -n "${EQ_QEMU_ACCEL:-}" ] || printf '%s\n%s\n' "$(accel_cache_key)" tcg > "$bwork/.accel"
+		qboot_once
+	fi
 	if [ "$qrc" = 0 ] && grep -aq 'softdog: Initiating system reboot' "$log" &&
 		! grep -aq '^EQTEST step: mark-good' "$log"; then
 		qresets=$((qresets + 1))
@@ -269,10 +298,27 @@ qboot() {
 	fi
 }
 
-# One QEMU run of qboot, with its locals.
+# kvm_failed: the boot qboot_once just made ran under KVM and ended with an
+# accelerator error rather than anything the guest did. Our own kill of a
+# power cut (137) is never one, unless it was the kill for a KVM error.
+kvm_failed() {
+	[ "$accel" = kvm ] || return 1
+	[ "$qkvm_err" = 0 ] || return 0
+	[ "$qrc" != 0 ] && [ "$qrc" != 137 ] || return 1
+	grep -aqi 'kvm' "$log.stderr" 2>/dev/null || [ ! -s "$log" ]
+}
+# kvm_reason STDERR: QEMU's last error line, for the log.
+kvm_reason() {
+	local r
+	r=$(grep -a . "$1" 2>/dev/null | tail -1 | cut -c1-200)
+	echo "${r:-no message; the guest printed nothing}"
+}
+
+# One QEMU run of qboot, with its locals. Sets qrc and qkvm_err (1 when the
+# run was stopped for a KVM error QEMU reported while it kept running).
 qboot_once() {
 	local t0=$SECONDS pid
-	rm -f "$log"
+	rm -f "$log" "$log.stderr"
 	EQ_QEMU_ACCEL=$accel "$top/boards/$board/run-qemu.sh" --disk "$disk" --log "$log" --timeout "$secs" -- \
 		-nic "user,model=virtio-net-pci,restrict=on,guestfwd=tcp:$EQ_QEMU_REPO_ADDR-cmd:socat - TCP:127.0.0.1:$port" \
 		-fw_cfg "name=opt/eqota/url,string=http://$EQ_QEMU_REPO_ADDR" \
@@ -281,24 +327,35 @@ qboot_once() {
 		-fw_cfg "name=opt/eqota/channel,string=$channel" \
 		-fw_cfg "name=opt/eqota/step,string=$step" 2>"$log.stderr" &
 	pid=$!
-	qrc=0
-	if [ -n "$kill_on" ]; then
+	qrc=0 qkvm_err=0
+	if [ -n "$kill_on" ] || [ "$accel" = kvm ]; then
 		while kill -0 "$pid" 2>/dev/null; do
-			if grep -aqE "$kill_on" "$kill_log" 2>/dev/null; then
+			# A KVM internal error pauses the guest and QEMU waits for
+			# a monitor command that never comes: stop it now rather
+			# than at the boot's time limit.
+			if [ "$accel" = kvm ] && grep -aqi 'KVM internal error\|kvm run failed' "$log.stderr" 2>/dev/null; then
+				qkvm_err=1
+				qkill "$pid"
+				break
+			fi
+			if [ -n "$kill_on" ] && grep -aqE "$kill_on" "$kill_log" 2>/dev/null; then
 				sleep "$kill_delay"
-				# QEMU itself, the child of run-qemu.sh's timeout: SIGKILL
-				# is not passed on, and an orphaned QEMU would keep writing.
-				local q
-				q=$(pgrep -P "$pid" || true)
-				# shellcheck disable=SC2086 # one PID or none
-				kill -KILL $q "$pid" 2>/dev/null || true
+				qkill "$pid"
 				break
 			fi
 			sleep 0.05
 		done
 	fi
 	wait "$pid" || qrc=$?
-	hlog "boot $name ($step): $((SECONDS - t0)) s, qemu exit $qrc"
+	hlog "boot $name ($step): $((SECONDS - t0)) s, qemu exit $qrc$([ "$accel" = kvm ] && echo ' (kvm)')"
+}
+# qkill PID: SIGKILL to run-qemu.sh's timeout and QEMU itself, its child:
+# SIGKILL is not passed on, and an orphaned QEMU would keep writing.
+qkill() {
+	local q
+	q=$(pgrep -P "$1" || true)
+	# shellcheck disable=SC2086 # one PID or none
+	kill -KILL $q "$1" 2>/dev/null || true
 }
 
 # Lines the guest init printed: qline NAME PREFIX (without "EQTEST ").
