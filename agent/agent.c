@@ -106,7 +106,7 @@ static eq_err booted_slot(const struct eq_agent *a, int *ret, struct eq_error *e
 	size_t len;
 	eq_err r = eq_file_read_all(a->cfg->cmdline, CMDLINE_MAX, &data, &len, err);
 	if (r)
-		return eq_error_prefix(err, "cannot tell the running slot");
+		return eq_error_prefix(err, r, "cannot tell the running slot");
 	int slot = -1;
 	/* The last eqota.slot= wins, as the kernel's own parameters do. */
 	char *p = (char *)data;
@@ -169,7 +169,7 @@ eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_erro
 	else if (r) {
 		if (err)
 			*err = e;
-		return eq_error_prefix(err, "bootloader");
+		return eq_error_prefix(err, r, "bootloader");
 	}
 	if ((r = eq_state_load(a->state_path, &st.state, err)))
 		return r;
@@ -260,7 +260,7 @@ static eq_err read_running(struct eq_agent *a, int booted, struct eq_manifest **
 		return eq_error_set(err, EQ_ERR_STATE, "the running slot %s has no release record: provision it first",
 				    eq_bl_slot_name((unsigned)booted));
 	if (r)
-		return eq_error_prefix(err, "running slot %s", eq_bl_slot_name((unsigned)booted));
+		return eq_error_prefix(err, r, "running slot %s", eq_bl_slot_name((unsigned)booted));
 	return EQ_OK;
 }
 
@@ -283,7 +283,7 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 	struct eq_manifest_policy pol = {.board = a->cfg->board, .now = now_s(), .check_expiry = true};
 	if ((r = eq_manifest_load_verified(c.manifest_bytes, c.manifest_len, c.sig_bytes, c.sig_len, a->trust, &pol,
 					   &c.next, err))) {
-		eq_error_prefix(err, "%s", fresh ? "repository manifest" : a->cache_manifest);
+		eq_error_prefix(err, r, "%s", fresh ? "repository manifest" : a->cache_manifest);
 		goto fail;
 	}
 	uint64_t have, offered;
@@ -342,7 +342,7 @@ static eq_err build_slot(struct eq_agent *a, int target, const struct eq_manifes
 	if (r == EQ_ERR_NOTFOUND && !running)
 		r = EQ_OK;
 	if (r)
-		return eq_error_prefix(err, "bootloader");
+		return eq_error_prefix(err, r, "bootloader");
 	char *root = NULL;
 	if ((r = eq_slot_prepare(a->cfg, name, &root, err)))
 		return r;
@@ -388,7 +388,7 @@ static eq_err build_slot(struct eq_agent *a, int target, const struct eq_manifes
 	(void)!eq_rm_rf(a->work, NULL);
 	eq_free(root);
 	if (r)
-		eq_error_prefix(err, "slot %s", name);
+		eq_error_prefix(err, r, "slot %s", name);
 	return r;
 }
 
@@ -465,7 +465,7 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	eq_log(EQ_LOG_NOTICE, "slot %s holds release %" PRIu64 ", complete and verified: telling the bootloader to try it once",
 	       eq_bl_slot_name((unsigned)target), res.number);
 	if ((r = eq_bl_try_once(a->bl, (unsigned)target, err))) {
-		eq_error_prefix(err, "bootloader");
+		eq_error_prefix(err, r, "bootloader");
 		goto out;
 	}
 	st.phase = EQ_PHASE_TRYING;
@@ -486,9 +486,9 @@ static eq_err fail_trial(struct eq_agent *a, struct eq_state *st, const char *re
 	 * still have a bootable slot at the front of the order. */
 	eq_err r = EQ_OK;
 	if (st->from_slot >= 0 && (r = eq_bl_mark_good(a->bl, (unsigned)st->from_slot, err)))
-		return eq_error_prefix(err, "bootloader");
+		return eq_error_prefix(err, r, "bootloader");
 	if ((r = eq_bl_mark_bad(a->bl, (unsigned)st->target_slot, err)))
-		return eq_error_prefix(err, "bootloader");
+		return eq_error_prefix(err, r, "bootloader");
 	struct eq_state idle;
 	eq_state_init(&idle);
 	idle.failed_number = st->target_number;
@@ -511,7 +511,7 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 	if (br && br != EQ_ERR_PARSE) {
 		if (err)
 			*err = be;
-		return eq_error_prefix(err, "bootloader");
+		return eq_error_prefix(err, br, "bootloader");
 	}
 	*ret_exit = EQ_EXIT_OK;
 	if (st.phase == EQ_PHASE_INSTALLED && !br && bs.trial == st.target_slot)
@@ -548,7 +548,7 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 			return fail_trial(a, &st, reason, err);
 		}
 		if ((r = eq_bl_mark_good(a->bl, (unsigned)booted, err)))
-			return eq_error_prefix(err, "bootloader");
+			return eq_error_prefix(err, r, "bootloader");
 		eq_log(EQ_LOG_NOTICE, "release %" PRIu64 " ('%s') in slot %s passed its health checks and is committed",
 		       st.target_number, st.target_release, eq_bl_slot_name((unsigned)booted));
 		struct eq_state idle;
@@ -577,7 +577,7 @@ eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error
 	(void)!eq_slot_release(a->cfg, eq_bl_slot_name((unsigned)other), NULL);
 	eq_free(root);
 	if (r)
-		return eq_error_prefix(err, "cannot roll back: slot %s holds no verified release",
+		return eq_error_prefix(err, r, "cannot roll back: slot %s holds no verified release",
 				       eq_bl_slot_name((unsigned)other));
 	uint64_t number = 0;
 	(void)!get_number(m, &number, NULL, NULL);
@@ -587,7 +587,7 @@ eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error
 		return r;
 	/* Other slot first, so a power cut between the writes still boots. */
 	if ((r = eq_bl_mark_good(a->bl, (unsigned)other, err)) || (r = eq_bl_mark_bad(a->bl, (unsigned)booted, err)))
-		return eq_error_prefix(err, "bootloader");
+		return eq_error_prefix(err, r, "bootloader");
 	struct eq_state idle;
 	eq_state_init(&idle);
 	if (st.phase == EQ_PHASE_TRYING && st.target_slot == booted) {
@@ -611,10 +611,182 @@ eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err)
 	if (r)
 		return r;
 	if ((r = eq_bl_mark_good(a->bl, (unsigned)booted, err)))
-		return eq_error_prefix(err, "bootloader");
+		return eq_error_prefix(err, r, "bootloader");
 	struct eq_state idle;
 	eq_state_init(&idle);
 	return save_state(a, &idle, err);
+}
+
+/* How many earlier releases provision reads when looking for one by name:
+ * each is a signed manifest download, and the current release number that
+ * starts the search comes from the server. */
+#define PROVISION_MAX_SEARCH 256
+
+/* An earlier release's signed manifest, verified. */
+struct rel_copy {
+	uint8_t *mb, *sb;
+	size_t ml, sl;
+	struct eq_manifest *m;
+	uint64_t number;
+	char name[65];
+};
+
+static void rel_copy_done(struct rel_copy *x)
+{
+	eq_manifest_free(x->m);
+	eq_free(x->mb);
+	eq_free(x->sb);
+	memset(x, 0, sizeof(*x));
+}
+
+static eq_err fetch_release(struct eq_agent *a, uint64_t number, struct rel_copy *ret, struct eq_error *err)
+{
+	struct rel_copy x;
+	memset(&x, 0, sizeof(x));
+	/* Expiry is not checked: factories install what was tested, however
+	 * old its manifest is. */
+	struct eq_manifest_policy pol = {.board = a->cfg->board, .now = now_s(), .check_expiry = false};
+	eq_err r = eq_fetch_release_manifest(a->fetcher, number, &x.mb, &x.ml, &x.sb, &x.sl, err);
+	if (!r && (r = eq_manifest_load_verified(x.mb, x.ml, x.sb, x.sl, a->trust, &pol, &x.m, err)))
+		(void)eq_error_prefix(err, r, "release %" PRIu64, number);
+	if (!r)
+		r = get_number(x.m, &x.number, x.name, err);
+	if (!r && x.number != number)
+		r = eq_error_set(err, EQ_ERR_VERIFY, "releases/%" PRIu64 "/manifest.json holds release number %" PRIu64,
+				 number, x.number);
+	if (r) {
+		rel_copy_done(&x);
+		return r;
+	}
+	*ret = x;
+	return EQ_OK;
+}
+
+/* Makes @x the release to install; @x is emptied. */
+static void use_release(struct eq_check *c, struct eq_update_result *res, struct rel_copy *x)
+{
+	eq_manifest_free(c->next);
+	eq_free(c->manifest_bytes);
+	eq_free(c->sig_bytes);
+	c->next = x->m;
+	c->manifest_bytes = x->mb;
+	c->manifest_len = x->ml;
+	c->sig_bytes = x->sb;
+	c->sig_len = x->sl;
+	res->number = x->number;
+	snprintf(res->release, sizeof(res->release), "%s", x->name);
+	memset(x, 0, sizeof(*x));
+}
+
+/* The releases seen, for the error that says what the channel has; capped
+ * like the message it goes into. */
+struct rel_list {
+	char text[320];
+	bool full;
+};
+
+static void list_release(struct rel_list *l, const char *name, uint64_t number)
+{
+	size_t len = strlen(l->text);
+	char item[96];
+	int n = snprintf(item, sizeof(item), "%s'%s' (%" PRIu64 ")", len ? ", " : "", name, number);
+	if (l->full || n < 0)
+		return;
+	if (len + (size_t)n + sizeof(", ...") > sizeof(l->text)) {
+		l->full = true;
+		snprintf(l->text + len, sizeof(l->text) - len, ", ...");
+		return;
+	}
+	memcpy(l->text + len, item, (size_t)n + 1);
+}
+
+/*
+ * Makes c->next the release @arg names, by the rule eqota-gen uses
+ * (eq_manifest_release_match(): a name match wins, then digits are a
+ * number). The repository has no index of names, so finding a name, or
+ * making sure no release is named like a number, reads the earlier signed
+ * manifests newest first. Ones that are missing or do not verify are passed
+ * over: they could not be installed anyway. A network failure stops the
+ * search, so it is never reported as "no such release".
+ */
+static eq_err pick_release(struct eq_agent *a, const char *arg, struct eq_check *c, struct eq_update_result *res,
+			   struct eq_error *err)
+{
+	if (eq_manifest_release_match(res->release, res->number, arg) == EQ_RELEASE_BY_NAME)
+		return EQ_OK;
+	uint64_t want = 0;
+	bool numeric = eq_manifest_release_number_arg(arg, &want);
+	struct rel_copy by_number;
+	memset(&by_number, 0, sizeof(by_number));
+	struct eq_error num_err;
+	eq_err num_r = EQ_OK;
+	struct rel_list seen;
+	memset(&seen, 0, sizeof(seen));
+	list_release(&seen, res->release, res->number);
+	size_t unreadable = 0;
+	uint64_t lowest = res->number > PROVISION_MAX_SEARCH ? res->number - PROVISION_MAX_SEARCH : 1;
+	eq_err r = EQ_OK;
+	for (uint64_t k = res->number - 1; k >= lowest && k > 0; k--) {
+		struct rel_copy x;
+		struct eq_error e;
+		eq_err fr = fetch_release(a, k, &x, &e);
+		if (fr == EQ_ERR_NETWORK || fr == EQ_ERR_NOMEM || fr == EQ_ERR_IO) {
+			if (err)
+				*err = e;
+			r = eq_error_prefix(err, fr, "looking for release '%s'", arg);
+			goto out;
+		}
+		if (fr) {
+			eq_log(EQ_LOG_DEBUG, "release %" PRIu64 ": %s, passing over", k, eq_error_msg(&e));
+			if (numeric && k == want) {
+				num_r = fr;
+				num_err = e;
+			}
+			unreadable++;
+			continue;
+		}
+		list_release(&seen, x.name, x.number);
+		enum eq_release_match m = eq_manifest_release_match(x.name, x.number, arg);
+		if (m == EQ_RELEASE_BY_NAME) {
+			use_release(c, res, &x);
+			goto out;
+		}
+		if (m == EQ_RELEASE_BY_NUMBER)
+			by_number = x;
+		else
+			rel_copy_done(&x);
+	}
+	if (numeric && want == res->number)
+		goto out;
+	if (by_number.m) {
+		use_release(c, res, &by_number);
+		goto out;
+	}
+	if (num_r) {
+		if (err)
+			*err = num_err;
+		r = num_r;
+		goto out;
+	}
+	if (numeric && want > 0 && want < lowest) {
+		/* Older than the search reached: as a number it needs no search. */
+		struct rel_copy x;
+		if (!(r = fetch_release(a, want, &x, err)))
+			use_release(c, res, &x);
+		goto out;
+	}
+	char more[96] = "";
+	if (lowest > 1)
+		snprintf(more, sizeof(more), "; only the %d newest were searched", PROVISION_MAX_SEARCH + 1);
+	if (unreadable)
+		snprintf(more + strlen(more), sizeof(more) - strlen(more), "; %zu could not be read or verified",
+			 unreadable);
+	r = eq_error_set(err, EQ_ERR_NOTFOUND,
+			 "no release '%s' (by name or number) in board %s, channel %s; releases, newest first: %s%s", arg,
+			 a->cfg->board, a->cfg->channel, seen.text, more);
+out:
+	rel_copy_done(&by_number);
+	return r;
 }
 
 eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release, struct eq_update_result *ret,
@@ -634,47 +806,14 @@ eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release
 					   &c.next, err)))
 		goto out;
 	(void)!get_number(c.next, &res.number, res.release, NULL);
-	if (release && strcmp(release, res.release)) {
-		char *end;
-		unsigned long long want = strtoull(release, &end, 10);
-		if (!*release || *end || !want) {
-			r = eq_error_set(err, EQ_ERR_NOTFOUND,
-					 "the repository's current release is '%s' (number %" PRIu64
-					 "); earlier releases are named by number",
-					 res.release, res.number);
-			goto out;
-		}
-		if (want != res.number) {
-			/* An earlier release: its own signed manifest, which may be
-			 * past its expiry (factories install what was tested). */
-			eq_manifest_free(c.next);
-			c.next = NULL;
-			eq_free(c.manifest_bytes);
-			eq_free(c.sig_bytes);
-			c.manifest_bytes = c.sig_bytes = NULL;
-			if ((r = eq_fetch_release_manifest(a->fetcher, want, &c.manifest_bytes, &c.manifest_len, &c.sig_bytes,
-							   &c.sig_len, err)))
-				goto out;
-			pol.check_expiry = false;
-			if ((r = eq_manifest_load_verified(c.manifest_bytes, c.manifest_len, c.sig_bytes, c.sig_len,
-							   a->trust, &pol, &c.next, err))) {
-				eq_error_prefix(err, "release %llu", want);
-				goto out;
-			}
-			(void)!get_number(c.next, &res.number, res.release, NULL);
-			if (res.number != want) {
-				r = eq_error_set(err, EQ_ERR_VERIFY, "releases/%llu/manifest.json holds release number %" PRIu64,
-						 want, res.number);
-				goto out;
-			}
-		}
-	}
+	if (release && (r = pick_release(a, release, &c, &res, err)))
+		goto out;
 	if ((r = eq_plan_make(NULL, c.next, &c.plan, err)))
 		goto out;
 	if ((r = build_slot(a, (int)slot, NULL, NULL, &c, &c.plan, &res.install, err)))
 		goto out;
 	if ((r = eq_bl_mark_good(a->bl, slot, err))) {
-		eq_error_prefix(err, "bootloader");
+		eq_error_prefix(err, r, "bootloader");
 		goto out;
 	}
 	struct eq_state idle;

@@ -336,7 +336,7 @@ static eq_err copy_file(struct inst *x, int sdir, int tdir, const char *base, co
 		eq_sha256_update(&sha, x->buf, (size_t)n);
 		r = eq_write_all(t, x->buf, (size_t)n, err);
 		if (r) {
-			r = eq_error_prefix(err, "'%s'", e->path);
+			r = eq_error_prefix(err, r, "'%s'", e->path);
 			break;
 		}
 	}
@@ -911,7 +911,7 @@ static eq_err install_item(struct inst *x, const struct eq_plan_item *it, struct
 	if (!r && act == EQ_PLAN_FULL)
 		r = do_full(x, it->pkg, err);
 	if (r)
-		return eq_error_prefix(err, "package '%s'", name);
+		return eq_error_prefix(err, r, "package '%s'", name);
 	if (act == EQ_PLAN_KEEP) {
 		x->rep.kept++;
 		x->rep.bytes_written += it->pkg->payload.size;

@@ -199,7 +199,7 @@ eq_err eq_slot_prepare(const struct eq_config *cfg, const char *name, char **ret
 		if (!r)
 			r = empty_dir(path, err);
 		if (r)
-			return eq_error_prefix(err, "slot %s", name);
+			return eq_error_prefix(err, r, "slot %s", name);
 		char *root = eq_strdup(path);
 		if (!root)
 			return eq_error_set(err, EQ_ERR_NOMEM, "slot: out of memory");
@@ -224,7 +224,7 @@ eq_err eq_slot_prepare(const struct eq_config *cfg, const char *name, char **ret
 	if (!r && mount(path, mnt, "ext4", 0, NULL) != 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "slot: mount '%s' on '%s'", path, mnt);
 	if (r)
-		return eq_error_prefix(err, "slot %s", name);
+		return eq_error_prefix(err, r, "slot %s", name);
 	*ret_root = eq_steal_ptr(mnt);
 	return EQ_OK;
 }
@@ -247,7 +247,7 @@ eq_err eq_slot_open(const struct eq_config *cfg, const char *name, char **ret_ro
 		 * tree, read-only like any other slot we read. */
 		r = mnt_dir(cfg, name, "-ro", &root, err);
 		if (r)
-			return eq_error_prefix(err, "slot %s", name);
+			return eq_error_prefix(err, r, "slot %s", name);
 		if (!is_mountpoint(root) && (mount("/", root, NULL, MS_BIND, NULL) != 0 ||
 					     mount(NULL, root, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) != 0)) {
 			r = eq_error_errno(err, EQ_ERR_IO, "slot %s: bind mount of the running root on '%s'", name,
@@ -259,7 +259,7 @@ eq_err eq_slot_open(const struct eq_config *cfg, const char *name, char **ret_ro
 	} else {
 		r = mnt_dir(cfg, name, "-ro", &root, err);
 		if (r)
-			return eq_error_prefix(err, "slot %s", name);
+			return eq_error_prefix(err, r, "slot %s", name);
 		if (!is_mountpoint(root) && mount(path, root, "ext4", MS_RDONLY, NULL) != 0) {
 			r = eq_error_errno(err, EQ_ERR_IO, "slot %s: mount '%s' read-only on '%s'", name, path, root);
 			eq_free(root);
@@ -297,5 +297,5 @@ eq_err eq_slot_release(const struct eq_config *cfg, const char *name, struct eq_
 		r = unmount_if(mnt, err);
 	if (!r)
 		r = unmount_if(ro, err);
-	return r ? eq_error_prefix(err, "slot %s", name) : EQ_OK;
+	return r ? eq_error_prefix(err, r, "slot %s", name) : EQ_OK;
 }

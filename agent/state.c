@@ -124,7 +124,7 @@ eq_err eq_state_load(const char *path, struct eq_state *ret, struct eq_error *er
 		if (nl)
 			*nl = '\0';
 		if (*p && (r = parse_line(&s, p, err))) {
-			eq_error_prefix(err, "%s:%u", path, line);
+			eq_error_prefix(err, r, "%s:%u", path, line);
 			break;
 		}
 		if (!nl)

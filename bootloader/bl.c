@@ -455,9 +455,9 @@ static eq_err load_for_change(struct eq_bl *bl, bool may_create, struct eq_bl_st
 	if (err)
 		*err = e;
 	if (r == EQ_ERR_NOTFOUND)
-		eq_error_prefix(err, "no boot environment yet (a slot must be committed first)");
+		eq_error_prefix(err, r, "no boot environment yet (a slot must be committed first)");
 	else if (r == EQ_ERR_LIMIT)
-		eq_error_prefix(err, "refusing to overwrite what cannot be a boot environment");
+		eq_error_prefix(err, r, "refusing to overwrite what cannot be a boot environment");
 	return r;
 }
 

@@ -209,7 +209,7 @@ static eq_err file_set_vars(struct eq_bl *bl, const struct eq_bl_vars *vars, str
 	if (r == EQ_ERR_NOTFOUND) {
 		r = EQ_OK;
 	} else if (r == EQ_ERR_LIMIT) {
-		return eq_error_prefix(err, "refusing to overwrite what cannot be a boot environment");
+		return eq_error_prefix(err, r, "refusing to overwrite what cannot be a boot environment");
 	} else if (r) {
 		return r;
 	}

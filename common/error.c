@@ -1,3 +1,4 @@
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,10 +74,14 @@ eq_err eq_error_errno(struct eq_error *err, eq_err code, const char *fmt, ...)
 	return code;
 }
 
-eq_err eq_error_prefix(struct eq_error *err, const char *fmt, ...)
+eq_err eq_error_prefix(struct eq_error *err, eq_err code, const char *fmt, ...)
 {
+	/* The code comes from the caller, not from @err, so that passing NULL
+	 * (detail not wanted) never changes what the caller returns. */
+	assert(code != EQ_OK);
 	if (!err)
-		return EQ_ERR_STATE;
+		return code;
+	err->code = code;
 	char prefix[EQ_ERROR_MSG_MAX];
 	char old[EQ_ERROR_MSG_MAX];
 	va_list ap;
@@ -84,7 +89,7 @@ eq_err eq_error_prefix(struct eq_error *err, const char *fmt, ...)
 	int n = vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	if (n < 0)
-		return err->code;
+		return code;
 	memcpy(old, err->msg, sizeof(old));
 	/* Truncation keeps the start of the chain, which names the file. */
 	size_t plen = strnlen(prefix, sizeof(err->msg) - 3);
@@ -94,7 +99,7 @@ eq_err eq_error_prefix(struct eq_error *err, const char *fmt, ...)
 	size_t olen = strnlen(old, room);
 	memcpy(err->msg + plen + 2, old, olen);
 	err->msg[plen + 2 + olen] = '\0';
-	return err->code;
+	return code;
 }
 
 const char *eq_error_msg(const struct eq_error *err)

@@ -61,7 +61,7 @@ eq_err eq_file_replace_atomic(const char *path, const void *data, size_t len, mo
 		return eq_error_errno(err, EQ_ERR_IO, "cannot create temporary file for '%s'", path);
 	eq_err r = eq_write_all(fd, data, len, err);
 	if (r) {
-		eq_error_prefix(err, "%s", tmp);
+		eq_error_prefix(err, r, "%s", tmp);
 		goto fail;
 	}
 	if (fchmod(fd, mode) != 0) {
@@ -176,7 +176,7 @@ static eq_err rm_at(int parent, const char *name, const char *shown, struct eq_e
 		}
 		closedir(d);
 		if (r)
-			return eq_error_prefix(err, "%s", shown);
+			return eq_error_prefix(err, r, "%s", shown);
 		if (unlinkat(parent, name, AT_REMOVEDIR) != 0)
 			return eq_error_errno(err, EQ_ERR_IO, "cannot remove '%s'", shown);
 		return EQ_OK;

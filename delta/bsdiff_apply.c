@@ -60,7 +60,7 @@ static size_t step(struct in_stream *s, ZSTD_outBuffer *out)
 static eq_err stream_error(struct bsd_dec *b, int k, size_t zr, size_t in_pos, struct eq_error *err)
 {
 	eq_err r = eq_zstd_error(err, zr, stream_name[k]);
-	(void)eq_error_prefix(err, "at delta byte %llu, %s stream",
+	(void)eq_error_prefix(err, r, "at delta byte %llu, %s stream",
 			      (unsigned long long)(b->s[k].part_off + in_pos), stream_name[k]);
 	return r;
 }

@@ -218,7 +218,7 @@ static eq_err apply_zstd(const uint8_t *ref, const struct eq_delta_info *ip, eq_
 			rem = ZSTD_decompressStream(dctx, &out, &in);
 			if (ZSTD_isError(rem)) {
 				r = eq_zstd_error(err, rem, "delta");
-				(void)eq_error_prefix(err, "at delta byte %llu", (unsigned long long)(consumed + before));
+				(void)eq_error_prefix(err, r, "at delta byte %llu", (unsigned long long)(consumed + before));
 				goto out;
 			}
 			if (out.pos > info.result_size - produced) {

@@ -120,7 +120,7 @@ eq_err eq_object_decompress(eq_read_fn src, void *src_ctx, eq_write_fn sink, voi
 			frame_rem = ZSTD_decompressStream(dctx, &out, &in);
 			if (ZSTD_isError(frame_rem)) {
 				r = eq_zstd_error(err, frame_rem, "object");
-				eq_error_prefix(err, "at compressed byte %llu",
+				eq_error_prefix(err, r, "at compressed byte %llu",
 						(unsigned long long)(consumed + before));
 				goto out;
 			}

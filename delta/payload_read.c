@@ -338,7 +338,7 @@ static eq_err read_exact(struct eq_payload_reader *r, void *buf, size_t len, siz
 		eq_err e = r->src(r->src_ctx, (uint8_t *)buf + got, len - got, &n, err);
 		if (e) {
 			r->failed = true;
-			return eq_error_prefix(err, "payload: at byte %" PRIu64, r->off + got);
+			return eq_error_prefix(err, e, "payload: at byte %" PRIu64, r->off + got);
 		}
 		if (n == 0)
 			break;

@@ -542,7 +542,7 @@ static eq_err out_flush(struct out *o, struct eq_error *err)
 	eq_sha256_update(&o->sha, o->buf, o->len);
 	eq_err r = o->sink(o->ctx, o->buf, o->len, err);
 	if (r)
-		return eq_error_prefix(err, "payload: writing at byte %" PRIu64, o->size);
+		return eq_error_prefix(err, r, "payload: writing at byte %" PRIu64, o->size);
 	o->size += o->len;
 	o->len = 0;
 	return EQ_OK;
@@ -687,7 +687,7 @@ static eq_err emit_header(struct out *o, const struct hdr *h, struct eq_buf *pax
 			: eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory");
 	}
 	if (r)
-		return eq_error_prefix(err, "payload: entry '%s'", tar_quote(q, sizeof(q), h->path));
+		return eq_error_prefix(err, r, "payload: entry '%s'", tar_quote(q, sizeof(q), h->path));
 	if (pax->len) {
 		fill_header(blk, TAR_PAX_NAME, 0644, 0, 0, pax->len, 'x', NULL, 0, 0);
 		r = out_put(o, blk, TAR_BLOCK, err);

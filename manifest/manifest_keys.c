@@ -116,7 +116,7 @@ static eq_err write_file(int fd, const char *path, const void *data, size_t len,
 	if (fchmod(fd, mode) != 0)
 		return eq_error_errno(err, EQ_ERR_IO, "cannot chmod '%s'", path);
 	if ((r = eq_write_all(fd, data, len, err)))
-		return eq_error_prefix(err, "%s", path);
+		return eq_error_prefix(err, r, "%s", path);
 	if (fsync(fd) != 0)
 		return eq_error_errno(err, EQ_ERR_IO, "cannot fsync '%s'", path);
 	return EQ_OK;
@@ -229,12 +229,12 @@ eq_err eq_manifest_key_load(const char *path, struct eq_manifest_key **ret_key, 
 		goto out;
 	}
 	if (ret) {
-		tls_err(err, EQ_ERR_PARSE, ret, "not a PEM private key");
-		r = eq_error_prefix(err, "%s", path);
+		r = tls_err(err, EQ_ERR_PARSE, ret, "not a PEM private key");
+		(void)eq_error_prefix(err, r, "%s", path);
 		goto out;
 	}
 	if ((r = check_p256(k->pk, err)) || (r = key_id(k->pk, k->keyid, err))) {
-		r = eq_error_prefix(err, "%s", path);
+		(void)eq_error_prefix(err, r, "%s", path);
 		goto out;
 	}
 	*ret_key = k;

@@ -349,6 +349,33 @@ eq_err eq_manifest_check_newer(const struct eq_manifest *m, uint64_t installed_n
 	return EQ_OK;
 }
 
+bool eq_manifest_release_number_arg(const char *arg, uint64_t *ret_number)
+{
+	if (!*arg)
+		return false;
+	uint64_t v = 0;
+	for (const char *s = arg; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		unsigned d = (unsigned)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*ret_number = v;
+	return true;
+}
+
+enum eq_release_match eq_manifest_release_match(const char *name, uint64_t number, const char *arg)
+{
+	if (!strcmp(name, arg))
+		return EQ_RELEASE_BY_NAME;
+	uint64_t n;
+	if (eq_manifest_release_number_arg(arg, &n) && n == number)
+		return EQ_RELEASE_BY_NUMBER;
+	return EQ_RELEASE_NO_MATCH;
+}
+
 /* ---- time --------------------------------------------------------------- */
 
 /*

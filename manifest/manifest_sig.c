@@ -177,7 +177,7 @@ eq_err eq_manifest_sign_append(const uint8_t *data, size_t len, const uint8_t *s
 	eq_sha256(data, len, hash);
 	eq_err r = parse_sigset(sig, sig_len, set, err);
 	if (r)
-		eq_error_prefix(err, "existing signature file");
+		eq_error_prefix(err, r, "existing signature file");
 	else
 		r = add_signature(set, hash, key, err);
 	if (!r)
@@ -249,7 +249,7 @@ static eq_err trust_build(const cJSON *root, struct eq_manifest_trust *t, struct
 			return eq_error_set(err, EQ_ERR_PARSE, "%s.keyid: expected 64 lower-case hex digits", where);
 		struct eqm_pubkey *k = NULL;
 		if ((r = eqm_pubkey_parse(kit[1]->valuestring, &k, err)))
-			return eq_error_prefix(err, "%s.pem", where);
+			return eq_error_prefix(err, r, "%s.pem", where);
 		if (strcmp(eqm_pubkey_id(k), keyid) != 0) {
 			r = eq_error_set(err, EQ_ERR_VERIFY, "%s.keyid: does not match its key (the key's id is %s)", where,
 					 eqm_pubkey_id(k));
@@ -306,7 +306,7 @@ eq_err eq_manifest_trust_load(const char *path, struct eq_manifest_trust **ret_t
 	r = eq_manifest_trust_parse(data, len, ret_trust, err);
 	eq_free(data);
 	if (r)
-		return eq_error_prefix(err, "%s", path);
+		return eq_error_prefix(err, r, "%s", path);
 	return EQ_OK;
 }
 
@@ -334,7 +334,7 @@ eq_err eq_manifest_trust_from_pubkeys(const char *const *paths, size_t n_paths, 
 		if (memchr(data, '\0', len))
 			r = eq_error_set(err, EQ_ERR_PARSE, "%s: not a PEM public key (contains NUL)", paths[i]);
 		else if ((r = eqm_pubkey_parse((const char *)data, &k, err)))
-			eq_error_prefix(err, "%s", paths[i]);
+			eq_error_prefix(err, r, "%s", paths[i]);
 		eq_free(data);
 		if (r)
 			break;
@@ -396,7 +396,7 @@ eq_err eq_manifest_verify(const uint8_t *data, size_t len, const uint8_t *sig, s
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	eq_err r = parse_sigset(sig, sig_len, set, err);
 	if (r) {
-		eq_error_prefix(err, "signature file");
+		eq_error_prefix(err, r, "signature file");
 		goto out;
 	}
 	uint8_t hash[EQ_SHA256_LEN];
@@ -486,7 +486,7 @@ eq_err eq_manifest_load_verified_file(const char *manifest_path, const char *sig
 	    (r = eq_file_read_all(sig_path, EQ_MANIFEST_SIG_MAX_BYTES, &sig, &sig_len, err)))
 		goto out;
 	if ((r = eq_manifest_load_verified(data, len, sig, sig_len, trust, policy, ret_m, err)))
-		eq_error_prefix(err, "%s", manifest_path);
+		eq_error_prefix(err, r, "%s", manifest_path);
 out:
 	eq_free(data);
 	eq_free(sig);

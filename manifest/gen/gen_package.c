@@ -203,7 +203,7 @@ static eq_err parse_control(struct eq_pkg_info *info, const char *text, size_t l
 		seen[cur] = true;
 		r = fold_append(&val[cur], colon + 1, ll - nlen - 1, err);
 		if (r == EQ_ERR_LIMIT)
-			eq_error_prefix(err, "control: field '%s'", ctl_names[cur]);
+			eq_error_prefix(err, r, "control: field '%s'", ctl_names[cur]);
 	}
 	for (int i = 0; i < CF_N && r == EQ_OK; i++) {
 		while (val[i].len && val[i].data[val[i].len - 1] == ' ')
@@ -445,7 +445,7 @@ static eq_err spool_data(struct reader *rd, struct archive *a, struct pentry *e,
 					    (unsigned long long)rd->lim.max_total);
 		eq_err r = eq_write_all(rd->pkg->spool_fd, rd->buf, (size_t)got, err);
 		if (r != EQ_OK) {
-			eq_error_prefix(err, "spool file");
+			eq_error_prefix(err, r, "spool file");
 			return r;
 		}
 		rd->spool_size += (uint64_t)got;
@@ -505,7 +505,7 @@ static eq_err add_one(struct reader *rd, struct archive *a, struct archive_entry
 		e->type = EQ_ENTRY_HARDLINK;
 		r = norm_path(hl, rd->lim.max_path, &e->link, err);
 		if (r != EQ_OK) {
-			eq_error_prefix(err, "hard link target");
+			eq_error_prefix(err, r, "hard link target");
 			return r;
 		}
 		if (!e->link[0])
@@ -582,7 +582,7 @@ static eq_err add_entries(struct reader *rd, struct archive *a, const char *wher
 		char *path = NULL;
 		eq_err r = norm_path(raw, rd->lim.max_path, &path, err);
 		if (r != EQ_OK) {
-			eq_error_prefix(err, "%s", where);
+			eq_error_prefix(err, r, "%s", where);
 			return r;
 		}
 		if (!path[0]) {
@@ -609,7 +609,7 @@ static eq_err add_entries(struct reader *rd, struct archive *a, const char *wher
 		e->path = path;
 		r = add_one(rd, a, ae, e, err);
 		if (r != EQ_OK) {
-			eq_error_prefix(err, "%s: '%.200s'", where, path);
+			eq_error_prefix(err, r, "%s: '%.200s'", where, path);
 			return r;
 		}
 	}
@@ -672,7 +672,7 @@ static eq_err read_control_member(struct reader *rd, struct archive *outer, cons
 				break;
 			r = eq_buf_append(&text, rd->buf, (size_t)got, err);
 			if (r != EQ_OK) {
-				eq_error_prefix(err, "%s: control", member);
+				eq_error_prefix(err, r, "%s: control", member);
 				break;
 			}
 		}
@@ -1067,7 +1067,7 @@ eq_err eq_pkg_read(const char *path, const struct eq_payload_limits *limits, str
 	eq_free(rd->ents);
 	eq_free(rd);
 	if (r != EQ_OK) {
-		eq_error_prefix(err, "%s", path);
+		eq_error_prefix(err, r, "%s", path);
 		eq_pkg_free(pkg);
 		return r;
 	}
@@ -1101,6 +1101,6 @@ eq_err eq_pkg_write_payload(struct eq_pkg *p, eq_write_fn sink, void *sink_ctx, 
 {
 	eq_err r = eq_payload_builder_write(p->builder, sink, sink_ctx, ret_sha256, ret_size, err);
 	if (r != EQ_OK)
-		eq_error_prefix(err, "%s: payload", p->info.file);
+		eq_error_prefix(err, r, "%s: payload", p->info.file);
 	return r;
 }

@@ -163,7 +163,7 @@ static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, uint6
 	if (close(out) != 0 && !r)
 		r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", tmp);
 	if (r) {
-		eq_error_prefix(err, "%s", src);
+		eq_error_prefix(err, r, "%s", src);
 		(void)unlink(tmp);
 		eq_free(tmp);
 		return r;
@@ -217,7 +217,7 @@ static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sh
 			continue;
 		}
 		if (r)
-			return eq_error_prefix(err, "delta for '%s'", name);
+			return eq_error_prefix(err, r, "delta for '%s'", name);
 		int out;
 		EQ_AUTOFREE char *tmp = NULL;
 		r = tmp_file(c, "delta", &out, &tmp, err);
@@ -236,7 +236,7 @@ static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sh
 		if (close(out) != 0 && !r)
 			r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", tmp);
 		if (r)
-			return eq_error_prefix(err, "delta for '%s'", name);
+			return eq_error_prefix(err, r, "delta for '%s'", name);
 		if (hs.n * 10 > object_size * 8) {
 			(void)unlink(tmp);
 			continue;
@@ -308,7 +308,7 @@ static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish
 		pub = known;
 		r = object_to_payload(c, known.object_sha256, known.payload_size, &stored_payload, err);
 		if (r) {
-			eq_error_prefix(err, "package '%s' is not reproducible and the object published for its unihash",
+			eq_error_prefix(err, r, "package '%s' is not reproducible and the object published for its unihash",
 					info->name);
 			goto out;
 		}
@@ -482,7 +482,7 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 		store = def;
 	}
 	if ((r = eq_store_open(store, &c->store, err)))
-		return eq_error_prefix(err, "equivalence store '%s'", store);
+		return eq_error_prefix(err, r, "equivalence store '%s'", store);
 	if ((r = eq_gen_list_packages(o->packages_dir, &c->files, &c->n_files, err)))
 		return r;
 	if (c->n_files == 0)
@@ -526,7 +526,7 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 		r = publish_one(&c, c.files[i], &c.rep.pkgs[i], err);
 		c.rep.n_packages = i + 1;
 		if (r) {
-			eq_error_prefix(err, "%s", c.files[i]);
+			eq_error_prefix(err, r, "%s", c.files[i]);
 			goto out;
 		}
 		pr.items_done = i + 1;

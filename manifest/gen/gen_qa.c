@@ -107,7 +107,7 @@ eq_err eq_gen_qa(const char *packages, const char *build_dir, eq_qa_fn fn, void 
 		for (size_t i = 0; !r && i < n; i++) {
 			r = scan_package(files[i], needle, fn, ctx, &found, err);
 			if (r)
-				eq_error_prefix(err, "%s", files[i]);
+				eq_error_prefix(err, r, "%s", files[i]);
 		}
 		for (size_t i = 0; i < n; i++)
 			eq_free(files[i]);
@@ -115,7 +115,7 @@ eq_err eq_gen_qa(const char *packages, const char *build_dir, eq_qa_fn fn, void 
 	} else {
 		r = scan_package(packages, needle, fn, ctx, &found, err);
 		if (r)
-			eq_error_prefix(err, "%s", packages);
+			eq_error_prefix(err, r, "%s", packages);
 	}
 	if (!r)
 		*ret_found = found;

@@ -70,7 +70,7 @@ eq_err eq_repo_history_load(const char *repo, const char *board, const char *cha
 		r = eq_manifest_parse_unverified(data, len, &m, err);
 		eq_free(data);
 		if (r) {
-			eq_error_prefix(err, "%s", path);
+			eq_error_prefix(err, r, "%s", path);
 			break;
 		}
 		struct eq_manifest_header hd;
@@ -105,18 +105,16 @@ eq_err eq_repo_history_load(const char *repo, const char *board, const char *cha
 
 const struct eq_repo_release *eq_repo_history_find(const struct eq_repo_history *h, const char *name_or_number)
 {
-	/* A release name wins over a number, so "--from 2" finds a release
-	 * named "2" even when its number differs. */
-	for (size_t i = 0; i < h->n; i++)
-		if (!strcmp(h->v[i].release, name_or_number))
+	/* The rule is shared with the agent's provision --release. */
+	const struct eq_repo_release *by_number = NULL;
+	for (size_t i = 0; i < h->n; i++) {
+		enum eq_release_match m = eq_manifest_release_match(h->v[i].release, h->v[i].number, name_or_number);
+		if (m == EQ_RELEASE_BY_NAME)
 			return &h->v[i];
-	if (all_digits(name_or_number)) {
-		uint64_t n = strtoull(name_or_number, NULL, 10);
-		for (size_t i = 0; i < h->n; i++)
-			if (h->v[i].number == n)
-				return &h->v[i];
+		if (m == EQ_RELEASE_BY_NUMBER && !by_number)
+			by_number = &h->v[i];
 	}
-	return NULL;
+	return by_number;
 }
 
 static bool is_package_name(const char *n)

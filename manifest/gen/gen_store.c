@@ -2,11 +2,13 @@
  * The embedded equivalence store: bitbake-hashserv's report/get semantics
  * (shared/HASHEQUIV.md section 2) on an SQLite file.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pwd.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -346,6 +348,54 @@ void eq_store_close(struct eq_store *s)
 	eq_free(s);
 }
 
+/*
+ * The store decides which rebuilt packages devices skip, so whoever can
+ * replace it can keep a security fix off every device: the folder is made
+ * private, and an existing one others may write to is refused rather than
+ * silently chmod'ed (the user may have made it so on purpose, e.g. a shared
+ * build account). Missing parents get 0700 too, as the XDG base directory
+ * spec asks.
+ */
+static eq_err make_default_dir(const char *db_path, struct eq_error *err)
+{
+	EQ_AUTOFREE char *dir = eq_strdup(db_path);
+	if (!dir)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	char *slash = strrchr(dir, '/');
+	assert(slash && slash != dir);
+	*slash = '\0';
+	slash = strrchr(dir, '/');
+	eq_err r = EQ_OK;
+	if (slash != dir) {
+		*slash = '\0';
+		r = eq_mkdir_p(dir, 0700, err);
+		*slash = '/';
+		if (r)
+			return eq_error_prefix(err, r, "cannot create the default store folder '%s'", dir);
+	}
+	if (mkdir(dir, 0700) == 0) {
+		/* Exactly 0700 whatever the umask; it is our own new folder. */
+		if (chmod(dir, 0700) != 0)
+			return eq_error_errno(err, EQ_ERR_IO, "cannot chmod the default store folder '%s'", dir);
+		return EQ_OK;
+	}
+	if (errno != EEXIST)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot create the default store folder '%s'", dir);
+	struct stat st;
+	if (stat(dir, &st) != 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot stat the default store folder '%s'", dir);
+	if (!S_ISDIR(st.st_mode))
+		return eq_error_set(err, EQ_ERR_IO,
+				    "the default store folder '%s' exists and is not a folder: move it away or pass --store",
+				    dir);
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return eq_error_set(err, EQ_ERR_UNSAFE,
+				    "the default store folder '%s' is writable by others (mode %04o): "
+				    "run 'chmod go-w %s' or pass --store",
+				    dir, (unsigned)(st.st_mode & 07777), dir);
+	return EQ_OK;
+}
+
 eq_err eq_store_default_path(char **ret_path, struct eq_error *err)
 {
 	const char *xdg = secure_getenv("XDG_DATA_HOME");
@@ -369,6 +419,11 @@ eq_err eq_store_default_path(char **ret_path, struct eq_error *err)
 	}
 	if (!p)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	eq_err r = make_default_dir(p, err);
+	if (r) {
+		eq_free(p);
+		return r;
+	}
 	*ret_path = p;
 	return EQ_OK;
 }

@@ -102,7 +102,34 @@ mkdevice "$w/old"
 run "provision --release 1" 0 eq "$w/old" provision --slot A --release 1 &&
   grep -q "release 'r1' (number 1)" <<<"$out" && pass "provision --release 1 installs the earlier release" ||
   fail "provision --release 1: $out"
-run "provision --release 9" 1 eq "$w/old" provision --slot B --release 9 && pass "provision of a release the repository lacks fails"
+run "provision --release 9" 1 eq "$w/old" provision --slot B --release 9 &&
+  grep -qF "no release '9' (by name or number) in board qemux86-64, channel stable; releases, newest first: 'r2' (2), 'r1' (1)" <<<"$out" &&
+  pass "provision of a release the repository lacks fails and lists the channel's releases" || fail "provision --release 9: $out"
+# ...and by the name it was published under (docs/agent.md, provision).
+run "provision --release r1" 0 eq "$w/old" provision --slot B --release r1 &&
+  grep -q "release 'r1' (number 1)" <<<"$out" && pass "provision --release r1 (a name) installs release 1" ||
+  fail "provision --release r1: $out"
+run "provision --release 2026.13-1" 1 eq "$w/old" provision --slot B --release 2026.13-1 &&
+  grep -qF "no release '2026.13-1' (by name or number) in board qemux86-64, channel stable; releases, newest first: 'r2' (2), 'r1' (1)" <<<"$out" &&
+  pass "provision of an unknown release name fails, naming it and listing the releases" ||
+  fail "provision --release 2026.13-1: $out"
+# A name match wins over a number: in this channel release number 1 is
+# named "2", so "2" is release 1, "1" (no such name) is release 1 by number.
+mkdir -p tiny
+tinyset=("$cache/release1"/*.deb)
+for f in "${tinyset[@]:0:3}"; do ln -sf "$f" tiny/; done
+for name in 2 b c; do
+  "$gen" -q publish --repo repo/names --board qemux86-64 --channel stable --key rel.key --store store.db --level 3 \
+    --release "$name" --packages tiny >/dev/null
+done
+mkdevice "$w/nd" /bin/true 10 "$url/names"
+for t in 2:2:1 1:2:1 b:b:2 3:c:3 c:c:3; do
+  IFS=: read -r arg name num <<<"$t"
+  run "provision --release $arg" 0 eq "$w/nd" provision --slot A --release "$arg" &&
+    grep -qF "release '$name' (number $num)" <<<"$out" && pass "provision --release $arg installs '$name' (number $num)" ||
+    fail "provision --release $arg: $out"
+done
+rm -rf repo/names tiny "$w/nd"
 
 # ---- 1. update 1 -> 2: bytes equal the prediction, the slot equals release 2
 run "check" 0 eq "$dev" check --json

@@ -90,6 +90,19 @@ G=(--board demo --channel test)
 "$gen" diff --repo repo2 "${G[@]}" --from a --to b | grep -q "^changed *foo 1.0 -> 1.0" &&
   pass "new content under an unchanged name and version gets a new unihash" || fail "content change hidden"
 
+# No --store on a fresh machine: the default store's folders are created,
+# the eqota one private (0700); a file in the way is named in the error.
+mkdir home
+env -u XDG_DATA_HOME HOME="$w/home" "$gen" -q publish --repo repo4 "${G[@]}" --key rel.key --level 3 --release a --packages c1 >/dev/null &&
+  [ -f home/.local/share/eqota/equiv.db ] && [ "$(stat -c %a home/.local/share/eqota)" = 700 ] &&
+  pass "publish without --store creates ~/.local/share/eqota (0700) and the store" || fail "default store under HOME"
+XDG_DATA_HOME="$w/xdg" HOME=/nonexistent "$gen" equiv list >/dev/null && [ -f xdg/eqota/equiv.db ] &&
+  [ "$(stat -c %a xdg/eqota)" = 700 ] && pass "equiv without --store creates \$XDG_DATA_HOME/eqota (0700)" ||
+  fail "default store under XDG_DATA_HOME"
+mkdir -p home2/.local/share && touch home2/.local/share/eqota
+expect_fail "a file where the default store folder goes" "'$w/home2/.local/share/eqota' exists and is not a folder" \
+  env -u XDG_DATA_HOME HOME="$w/home2" "$gen" -q publish --repo repo5 "${G[@]}" --key rel.key --level 3 --release a --packages c1
+
 # Same taskhash, other bytes: the stored object stays, reported as not reproducible.
 echo "foo $(echo fixed | sha256sum | cut -c1-64)" > fixed.index
 "$gen" -q publish --repo repo3 "${G[@]}" --key rel.key --store store3.db --level 3 --release a --packages c1 --build-index fixed.index >/dev/null

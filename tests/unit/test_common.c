@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,77 @@ static void test_error_prefix(void **state)
 	struct eq_error e;
 	eq_error_clear(&e);
 	assert_int_equal(eq_error_set(&e, EQ_ERR_PARSE, "expected %d hex chars", 64), EQ_ERR_PARSE);
-	eq_error_prefix(&e, "packages[%d].unihash", 3);
-	eq_error_prefix(&e, "manifest.json");
+	assert_int_equal(eq_error_prefix(&e, EQ_ERR_PARSE, "packages[%d].unihash", 3), EQ_ERR_PARSE);
+	assert_int_equal(eq_error_prefix(&e, EQ_ERR_PARSE, "manifest.json"), EQ_ERR_PARSE);
 	assert_string_equal(e.msg, "manifest.json: packages[3].unihash: expected 64 hex chars");
 	assert_int_equal(e.code, EQ_ERR_PARSE);
 	assert_string_equal(eq_err_str(EQ_ERR_VERIFY), "verification failed");
 	assert_int_equal(eq_error_set(NULL, EQ_ERR_IO, "x"), EQ_ERR_IO);
+}
+
+/* Two layers the way library code is written: the inner one sets the
+ * error, the outer one adds context and returns what eq_error_prefix()
+ * returns. */
+static eq_err inner_fail(eq_err code, struct eq_error *err)
+{
+	return eq_error_set(err, code, "inner %d", (int)code);
+}
+
+static eq_err outer_fail(eq_err code, struct eq_error *err)
+{
+	eq_err r = inner_fail(code, err);
+	if (r)
+		return eq_error_prefix(err, r, "outer");
+	return EQ_OK;
+}
+
+static eq_err outer_fail_errno(eq_err code, struct eq_error *err)
+{
+	errno = ENOENT;
+	eq_err r = eq_error_errno(err, code, "cannot open '%s'", "x");
+	return eq_error_prefix(err, r, "outer");
+}
+
+/* Issue 11: the code returned must not depend on whether the caller passed
+ * a message buffer; eq_error_prefix(NULL, ...) used to return EQ_ERR_STATE. */
+static void test_error_null_same_code(void **state)
+{
+	(void)state;
+	for (int c = EQ_ERR_NOMEM; c < EQ_ERR__COUNT; c++) {
+		eq_err code = (eq_err)c;
+		struct eq_error e;
+		eq_error_clear(&e);
+		assert_int_equal(outer_fail(code, &e), code);
+		assert_int_equal(e.code, code);
+		char want[64];
+		snprintf(want, sizeof(want), "outer: inner %d", c);
+		assert_string_equal(e.msg, want);
+		assert_int_equal(outer_fail(code, NULL), code);
+
+		eq_error_clear(&e);
+		assert_int_equal(outer_fail_errno(code, &e), code);
+		assert_int_equal(outer_fail_errno(code, NULL), code);
+		assert_int_equal(eq_error_set(NULL, code, "x"), eq_error_set(&e, code, "x"));
+		assert_int_equal(eq_error_errno(NULL, code, "x"), eq_error_errno(&e, code, "x"));
+		assert_int_equal(eq_error_prefix(NULL, code, "p"), eq_error_prefix(&e, code, "p"));
+	}
+	struct eq_error e;
+	/* A prefix with another code than the one stored: the buffer follows
+	 * the returned code, so e.code and the return never disagree. */
+	(void)eq_error_set(&e, EQ_ERR_IO, "x");
+	assert_int_equal(eq_error_prefix(&e, EQ_ERR_VERIFY, "p"), EQ_ERR_VERIFY);
+	assert_int_equal(e.code, EQ_ERR_VERIFY);
+
+	/* errno survives either way, so a caller may still report it. */
+	errno = EACCES;
+	assert_int_equal(eq_error_errno(NULL, EQ_ERR_IO, "x"), EQ_ERR_IO);
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(eq_error_errno(&e, EQ_ERR_IO, "x"), EQ_ERR_IO);
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(e.sys_errno, EACCES);
+
+	eq_error_clear(NULL);
+	assert_string_equal(eq_error_msg(NULL), "");
 }
 
 static void test_buf_limit(void **state)
@@ -103,7 +169,8 @@ static void test_alloc_hook(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_buf_limit),
+		cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_error_null_same_code),
+		cmocka_unit_test(test_buf_limit),
 		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_atomic_replace),
 		cmocka_unit_test(test_alloc_hook),
 	};

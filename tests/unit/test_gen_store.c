@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,6 +274,14 @@ static void test_reopen_and_foreign(void **state)
 	assert_non_null(strstr(e.msg, "newer"));
 }
 
+static unsigned mode_of(const char *path)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	return (unsigned)(st.st_mode & 07777);
+}
+
+/* The default store on a fresh machine: the folders do not exist yet. */
 static void test_default_path(void **state)
 {
 	(void)state;
@@ -280,15 +289,85 @@ static void test_default_path(void **state)
 	struct eq_error e;
 	char *old_xdg = getenv("XDG_DATA_HOME") ? strdup(getenv("XDG_DATA_HOME")) : NULL;
 	char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-	setenv("XDG_DATA_HOME", "/srv/data", 1);
+	char t[64], want[160], dir[160];
+	snprintf(t, sizeof(t), "/tmp/eqgendef.XXXXXX");
+	assert_non_null(mkdtemp(t));
+
+	snprintf(dir, sizeof(dir), "%s/xdg", t);
+	setenv("XDG_DATA_HOME", dir, 1);
 	assert_int_equal(eq_store_default_path(&p, &e), EQ_OK);
-	assert_string_equal(p, "/srv/data/eqota/equiv.db");
+	snprintf(want, sizeof(want), "%s/xdg/eqota/equiv.db", t);
+	assert_string_equal(p, want);
+	assert_int_equal(mode_of(dir), 0700);
+	snprintf(dir, sizeof(dir), "%s/xdg/eqota", t);
+	assert_int_equal(mode_of(dir), 0700);
+	struct eq_store *s = NULL;
+	assert_int_equal(eq_store_open(p, &s, &e), EQ_OK);
+	eq_store_close(s);
+	assert_int_equal(access(p, F_OK), 0);
 	eq_free(p);
+
+	/* A relative XDG_DATA_HOME is ignored (XDG spec): HOME decides. */
 	setenv("XDG_DATA_HOME", "relative", 1);
-	setenv("HOME", "/home/builder", 1);
+	snprintf(dir, sizeof(dir), "%s/home", t);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	setenv("HOME", dir, 1);
 	assert_int_equal(eq_store_default_path(&p, &e), EQ_OK);
-	assert_string_equal(p, "/home/builder/.local/share/eqota/equiv.db");
+	snprintf(want, sizeof(want), "%s/home/.local/share/eqota/equiv.db", t);
+	assert_string_equal(p, want);
 	eq_free(p);
+	snprintf(dir, sizeof(dir), "%s/home/.local/share/eqota", t);
+	assert_int_equal(mode_of(dir), 0700);
+	/* Again, now that it exists: still fine, mode untouched. */
+	assert_int_equal(eq_store_default_path(&p, &e), EQ_OK);
+	eq_free(p);
+
+	/* A folder the user made with other modes is used as it is... */
+	snprintf(dir, sizeof(dir), "%s/xdg2", t);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	setenv("XDG_DATA_HOME", dir, 1);
+	strcat(dir, "/eqota");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chmod(dir, 0750), 0);
+	assert_int_equal(eq_store_default_path(&p, &e), EQ_OK);
+	eq_free(p);
+	assert_int_equal(mode_of(dir), 0750);
+	/* ...unless others may write to it: refused, naming the folder. */
+	assert_int_equal(chmod(dir, 0777), 0);
+	p = NULL;
+	assert_int_equal(eq_store_default_path(&p, &e), EQ_ERR_UNSAFE);
+	assert_null(p);
+	assert_non_null(strstr(e.msg, dir));
+	assert_int_equal(mode_of(dir), 0777);
+
+	/* A regular file where the eqota folder should be. */
+	snprintf(dir, sizeof(dir), "%s/xdg3", t);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	setenv("XDG_DATA_HOME", dir, 1);
+	strcat(dir, "/eqota");
+	FILE *fp = fopen(dir, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(eq_store_default_path(&p, &e), EQ_ERR_IO);
+	assert_null(p);
+	assert_non_null(strstr(e.msg, dir));
+	assert_non_null(strstr(e.msg, "not a folder"));
+
+	/* A regular file in the parent chain (~/.local). */
+	snprintf(dir, sizeof(dir), "%s/home2", t);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	setenv("HOME", dir, 1);
+	unsetenv("XDG_DATA_HOME");
+	strcat(dir, "/.local");
+	fp = fopen(dir, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(eq_store_default_path(&p, &e), EQ_ERR_IO);
+	assert_null(p);
+	strcat(dir, "/share/eqota");
+	assert_non_null(strstr(e.msg, dir));
+
+	assert_int_equal(eq_rm_rf(t, NULL), EQ_OK);
 	if (old_xdg)
 		setenv("XDG_DATA_HOME", old_xdg, 1);
 	else

@@ -703,6 +703,29 @@ static void test_unsupported_signed(void **state)
 
 /* ---- allocation failures ------------------------------------------------- */
 
+/* The rule eqota-gen diff and eqota provision --release share. */
+static void test_release_match(void **state)
+{
+	(void)state;
+	assert_int_equal(eq_manifest_release_match("2026.12-1", 4, "2026.12-1"), EQ_RELEASE_BY_NAME);
+	assert_int_equal(eq_manifest_release_match("2026.12-1", 4, "4"), EQ_RELEASE_BY_NUMBER);
+	assert_int_equal(eq_manifest_release_match("2026.12-1", 4, "004"), EQ_RELEASE_BY_NUMBER);
+	assert_int_equal(eq_manifest_release_match("2026.12-1", 4, "2026"), EQ_RELEASE_NO_MATCH);
+	assert_int_equal(eq_manifest_release_match("2026.12-1", 4, ""), EQ_RELEASE_NO_MATCH);
+	assert_int_equal(eq_manifest_release_match("2026.12-1", 4, "4 "), EQ_RELEASE_NO_MATCH);
+	assert_int_equal(eq_manifest_release_match("2026.12-1", 4, "+4"), EQ_RELEASE_NO_MATCH);
+	/* A digits-only name is a name first: it outranks another release's number. */
+	assert_true(eq_manifest_release_match("7", 2, "7") > eq_manifest_release_match("r7", 7, "7"));
+	uint64_t n = 99;
+	assert_true(eq_manifest_release_number_arg("18446744073709551615", &n));
+	assert_true(n == UINT64_MAX);
+	n = 99;
+	assert_false(eq_manifest_release_number_arg("18446744073709551616", &n));
+	assert_false(eq_manifest_release_number_arg("-1", &n));
+	assert_false(eq_manifest_release_number_arg("", &n));
+	assert_true(n == 99);
+}
+
 static void test_alloc_failures(void **state)
 {
 	struct fx *f = *state;
@@ -790,6 +813,7 @@ int main(void)
 		cmocka_unit_test(test_tamper_every_byte),
 		cmocka_unit_test(test_verify_failures),
 		cmocka_unit_test(test_unsupported_signed),
+		cmocka_unit_test(test_release_match),
 		cmocka_unit_test(test_alloc_failures),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

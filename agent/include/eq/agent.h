@@ -404,10 +404,15 @@ EQ_API eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct e
 /* Marks the booted slot good without running checks (operator override). */
 EQ_API eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err) EQ_MUST_CHECK;
 
-/* Installs release @release (NULL or the current release's name: the
- * current release; a number: that earlier release, which the repository
- * keeps) into slot @slot and marks it good: the factory path, with the same
- * installer as updates. */
+/* Installs release @release into slot @slot and marks it good: the factory
+ * path, with the same installer as updates. @release NULL is the current
+ * release; else it is a release name or number with eqota-gen's rule
+ * (eq_manifest_release_match()): a name match wins, then decimal digits are
+ * a number. Earlier releases come from the repository's releases/<number>/
+ * copies; finding one by name (or making sure no release is named like a
+ * number) reads up to 256 earlier signed manifests, newest first.
+ * EQ_ERR_NOTFOUND "no release 'X' (by name or number) in board B, channel
+ * C; releases, newest first: 'r2' (2), 'r1' (1)" when none matches. */
 EQ_API eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release,
 				 struct eq_update_result *ret, struct eq_error *err) EQ_MUST_CHECK;
 

@@ -72,8 +72,10 @@ EQ_API eq_err eq_error_set(struct eq_error *err, eq_err code, const char *fmt, .
 /* Like eq_error_set() and appends ": strerror(errno)"; saves errno. */
 EQ_API eq_err eq_error_errno(struct eq_error *err, eq_err code, const char *fmt, ...) EQ_PRINTF(3, 4);
 
-/* Prepends "CONTEXT: " to the message already in @err and returns its code. */
-EQ_API eq_err eq_error_prefix(struct eq_error *err, const char *fmt, ...) EQ_PRINTF(2, 3);
+/* Prepends "CONTEXT: " to the message already in @err, sets @err's code to
+ * @code and returns @code, so "return eq_error_prefix(err, r, ...);" returns
+ * the same code whether or not @err is NULL. @code must not be EQ_OK. */
+EQ_API eq_err eq_error_prefix(struct eq_error *err, eq_err code, const char *fmt, ...) EQ_PRINTF(3, 4);
 
 /* Message text of @err, or the code's name when the message is empty. */
 EQ_API const char *eq_error_msg(const struct eq_error *err);

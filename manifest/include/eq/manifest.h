@@ -196,6 +196,31 @@ EQ_API eq_err eq_manifest_check_newer(const struct eq_manifest *m, uint64_t inst
 				      struct eq_error *err) EQ_MUST_CHECK;
 
 /*
+ * A release named by a person (eqota-gen diff --from, eqota provision
+ * --release) as an argument ARG: ARG is the release whose name it is
+ * exactly; when no release of the channel has that name and ARG is decimal
+ * digits only, it is the release with that number. So a release named "7"
+ * is found by "7" whatever its number, and release names with a letter or
+ * a dot are never mistaken for numbers.
+ *
+ * eq_manifest_release_match() rates one release (@name, @number) against
+ * @arg; the larger value wins. A caller looking through the releases of a
+ * channel takes an EQ_RELEASE_BY_NAME match at once and keeps an
+ * EQ_RELEASE_BY_NUMBER one only while no release matches by name.
+ */
+enum eq_release_match {
+	EQ_RELEASE_NO_MATCH = 0,
+	EQ_RELEASE_BY_NUMBER, /* @arg is decimal digits equal to @number */
+	EQ_RELEASE_BY_NAME,   /* @arg is exactly @name */
+};
+EQ_API enum eq_release_match eq_manifest_release_match(const char *name, uint64_t number, const char *arg);
+
+/* True, with *ret_number, when @arg is decimal digits only (leading zeros
+ * allowed) with a value that fits in uint64_t: what a release number looks
+ * like on a command line. *ret_number is untouched otherwise. */
+EQ_API bool eq_manifest_release_number_arg(const char *arg, uint64_t *ret_number);
+
+/*
  * Formats @t (seconds since the epoch) as "YYYY-MM-DDTHH:MM:SSZ" into @out.
  * Out-of-range values (before 1970 or after 9999) give
  * "0000-00-00T00:00:00Z".

@@ -63,9 +63,14 @@ EQ_API void eq_store_close(struct eq_store *s);
 /*
  * The default store location: $XDG_DATA_HOME/eqota/equiv.db when
  * XDG_DATA_HOME is set to an absolute path, else $HOME/.local/share/eqota/
- * equiv.db (HOME from the environment, else the password database). The
- * directory is not created. *ret_path is malloc'ed; free with eq_free().
- * EQ_ERR_NOTFOUND when no home directory can be found.
+ * equiv.db (HOME from the environment, else the password database).
+ * The eqota folder is created with mode 0700 when missing, its missing
+ * parents too (mkdir -p); an existing folder is never chmod'ed.
+ * *ret_path is malloc'ed; free with eq_free().
+ * EQ_ERR_NOTFOUND when no home directory can be found; EQ_ERR_IO when the
+ * folder cannot be created or something other than a folder is in the way;
+ * EQ_ERR_UNSAFE when the existing eqota folder is group or world writable.
+ * Every message names the folder.
  */
 EQ_API eq_err eq_store_default_path(char **ret_path, struct eq_error *err) EQ_MUST_CHECK;
 
@@ -325,7 +330,8 @@ struct eq_repo_history {
 EQ_API eq_err eq_repo_history_load(const char *repo, const char *board, const char *channel,
 				   struct eq_repo_history *ret, struct eq_error *err) EQ_MUST_CHECK;
 EQ_API void eq_repo_history_done(struct eq_repo_history *h);
-/* Release by name or by number (decimal); NULL if none. Owned by @h. */
+/* Release by name or by number (decimal), the rule of
+ * eq_manifest_release_match(); NULL if none. Owned by @h. */
 EQ_API const struct eq_repo_release *eq_repo_history_find(const struct eq_repo_history *h, const char *name_or_number);
 
 /* ---- publish -------------------------------------------------------- */
