@@ -130,10 +130,12 @@ static eq_err booted_slot(const struct eq_agent *a, int *ret, struct eq_error *e
 	return EQ_OK;
 }
 
-/* Wall-clock time for expiry checks; tests move it with EQ_TEST_NOW
- * (seconds since the epoch) to exercise expiry without waiting. */
+/* Wall-clock time for expiry checks. Builds with test hooks only
+ * (EQ_TEST_HOOKS): tests move it with EQ_TEST_NOW (seconds since the epoch)
+ * to exercise expiry without waiting; a release build has no such bypass. */
 static int64_t now_s(void)
 {
+#ifdef EQ_TEST_HOOKS
 	const char *t = secure_getenv("EQ_TEST_NOW");
 	if (t && *t) {
 		char *end;
@@ -141,6 +143,7 @@ static int64_t now_s(void)
 		if (!*end && v > 0)
 			return (int64_t)v;
 	}
+#endif
 	return (int64_t)time(NULL);
 }
 

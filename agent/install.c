@@ -936,8 +936,11 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 	if (r)
 		return r;
 	struct inst x = {.in = in, .plan = plan, .tfd = -1, .rfd = -1, .t0 = eq_now_s()};
+	x.use_openat2 = true;
+#ifdef EQ_TEST_HOOKS
 	/* Test hook shared with extract: the path for kernels before 5.6. */
 	x.use_openat2 = !secure_getenv("EQ_TEST_NO_OPENAT2");
+#endif
 	eq_payload_limits_default(&x.lim);
 	x.prog.what = "install";
 	x.prog.items_total = eq_manifest_package_count(in->next);

@@ -80,7 +80,7 @@ struct wctx {
 	unsigned long step;
 };
 
-#ifdef EQ_UNIT_TESTS
+#ifdef EQ_TEST_HOOKS
 unsigned long eq_bl_grub_crash_at;
 
 static bool cut_here(struct wctx *w)
@@ -677,7 +677,7 @@ static void grub_close(struct eq_bl *bl)
 	bl->priv = NULL;
 }
 
-#ifdef EQ_UNIT_TESTS
+#ifdef EQ_TEST_HOOKS
 eq_err eq_bl_grub_inspect(struct eq_bl *bl, struct eq_bl_grub_info *ret, struct eq_error *err)
 {
 	struct copy *c;

@@ -86,7 +86,7 @@ extern const struct eq_bl_ops eq_bl_file_ops;
 extern const struct eq_bl_ops eq_bl_grub_ops;
 extern const struct eq_bl_ops eq_bl_uboot_ops;
 
-#ifdef EQ_UNIT_TESTS
+#ifdef EQ_TEST_HOOKS
 /* Test hooks of the grub backend (bl_grub.c). The copy get_vars reads
  * (1 = PATH, 2 = PATH.2, 0 = none valid) and each copy's verdict: status
  * EQ_OK valid, EQ_ERR_NOTFOUND, EQ_ERR_PARSE, EQ_ERR_IO, with why[]. */

@@ -5,6 +5,17 @@ option(EQ_WERROR "Treat warnings as errors (ON in CI)" OFF)
 set(EQ_SANITIZE "" CACHE STRING "Sanitizers, e.g. address,undefined")
 option(EQ_BUILD_TESTS "Build cmocka unit tests, integration tests and fuzz replays" ON)
 option(EQ_FUZZ "Build fuzz targets for libFuzzer (clang)" OFF)
+# Test hooks: the allocation-failure hook (eq_alloc_fail_at), the grub
+# backend's power-cut and inspection hooks, and the agent's EQ_TEST_NOW clock
+# and EQ_TEST_NO_OPENAT2 switches. Without this option they do not exist in
+# any binary: EQ_TEST_NOW in a device's eqota would let anyone who sets it
+# bypass manifest expiry. The tests that need them are registered as skipped
+# without it; scripts/test.sh turns it on. A build with hooks is never
+# installed (see the install check in the top CMakeLists.txt).
+option(EQ_TEST_HOOKS "Compile the test hooks into every target (tests only, never for devices)" OFF)
+if(EQ_TEST_HOOKS AND NOT EQ_BUILD_TESTS)
+  message(FATAL_ERROR "EQ_TEST_HOOKS=ON needs EQ_BUILD_TESTS=ON: the hooks exist only for the tests")
+endif()
 
 set(EQ_WARNINGS
   -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes
@@ -19,8 +30,8 @@ function(eq_target_defaults tgt)
   if(EQ_WERROR)
     target_compile_options(${tgt} PRIVATE -Werror)
   endif()
-  if(EQ_BUILD_TESTS)
-    target_compile_definitions(${tgt} PRIVATE EQ_UNIT_TESTS=1)
+  if(EQ_TEST_HOOKS)
+    target_compile_definitions(${tgt} PRIVATE EQ_TEST_HOOKS=1)
   endif()
   if(EQ_SANITIZE)
     target_compile_options(${tgt} PRIVATE -fsanitize=${EQ_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)

@@ -12,14 +12,15 @@ function(eq_require_pkg target module debpkg)
   endif()
 endfunction()
 
-# mbedTLS 2.28 ships no pkg-config file.
+# mbedTLS 2.28 ships no pkg-config file. Only libmbedcrypto is linked
+# (SHA-256, ECDSA); TLS on the device is libcurl's.
 find_path(MBEDTLS_INCLUDE_DIR mbedtls/version.h)
 find_library(MBEDCRYPTO_LIB mbedcrypto)
-find_library(MBEDX509_LIB mbedx509)
-find_library(MBEDTLS_LIB mbedtls)
 if(NOT MBEDTLS_INCLUDE_DIR OR NOT MBEDCRYPTO_LIB)
   message(FATAL_ERROR "mbedTLS not found: apt-get install libmbedtls-dev")
 endif()
+include(EqMbedtlsVersion)
+eq_check_mbedtls_version("${MBEDTLS_INCLUDE_DIR}")
 add_library(eq_ext_mbedcrypto INTERFACE)
 target_include_directories(eq_ext_mbedcrypto SYSTEM INTERFACE ${MBEDTLS_INCLUDE_DIR})
 target_link_libraries(eq_ext_mbedcrypto INTERFACE ${MBEDCRYPTO_LIB})

@@ -5,10 +5,10 @@
 #include "eq/common.h"
 
 /*
- * The allocation-failure hook is test-only state; in a build without tests
- * it is compiled out and the wrappers are plain malloc.
+ * The allocation-failure hook is test-only state; in a build without test
+ * hooks (EQ_TEST_HOOKS) it does not exist and the wrappers are plain malloc.
  */
-#ifdef EQ_UNIT_TESTS
+#ifdef EQ_TEST_HOOKS
 static unsigned long alloc_count;
 static unsigned long alloc_fail_at;
 
@@ -26,11 +26,6 @@ static bool should_fail(void)
 	return alloc_fail_at && alloc_count == alloc_fail_at;
 }
 #else
-unsigned long eq_alloc_fail_at(unsigned long n)
-{
-	(void)n;
-	return 0;
-}
 static bool should_fail(void)
 {
 	return false;

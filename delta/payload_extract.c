@@ -533,8 +533,11 @@ eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const
 {
 	char q[TAR_QUOTE_MAX];
 	struct ex x = {.rootfd = -1, .flags = flags};
+	x.use_openat2 = true;
+#ifdef EQ_TEST_HOOKS
 	/* Test hook (STYLE 27): exercise the fallback for kernels < 5.6. */
 	x.use_openat2 = !secure_getenv("EQ_TEST_NO_OPENAT2");
+#endif
 	tar_strset_init(&x.all);
 	tar_strset_init(&x.nondir);
 	tar_strset_init(&x.symlinks);

@@ -8,11 +8,12 @@
 # uboot backend.
 find_program(EQ_QEMU_AARCH64 qemu-system-aarch64)
 if(NOT EQ_QEMU_AARCH64 OR NOT EXISTS /usr/lib/u-boot/qemu_arm64/u-boot.bin)
-  message(STATUS "bootloader.qemuarm64.boot skipped: qemu-system-aarch64 or u-boot-qemu is missing")
-  return()
+  eq_add_skipped_test(bootloader.qemuarm64.boot bootloader
+    "qemu-system-aarch64 (qemu-system-arm) or /usr/lib/u-boot/qemu_arm64/u-boot.bin (u-boot-qemu) is missing when configured: run scripts/setup.sh, then configure again")
+else()
+  add_test(NAME bootloader.qemuarm64.boot
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/boot-qemuarm64.sh ${PROJECT_SOURCE_DIR}
+            ${CMAKE_BINARY_DIR}/tests/bootloader-qemuarm64)
+  set_tests_properties(bootloader.qemuarm64.boot PROPERTIES LABELS "bootloader" TIMEOUT 900
+    ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR};EQ_BLCTL=$<TARGET_FILE:eq-blctl>")
 endif()
-add_test(NAME bootloader.qemuarm64.boot
-  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/boot-qemuarm64.sh ${PROJECT_SOURCE_DIR}
-          ${CMAKE_BINARY_DIR}/tests/bootloader-qemuarm64)
-set_tests_properties(bootloader.qemuarm64.boot PROPERTIES LABELS "bootloader" TIMEOUT 900
-  ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR};EQ_BLCTL=$<$<TARGET_EXISTS:eq-blctl>:$<TARGET_FILE:eq-blctl>>")

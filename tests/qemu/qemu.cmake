@@ -4,20 +4,27 @@
 # factory image; the scenarios of that board need it (a CTest fixture) and
 # boot copies of that image. Downloads go to the git-ignored cache, images
 # and serial logs to <build>/tests/qemu-work/<board>/<scenario>.
-if(NOT TARGET eqota OR NOT TARGET eqota-gen)
-  message(STATUS "qemu.* skipped: needs both eqota and eqota-gen (EQ_HOST_TOOLS=ON)")
-  return()
-endif()
 set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut tampered accel)
 set(EQ_QEMU_WORK ${CMAKE_BINARY_DIR}/tests/qemu-work)
 
 add_test(NAME qemu.harness.options COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/options-test.sh)
 set_tests_properties(qemu.harness.options PROPERTIES LABELS qemu TIMEOUT 120)
 
+# A board that cannot run here still has its tests, skipped with the reason.
+function(eq_add_qemu_skipped board reason)
+  foreach(s prepare ${EQ_QEMU_SCENARIOS})
+    eq_add_skipped_test(qemu.${board}.${s} qemu "${reason}")
+  endforeach()
+endfunction()
+
 function(eq_add_qemu_board board qemu_program)
   find_program(EQ_QEMU_PROGRAM_${board} ${qemu_program})
+  if(NOT TARGET eqota-gen)
+    eq_add_qemu_skipped(${board} "needs eqota-gen to publish the releases: configure with -DEQ_HOST_TOOLS=ON")
+    return()
+  endif()
   if(NOT EQ_QEMU_PROGRAM_${board})
-    message(STATUS "qemu.${board}.* skipped: ${qemu_program} is missing (scripts/setup.sh installs it)")
+    eq_add_qemu_skipped(${board} "${qemu_program} was missing when configured: run scripts/setup.sh, then configure again")
     return()
   endif()
   set(env "EQ_CACHE_DIR=${EQ_CACHE_DIR};EQ_GEN=$<TARGET_FILE:eqota-gen>;EQ_AGENT=$<TARGET_FILE:eqota>")

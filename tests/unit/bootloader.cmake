@@ -1,12 +1,9 @@
 # eq_bootloader: unit tests, the bad-input corpus (tests/data/bad/bootloader)
 # and eq-simboot, the boot script of simulated devices, which other tests
-# reach as $<TARGET_FILE:eq-simboot>. Skipped while the top level does not
-# add bootloader/ (its add_subdirectory lands separately).
-if(NOT TARGET eq_bootloader)
-  return()
-endif()
-eq_add_unit_test(test_bootloader SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bootloader.c LIBS eq_bootloader)
-set_tests_properties(unit.test_bootloader PROPERTIES LABELS "unit;bootloader")
+# reach as $<TARGET_FILE:eq-simboot>. Allocation failures need the test hooks
+# (unit.test_bootloader.hooks).
+eq_add_unit_test(test_bootloader SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bootloader.c LIBS eq_bootloader
+  LABELS unit bootloader PARTS hooks test_alloc_failures)
 
 add_executable(eq-simboot ${PROJECT_SOURCE_DIR}/tests/tools/eq-simboot.c)
 eq_target_defaults(eq-simboot)

@@ -8,12 +8,18 @@
  * The test reads and checks the copies itself (CRC32, flag byte, NAME=value
  * strings), so "both copies valid, the newer one wins" is checked on the
  * bytes and not only through the library under test.
+ *
+ * Cases that skip without U-Boot's tools, without a private mount namespace
+ * (root) or without the test hooks run as CTest tests of their own
+ * (tests/unit/bl_uboot.cmake PARTS).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "eq_test.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -363,10 +369,8 @@ static bool have_tool(const char *name)
 
 #define NEED_TOOL(name, pkg)                                                                         \
 	do {                                                                                         \
-		if (!have_tool(name)) {                                                              \
-			print_message("SKIP: %s not found (apt-get install %s)\n", name, pkg);       \
-			skip();                                                                      \
-		}                                                                                    \
+		if (!have_tool(name))                                                                \
+			EQ_SKIP("%s not found in PATH (apt-get install %s)", name, pkg);             \
 	} while (0)
 
 /* Runs a shell command; its output (stdout and stderr) into @out. Returns
@@ -949,16 +953,15 @@ static void test_lock(void **state)
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
-	if (WEXITSTATUS(st) == 77) {
-		print_message("SKIP: no private mount namespace here (needs CAP_SYS_ADMIN)\n");
-		skip();
-	}
+	if (WEXITSTATUS(st) == 77)
+		EQ_SKIP("no private mount namespace here (needs root or CAP_SYS_ADMIN)");
 	assert_int_equal(WEXITSTATUS(st), 0);
 	bl = open_bl();
 	assert_string_equal(state_of(bl), "order=A A=3 B=0 trial=-"); /* nothing written */
 	eq_bl_close(bl);
 }
 
+#ifdef EQ_TEST_HOOKS
 static void test_alloc_failures(void **state)
 {
 	(void)state;
@@ -986,11 +989,14 @@ static void test_alloc_failures(void **state)
 	assert_string_equal(copy_value(newest(), "other"), "1");
 	eq_bl_close(bl);
 }
+#else
+EQ_HOOKS_MISSING(test_alloc_failures)
+#endif
 
 /* Named "test/layout" so a failure says which layout. */
 #define T(f, l) {#f "/" #l, f, setup_layout, teardown_dir, &(l)}
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_config, setup_dir, teardown_dir),
@@ -1020,5 +1026,5 @@ int main(void)
 		T(test_lock, one_file_ff),
 		T(test_alloc_failures, one_file_ff),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

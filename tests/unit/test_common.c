@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "eq_test.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +156,7 @@ static void test_atomic_replace(void **state)
 	assert_int_not_equal(stat(dir, &st), 0);
 }
 
+#ifdef EQ_TEST_HOOKS
 static void test_alloc_hook(void **state)
 {
 	(void)state;
@@ -165,8 +168,11 @@ static void test_alloc_hook(void **state)
 	(void)eq_alloc_fail_at(0);
 	eq_free(a);
 }
+#else
+EQ_HOOKS_MISSING(test_alloc_hook)
+#endif
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_error_null_same_code),
@@ -174,5 +180,5 @@ int main(void)
 		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_atomic_replace),
 		cmocka_unit_test(test_alloc_hook),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

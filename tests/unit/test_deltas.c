@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "eq_test.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -487,9 +489,9 @@ static void delta_failures(unsigned method)
 	pair_done(&p);
 }
 
-/* Whether this build creates method-1 deltas (host tools only; every
- * build applies them). */
-static bool bsd_built(void)
+/* Skips the case unless this build creates method-1 deltas (host tools
+ * only; every build applies them). */
+static void need_bsd(void)
 {
 	write_file(tmp_path("probe"), "x", 1);
 	struct eq_delta_params params;
@@ -501,15 +503,22 @@ static bool bsd_built(void)
 	eq_err r = eq_delta_create(tmp_path("probe"), tmp_path("probe"), &params, mem_write, &d, NULL, &e);
 	eq_buf_done(&d);
 	assert_true(r == EQ_OK || r == EQ_ERR_UNSUPPORTED);
-	return r == EQ_OK;
+	if (r != EQ_OK)
+		EQ_SKIP("this build creates no method-1 (bsdiff-class) deltas: configure with -DEQ_HOST_TOOLS=ON "
+			"(needs libdivsufsort-dev)");
 }
 
 static void test_delta_failures(void **state)
 {
 	(void)state;
 	delta_failures(EQ_DELTA_METHOD_ZSTD);
-	if (bsd_built())
-		delta_failures(EQ_DELTA_METHOD_BSD);
+}
+
+static void test_bsd_failures(void **state)
+{
+	(void)state;
+	need_bsd();
+	delta_failures(EQ_DELTA_METHOD_BSD);
 }
 
 /* ---- method 1 (bsdiff-class) -------------------------------------------- */
@@ -616,8 +625,7 @@ static uint8_t *mutate(const uint8_t *in, size_t n, size_t *ret_len)
 static void test_bsd_round_trip(void **state)
 {
 	(void)state;
-	if (!bsd_built())
-		skip();
+	need_bsd();
 	/* random data with mutations, and degenerate sizes */
 	size_t n = 300000, m;
 	uint8_t *old = eq_malloc(n);
@@ -668,8 +676,7 @@ static void test_bsd_round_trip(void **state)
 static void test_bsd_limits(void **state)
 {
 	(void)state;
-	if (!bsd_built())
-		skip();
+	need_bsd();
 	struct pair p;
 	make_pair(&p, false);
 	struct eq_delta_params params;
@@ -774,7 +781,7 @@ static void test_bad_corpus(void **state)
 	assert_true(cases >= 8);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_object_round_trip),
@@ -782,10 +789,11 @@ int main(void)
 		cmocka_unit_test(test_filter_real_elf),
 		cmocka_unit_test_setup_teardown(test_delta_round_trip, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_delta_failures, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_bsd_failures, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_bsd_round_trip, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_bsd_limits, setup_tmp, teardown_tmp),
 		cmocka_unit_test(test_mem_bound),
 		cmocka_unit_test(test_bad_corpus),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "eq_test.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -661,7 +663,7 @@ static void test_no_space(void **state)
 {
 	(void)state;
 	if (geteuid() != 0)
-		skip();
+		EQ_SKIP("needs root to mount a small tmpfs");
 	struct tc t;
 	tc_init(&t);
 	if (mount("tmpfs", t.b, "tmpfs", 0, "size=16k") != 0)
@@ -948,5 +950,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_target_not_empty),
 		cmocka_unit_test(test_dir_slots),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return eq_test_run(tests, group_setup, group_teardown, argc, argv);
 }

@@ -20,13 +20,6 @@ extern "C" {
 #define EQ_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define EQ_API __attribute__((visibility("default")))
 
-/* Functions reachable from unit tests only (STYLE 28). */
-#ifdef EQ_UNIT_TESTS
-#define EQ_TESTABLE EQ_API
-#else
-#define EQ_TESTABLE static
-#endif
-
 /* Error categories. Callers branch on these, never on the message text. */
 typedef enum {
 	EQ_OK = 0,
@@ -104,7 +97,8 @@ EQ_API void eq_log_at(enum eq_log_level level, const char *file, int line, const
 
 /* ---- allocation ------------------------------------------------------- */
 
-/* malloc family with a test hook. Free with eq_free() (or free()). */
+/* malloc family, with the allocation-failure hook in builds with test
+ * hooks. Free with eq_free() (or free()). */
 EQ_API void *eq_malloc(size_t n);
 EQ_API void *eq_calloc(size_t n, size_t size);
 EQ_API void *eq_realloc(void *p, size_t n);
@@ -114,9 +108,12 @@ EQ_API char *eq_strndup(const char *s, size_t n);
 EQ_API char *eq_asprintf(const char *fmt, ...) EQ_PRINTF(1, 2);
 EQ_API void eq_free(void *p);
 
-/* Test builds: make the @n-th allocation from now fail (0 disables).
- * Returns how many allocations were made since the last call. */
+#ifdef EQ_TEST_HOOKS
+/* Builds with test hooks only (EQ_TEST_HOOKS): make the @n-th allocation
+ * from now fail (0 disables). Returns how many allocations were made since
+ * the last call. */
 EQ_API unsigned long eq_alloc_fail_at(unsigned long n);
+#endif
 
 static inline void eq_freep(void *p)
 {

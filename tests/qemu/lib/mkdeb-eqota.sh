@@ -77,6 +77,11 @@ mkdir -p "$p/usr/bin" "$p/usr/share/doc/eqota" "$p/DEBIAN"
 # compiler's .comment; the dynamic symbols stay.
 "$strip" --strip-unneeded --remove-section=.comment -o "$p/usr/bin/eqota" "$bin"
 chmod 0755 "$p/usr/bin/eqota"
+# A device never gets the test hooks (-DEQ_TEST_HOOKS=ON): with them eqota
+# would honour EQ_TEST_NOW and so skip manifest expiry.
+if grep -qa 'EQ_TEST_' "$p/usr/bin/eqota"; then
+	die "$bin has test hooks (it contains 'EQ_TEST_'): configure $build with -DEQ_TEST_HOOKS=OFF"
+fi
 cat > "$p/usr/share/doc/eqota/copyright" <<-'EOF'
 	eqota: A/B over-the-air updates for embedded Linux.
 	Copyright: the eqota developers.
