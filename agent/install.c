@@ -32,7 +32,8 @@ struct inst {
 	const struct eq_plan *plan;
 	int tfd;             /* target root, O_PATH */
 	int rfd;             /* running root, O_PATH, or -1 */
-	char *rec_dir;       /* <target>/EQ_SLOT_RECORD_DIR/packages */
+	int slotfd;          /* <target>/EQ_SLOT_RECORD_DIR, O_RDONLY */
+	int recfd;           /* <target>/EQ_SLOT_RECORD_DIR/packages, O_RDONLY */
 	struct eq_payload_limits lim;
 	struct eq_install_report rep;
 	struct eq_progress prog;
@@ -241,6 +242,131 @@ static int open_parent(struct inst *x, int rootfd, const char *path, bool create
 		dir[i] = save;
 	}
 	return open_dir_in(x, rootfd, dir);
+}
+
+/* ---- eqota's own folder in a slot ------------------------------------------ */
+
+/* The records folder, relative to a slot root (for messages too). */
+#define REC_DIR EQ_SLOT_RECORD_DIR "/packages"
+
+/*
+ * Opens directory @rel below @rootfd (O_RDONLY), with @create making the
+ * missing components (0755), following no symlink at all: this folder is
+ * eqota's own, so a symlink in it was planted (by a package, through a
+ * symlink of its own) and following it could lead out of the slot. A
+ * component walk with O_NOFOLLOW is what openat2's RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS does for a fixed path without "..", on every kernel.
+ * -1 with errno on failure (ELOOP or ENOTDIR for a symlink).
+ */
+static int open_own_dir(int rootfd, const char *rel, bool create)
+{
+	int cur = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char comp[256];
+	for (const char *c = rel; cur >= 0 && *c;) {
+		size_t n = strcspn(c, "/");
+		if (n >= sizeof(comp)) {
+			close(cur);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(comp, c, n);
+		comp[n] = '\0';
+		if (create && mkdirat(cur, comp, 0755) != 0 && errno != EEXIST) {
+			int e = errno;
+			close(cur);
+			errno = e;
+			return -1;
+		}
+		int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(cur);
+		errno = e;
+		cur = fd;
+		c += n;
+		if (*c == '/')
+			c++;
+	}
+	return cur;
+}
+
+/* Creates @name in eqota's folder @dfd (@where names it) for writing:
+ * O_EXCL | O_NOFOLLOW, so a name a package put there first (a symlink to
+ * the host's /etc/passwd, say) is refused, never followed or truncated. */
+static eq_err create_own(int dfd, const char *where, const char *name, int *ret_fd, struct eq_error *err)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST)
+		return eq_error_set(err, EQ_ERR_UNSAFE,
+				    "'%s/%s' already exists in the target before eqota wrote it (put there by a "
+				    "package?), refusing to write through it",
+				    where, name);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot create '%s/%s' in the target", where, name);
+	*ret_fd = fd;
+	return EQ_OK;
+}
+
+/* A record file (payload order, see records.h) as a stdio stream. */
+static eq_err create_own_stream(int dfd, const char *name, FILE **ret, struct eq_error *err)
+{
+	int fd;
+	eq_err r = create_own(dfd, REC_DIR, name, &fd, err);
+	if (r)
+		return r;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		r = eq_error_errno(err, EQ_ERR_NOMEM, "cannot write '%s/%s'", REC_DIR, name);
+		close(fd);
+		(void)unlinkat(dfd, name, 0);
+		return r;
+	}
+	*ret = f;
+	return EQ_OK;
+}
+
+/* eq_file_replace_atomic() inside eqota's folder @dfd: temporary name,
+ * fsync, rename, fsync of the folder, all relative to @dfd. */
+static eq_err write_own_atomic(int dfd, const char *name, const void *data, size_t len, struct eq_error *err)
+{
+	char tmp[128];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	int fd;
+	eq_err r = create_own(dfd, EQ_SLOT_RECORD_DIR, tmp, &fd, err);
+	if (r)
+		return r;
+	r = eq_write_all(fd, data, len, err);
+	if (r)
+		r = eq_error_prefix(err, r, "writing '%s/%s'", EQ_SLOT_RECORD_DIR, tmp);
+	if (!r && fsync(fd) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "fsync '%s/%s'", EQ_SLOT_RECORD_DIR, tmp);
+	if (close(fd) != 0 && !r)
+		r = eq_error_errno(err, EQ_ERR_IO, "writing '%s/%s'", EQ_SLOT_RECORD_DIR, tmp);
+	if (!r && renameat(dfd, tmp, dfd, name) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot rename '%s/%s'", EQ_SLOT_RECORD_DIR, tmp);
+	if (r) {
+		(void)unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	if (fsync(dfd) != 0)
+		return eq_error_errno(err, EQ_ERR_IO, "fsync '%s'", EQ_SLOT_RECORD_DIR);
+	return EQ_OK;
+}
+
+/* Loads the running slot's record of package @name. */
+static eq_err load_running_record(struct inst *x, const char *name, struct eq_rec_list *l, struct eq_error *err)
+{
+	int d = open_own_dir(x->rfd, REC_DIR, false);
+	if (d < 0) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			return eq_error_set(err, EQ_ERR_UNSAFE, "running slot: '%s' is not a plain folder (a symlink?)",
+					    REC_DIR);
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "running slot: '%s'", REC_DIR);
+	}
+	char fname[160];
+	snprintf(fname, sizeof(fname), "%s.files", name);
+	eq_err r = eq_rec_load_at(d, fname, l, err);
+	close(d);
+	return r ? eq_error_prefix(err, r, "running slot: %s", REC_DIR) : EQ_OK;
 }
 
 /* ---- copying a kept package ------------------------------------------------ */
@@ -527,35 +653,29 @@ static void undo_copy(struct inst *x, const struct eq_rec_list *l, size_t upto)
 	}
 }
 
-static char *record_path(const char *root, const char *name)
-{
-	return eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/packages/%s.files", root, name);
-}
-
 static eq_err write_list(struct inst *x, const char *name, const struct eq_rec_list *l, struct eq_error *err)
 {
-	EQ_AUTOFREE char *path = eq_asprintf("%s/%s.files", x->rec_dir, name);
-	if (!path)
-		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
-	FILE *f = fopen(path, "we");
-	if (!f)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot create '%s'", path);
-	eq_err r = eq_rec_write_header(f, err);
+	char fname[160];
+	snprintf(fname, sizeof(fname), "%s.files", name);
+	FILE *f;
+	eq_err r = create_own_stream(x->recfd, fname, &f, err);
+	if (r)
+		return r;
+	r = eq_rec_write_header(f, err);
 	for (size_t i = 0; i < l->n && !r; i++)
 		r = eq_rec_write_entry(f, &l->v[i], err);
 	if (fclose(f) != 0 && !r)
-		r = eq_error_errno(err, EQ_ERR_IO, "writing '%s'", path);
+		r = eq_error_errno(err, EQ_ERR_IO, "writing '%s/%s'", REC_DIR, fname);
+	if (r)
+		(void)unlinkat(x->recfd, fname, 0);
 	return r;
 }
 
 static eq_err do_keep(struct inst *x, const struct eq_plan_item *it, struct eq_error *err)
 {
-	EQ_AUTOFREE char *rp = record_path(x->in->running_root, it->old->name);
-	if (!rp)
-		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
 	struct eq_rec_list l;
 	eq_rec_list_init(&l);
-	eq_err r = eq_rec_load(rp, &l, err);
+	eq_err r = load_running_record(x, it->old->name, &l, err);
 	if (r) {
 		x->mismatch = r != EQ_ERR_NOMEM;
 		return r;
@@ -606,18 +726,18 @@ static eq_err fetch_checked(struct inst *x, const char *rel, const char *sha, ui
 /* Writes the record of the verified payload in @fd, then extracts it. */
 static eq_err install_payload(struct inst *x, const struct eq_manifest_package *pkg, int fd, struct eq_error *err)
 {
-	EQ_AUTOFREE char *tmp = eq_asprintf("%s/%s.files.tmp", x->rec_dir, pkg->name);
-	EQ_AUTOFREE char *fin = eq_asprintf("%s/%s.files", x->rec_dir, pkg->name);
-	if (!tmp || !fin)
-		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	char tmp[160], fin[160];
+	snprintf(tmp, sizeof(tmp), "%s.files.tmp", pkg->name);
+	snprintf(fin, sizeof(fin), "%s.files", pkg->name);
 	if (lseek(fd, 0, SEEK_SET) != 0)
 		return eq_error_errno(err, EQ_ERR_IO, "install: seek in the temporary payload");
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot create '%s'", tmp);
-	eq_err r = eq_rec_from_payload(eq_fd_read, &fd, &x->lim, f, NULL, err);
+	FILE *f;
+	eq_err r = create_own_stream(x->recfd, tmp, &f, err);
+	if (r)
+		return r;
+	r = eq_rec_from_payload(eq_fd_read, &fd, &x->lim, f, NULL, err);
 	if (fclose(f) != 0 && !r)
-		r = eq_error_errno(err, EQ_ERR_IO, "writing '%s'", tmp);
+		r = eq_error_errno(err, EQ_ERR_IO, "writing '%s/%s'", REC_DIR, tmp);
 	if (!r && lseek(fd, 0, SEEK_SET) != 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "install: seek in the temporary payload");
 	uint8_t d[EQ_SHA256_LEN];
@@ -632,10 +752,11 @@ static eq_err install_payload(struct inst *x, const struct eq_manifest_package *
 			r = eq_error_set(err, EQ_ERR_VERIFY, "extracted payload has SHA-256 %s, the manifest says %s",
 					 hex, pkg->payload.sha256);
 	}
-	if (!r && rename(tmp, fin) != 0)
-		r = eq_error_errno(err, EQ_ERR_IO, "cannot rename '%s'", tmp);
+	/* renameat() replaces whatever name is at @fin, never following it. */
+	if (!r && renameat(x->recfd, tmp, x->recfd, fin) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot rename '%s/%s'", REC_DIR, tmp);
 	if (r)
-		(void)unlink(tmp);
+		(void)unlinkat(x->recfd, tmp, 0);
 	else
 		x->rep.bytes_written += pkg->payload.size;
 	return r;
@@ -676,13 +797,10 @@ static eq_err do_full(struct inst *x, const struct eq_manifest_package *pkg, str
  * returned) and checks it against the running manifest. */
 static eq_err rebuild_old(struct inst *x, const struct eq_manifest_package *old, char **ret_path, struct eq_error *err)
 {
-	EQ_AUTOFREE char *rp = record_path(x->in->running_root, old->name);
 	EQ_AUTOFREE const char **paths = NULL;
-	if (!rp)
-		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
 	struct eq_rec_list l;
 	eq_rec_list_init(&l);
-	eq_err r = eq_rec_load(rp, &l, err);
+	eq_err r = load_running_record(x, old->name, &l, err);
 	if (r) {
 		x->mismatch = r != EQ_ERR_NOMEM;
 		return r;
@@ -935,7 +1053,7 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		r = eq_install_check_space(in, plan, err);
 	if (r)
 		return r;
-	struct inst x = {.in = in, .plan = plan, .tfd = -1, .rfd = -1, .t0 = eq_now_s()};
+	struct inst x = {.in = in, .plan = plan, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .t0 = eq_now_s()};
 	x.use_openat2 = true;
 #ifdef EQ_TEST_HOOKS
 	/* Test hook shared with extract: the path for kernels before 5.6. */
@@ -946,15 +1064,17 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 	x.prog.items_total = eq_manifest_package_count(in->next);
 	x.prog.bytes_total = plan->install_bytes;
 	x.buf = eq_malloc(COPY_BUF_LEN);
-	x.rec_dir = eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/packages", in->target_root);
-	if (!x.buf || !x.rec_dir)
+	if (!x.buf)
 		r = eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
-	/* The record folder is made first, as real directories, so that no
-	 * package can turn a component into a symlink under our writes. */
-	if (!r)
-		r = eq_mkdir_p(x.rec_dir, 0755, err);
 	if (!r && (x.tfd = open(in->target_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "install: target '%s'", in->target_root);
+	/* The record folder is made first, as real directories, and every
+	 * later write in it goes through these descriptors: a package that
+	 * turns a component into a symlink afterwards changes nothing. */
+	if (!r && (x.slotfd = open_own_dir(x.tfd, EQ_SLOT_RECORD_DIR, true)) < 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "install: cannot make '%s' in the target", EQ_SLOT_RECORD_DIR);
+	if (!r && (x.recfd = open_own_dir(x.slotfd, "packages", true)) < 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "install: cannot make '%s' in the target", REC_DIR);
 	if (!r && in->running_root && (x.rfd = open(in->running_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "install: running slot '%s'", in->running_root);
 	for (size_t i = 0; !r && i < plan->n; i++) {
@@ -967,14 +1087,10 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		x.prog.bytes_done += it->pkg->payload.size;
 	}
 	/* The manifest goes last: a slot with a manifest is complete. */
-	EQ_AUTOFREE char *mpath = eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/manifest.json", in->target_root);
-	EQ_AUTOFREE char *spath = eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/manifest.json.sig", in->target_root);
-	if (!r && (!mpath || !spath))
-		r = eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
 	if (!r)
-		r = eq_file_replace_atomic(spath, in->sig_bytes, in->sig_len, 0644, err);
+		r = write_own_atomic(x.slotfd, "manifest.json.sig", in->sig_bytes, in->sig_len, err);
 	if (!r)
-		r = eq_file_replace_atomic(mpath, in->manifest_bytes, in->manifest_len, 0644, err);
+		r = write_own_atomic(x.slotfd, "manifest.json", in->manifest_bytes, in->manifest_len, err);
 	if (!r) {
 		int sfd = open(in->target_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (sfd < 0 || syncfs(sfd) != 0)
@@ -988,8 +1104,11 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		close(x.tfd);
 	if (x.rfd >= 0)
 		close(x.rfd);
+	if (x.slotfd >= 0)
+		close(x.slotfd);
+	if (x.recfd >= 0)
+		close(x.recfd);
 	eq_free(x.buf);
-	eq_free(x.rec_dir);
 	if (!r && ret)
 		*ret = x.rep;
 	return r;

@@ -6,10 +6,13 @@
 #include "records.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void eq_rec_list_init(struct eq_rec_list *l)
 {
@@ -403,13 +406,39 @@ eq_err eq_rec_parse(FILE *f, const char *name, struct eq_rec_list *ret, struct e
 	return EQ_OK;
 }
 
-eq_err eq_rec_load(const char *path, struct eq_rec_list *ret, struct eq_error *err)
+eq_err eq_rec_load_at(int dirfd, const char *path, struct eq_rec_list *ret, struct eq_error *err)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	/* A record lives in eqota's own folder of a slot: a symlink or a
+	 * special file there was put by someone else (a package), and reading
+	 * through it could read the host's files or block on a fifo. */
+	int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ELOOP)
+		return eq_error_set(err, EQ_ERR_UNSAFE, "'%s' is a symlink, refusing to follow it", path);
+	if (fd < 0)
 		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open '%s'", path);
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		eq_err r = eq_error_errno(err, EQ_ERR_IO, "cannot stat '%s'", path);
+		close(fd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return eq_error_set(err, EQ_ERR_UNSAFE, "'%s' is not a regular file", path);
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		eq_err r = eq_error_errno(err, EQ_ERR_NOMEM, "cannot read '%s'", path);
+		close(fd);
+		return r;
+	}
 	const char *base = strrchr(path, '/');
 	eq_err r = eq_rec_parse(f, base ? base + 1 : path, ret, err);
 	fclose(f);
 	return r;
+}
+
+eq_err eq_rec_load(const char *path, struct eq_rec_list *ret, struct eq_error *err)
+{
+	return eq_rec_load_at(AT_FDCWD, path, ret, err);
 }

@@ -58,8 +58,12 @@ void eq_rec_list_done(struct eq_rec_list *l);
  */
 eq_err eq_rec_parse(FILE *f, const char *name, struct eq_rec_list *ret, struct eq_error *err) EQ_MUST_CHECK;
 
-/* eq_rec_parse() of the file at @path; EQ_ERR_NOTFOUND when missing. */
+/* eq_rec_parse() of the file at @path; EQ_ERR_NOTFOUND when missing,
+ * EQ_ERR_UNSAFE when @path is a symlink or not a regular file (its last
+ * component is never followed). */
 eq_err eq_rec_load(const char *path, struct eq_rec_list *ret, struct eq_error *err) EQ_MUST_CHECK;
+/* The same with @path relative to directory @dirfd (or AT_FDCWD). */
+eq_err eq_rec_load_at(int dirfd, const char *path, struct eq_rec_list *ret, struct eq_error *err) EQ_MUST_CHECK;
 
 /* Writes the magic line / one entry line. EQ_ERR_IO. */
 eq_err eq_rec_write_header(FILE *f, struct eq_error *err) EQ_MUST_CHECK;

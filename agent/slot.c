@@ -20,17 +20,92 @@
 
 #define MAX_MKFS_ARGS 32
 
+/*
+ * Reads @name (at most @max bytes) from eqota's folder of the slot at
+ * @root. No symlink is followed, on the way or at the end, and only a
+ * regular file is read: a package could have planted a symlink there
+ * (through one of its own) to make the agent read the host's files, or a
+ * fifo to make it hang. On success the caller frees *ret with eq_free().
+ */
+static eq_err read_own(const char *root, const char *name, size_t max, uint8_t **ret, size_t *ret_len,
+		       struct eq_error *err)
+{
+	int cur = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (const char *c = EQ_SLOT_RECORD_DIR; cur >= 0 && *c;) {
+		char comp[NAME_MAX + 1];
+		size_t n = strcspn(c, "/");
+		memcpy(comp, c, n < NAME_MAX ? n : NAME_MAX);
+		comp[n < NAME_MAX ? n : NAME_MAX] = '\0';
+		int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(cur);
+		errno = e;
+		cur = fd;
+		c += n + (c[n] == '/');
+	}
+	int fd = cur < 0 ? -1 : openat(cur, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int e = errno;
+	if (cur >= 0)
+		close(cur);
+	errno = e;
+	if (fd < 0) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			return eq_error_set(err, EQ_ERR_UNSAFE,
+					    "%s/" EQ_SLOT_RECORD_DIR "/%s: a symlink on the way, refusing to follow it", root,
+					    name);
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO,
+				      "cannot open '%s/" EQ_SLOT_RECORD_DIR "/%s'", root, name);
+	}
+	struct stat st;
+	eq_err r = EQ_OK;
+	uint8_t *buf = NULL;
+	if (fstat(fd, &st) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot stat '%s/" EQ_SLOT_RECORD_DIR "/%s'", root, name);
+	else if (!S_ISREG(st.st_mode))
+		r = eq_error_set(err, EQ_ERR_UNSAFE, "%s/" EQ_SLOT_RECORD_DIR "/%s: not a regular file", root, name);
+	else if ((uint64_t)st.st_size > max)
+		r = eq_error_set(err, EQ_ERR_LIMIT, "%s/" EQ_SLOT_RECORD_DIR "/%s: larger than %zu bytes", root, name, max);
+	else if (!(buf = eq_malloc((size_t)st.st_size + 1)))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "slot: out of memory");
+	size_t len = 0;
+	while (!r) {
+		ssize_t n = read(fd, buf + len, (size_t)st.st_size + 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "reading '%s/" EQ_SLOT_RECORD_DIR "/%s'", root, name);
+		else if (n == 0)
+			break;
+		else if ((len += (size_t)n) > (size_t)st.st_size)
+			r = eq_error_set(err, EQ_ERR_STATE, "%s/" EQ_SLOT_RECORD_DIR "/%s: grew while read", root, name);
+	}
+	close(fd);
+	if (r) {
+		eq_free(buf);
+		return r;
+	}
+	*ret = buf;
+	*ret_len = len;
+	return EQ_OK;
+}
+
 eq_err eq_slot_read_release(const char *root, const struct eq_manifest_trust *trust, const char *board,
 			    struct eq_manifest **ret_m, struct eq_error *err)
 {
-	EQ_AUTOFREE char *mpath = eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/manifest.json", root);
-	EQ_AUTOFREE char *spath = eq_asprintf("%s/" EQ_SLOT_RECORD_DIR "/manifest.json.sig", root);
-	if (!mpath || !spath)
-		return eq_error_set(err, EQ_ERR_NOMEM, "slot: out of memory");
+	EQ_AUTOFREE uint8_t *m = NULL;
+	EQ_AUTOFREE uint8_t *sig = NULL;
+	size_t mlen = 0, slen = 0;
+	/* EQ_ERR_NOTFOUND for a missing manifest: a slot never filled. */
+	eq_err r = read_own(root, "manifest.json", EQ_MANIFEST_MAX_BYTES, &m, &mlen, err);
+	if (!r)
+		r = read_own(root, "manifest.json.sig", EQ_MANIFEST_SIG_MAX_BYTES, &sig, &slen, err);
+	if (r)
+		return r;
 	struct eq_manifest_policy pol = {.board = board, .now = (int64_t)time(NULL), .check_expiry = false};
-	/* eq_manifest_load_verified_file() prefixes errors with the file and
-	 * returns EQ_ERR_NOTFOUND for a missing manifest: a slot never filled. */
-	return eq_manifest_load_verified_file(mpath, spath, trust, &pol, ret_m, err);
+	r = eq_manifest_load_verified(m, mlen, sig, slen, trust, &pol, ret_m, err);
+	if (r)
+		return eq_error_prefix(err, r, "%s/" EQ_SLOT_RECORD_DIR "/manifest.json", root);
+	return EQ_OK;
 }
 
 static eq_err slot_path(const struct eq_config *cfg, const char *name, const char **ret, struct eq_error *err)

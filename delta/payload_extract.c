@@ -40,11 +40,7 @@ struct ex {
 	const struct eq_payload_entry *ent;
 	struct made *made; /* created by this call, in creation order */
 	size_t n_made, cap_made;
-	char **owned; /* copies of every entry path, for the sets below */
-	size_t n_owned, cap_owned;
-	struct tar_strset all;      /* every path seen */
-	struct tar_strset nondir;   /* valid hard link targets */
-	struct tar_strset symlinks; /* symlinks this payload made */
+	struct eq_payload_checker *rules; /* the path rules, shared with the publisher */
 	unsigned long tmp_seq;
 	uint8_t *buf;
 };
@@ -215,24 +211,6 @@ static eq_err open_parent(struct ex *x, const char *path, int *ret_fd, const cha
 	return efail(x, err, EQ_ERR_STATE, false, "cannot open the parent directory");
 }
 
-/* Refuses paths that pass through a symlink created by this payload: a
- * tree walk never produces them, so only a crafted payload does. */
-static eq_err check_prefixes(struct ex *x, const char *path, struct eq_error *err)
-{
-	char q[TAR_QUOTE_MAX];
-	EQ_AUTOFREE char *p = eq_strdup(path);
-	if (!p)
-		return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
-	for (char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (tar_strset_has(&x->symlinks, p))
-			return efail(x, err, EQ_ERR_UNSAFE, false, "path goes through symlink '%s' of this payload",
-				     tar_quote(q, sizeof(q), p));
-		*s = '/';
-	}
-	return EQ_OK;
-}
-
 static eq_err set_xattrs_fd(struct ex *x, int fd, const char *proc_path, struct eq_error *err)
 {
 	if (!(x->flags & EQ_EXTRACT_OWNERS))
@@ -400,20 +378,6 @@ static eq_err make_tmp(struct ex *x, int pfd, char *tmp, size_t tmplen, struct e
 static eq_err make_nondir(struct ex *x, struct eq_error *err)
 {
 	const struct eq_payload_entry *e = x->ent;
-	char q[TAR_QUOTE_MAX];
-	if (e->type == EQ_ENTRY_HARDLINK) {
-		const char *why = tar_path_problem(e->link);
-		if (why)
-			return efail(x, err, EQ_ERR_UNSAFE, false, "hard link target '%s': %s",
-				     tar_quote(q, sizeof(q), e->link), why);
-		if (!tar_strset_has(&x->nondir, e->link))
-			return efail(x, err, EQ_ERR_UNSAFE, false,
-				     "hard link to '%s', which is not an earlier file of the payload",
-				     tar_quote(q, sizeof(q), e->link));
-		eq_err r = check_prefixes(x, e->link, err);
-		if (r)
-			return r;
-	}
 	int pfd;
 	const char *base;
 	eq_err r = open_parent(x, e->path, &pfd, &base, err);
@@ -444,48 +408,17 @@ static eq_err make_nondir(struct ex *x, struct eq_error *err)
 	return r;
 }
 
-static eq_err remember(struct ex *x, struct eq_error *err)
-{
-	const struct eq_payload_entry *e = x->ent;
-	if (x->n_owned == x->cap_owned) {
-		size_t cap = x->cap_owned ? x->cap_owned * 2 : 256;
-		char **n = eq_realloc(x->owned, cap * sizeof(*n));
-		if (!n)
-			return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
-		x->owned = n;
-		x->cap_owned = cap;
-	}
-	char *p = eq_strdup(e->path);
-	if (!p)
-		return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
-	x->owned[x->n_owned++] = p;
-	bool added;
-	eq_err r = tar_strset_add(&x->all, p, &added, err);
-	if (!r && e->type != EQ_ENTRY_DIR)
-		r = tar_strset_add(&x->nondir, p, &added, err);
-	bool is_link = e->type == EQ_ENTRY_SYMLINK ||
-		       (e->type == EQ_ENTRY_HARDLINK && tar_strset_has(&x->symlinks, e->link));
-	if (!r && is_link)
-		r = tar_strset_add(&x->symlinks, p, &added, err);
-	return r;
-}
-
 static eq_err extract_one(struct ex *x, struct eq_error *err)
 {
 	const struct eq_payload_entry *e = x->ent;
-	/* RESOLVE_IN_ROOT would contain these, but no honest payload has
-	 * them, so they are refused outright. */
-	const char *why = tar_path_problem(e->path);
-	if (why)
-		return efail(x, err, EQ_ERR_UNSAFE, false, "%s", why);
-	if (tar_strset_has(&x->all, e->path))
-		return efail(x, err, EQ_ERR_PARSE, false, "duplicate entry");
-	eq_err r = check_prefixes(x, e->path, err);
-	if (!r)
-		r = e->type == EQ_ENTRY_DIR ? make_dir(x, err) : make_nondir(x, err);
-	if (!r)
-		r = remember(x, err);
-	return r;
+	/* RESOLVE_IN_ROOT would contain most of these, but no honest payload
+	 * breaks the rules, so the entry is refused before anything is made:
+	 * the same rules the publisher ran (eq_payload_checker_add()). */
+	struct eq_error why;
+	eq_err r = eq_payload_checker_add(x->rules, e, &why);
+	if (r)
+		return efail(x, err, r, false, "%s", eq_error_msg(&why));
+	return e->type == EQ_ENTRY_DIR ? make_dir(x, err) : make_nondir(x, err);
 }
 
 static void rollback(struct ex *x)
@@ -516,12 +449,7 @@ static void ex_done(struct ex *x)
 	for (size_t i = 0; i < x->n_made; i++)
 		eq_free(x->made[i].path);
 	eq_free(x->made);
-	tar_strset_done(&x->all);
-	tar_strset_done(&x->nondir);
-	tar_strset_done(&x->symlinks);
-	for (size_t i = 0; i < x->n_owned; i++)
-		eq_free(x->owned[i]);
-	eq_free(x->owned);
+	eq_payload_checker_free(x->rules);
 	eq_free(x->buf);
 	eq_payload_reader_free(x->r);
 	if (x->rootfd >= 0)
@@ -538,9 +466,6 @@ eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const
 	/* Test hook (STYLE 27): exercise the fallback for kernels < 5.6. */
 	x.use_openat2 = !secure_getenv("EQ_TEST_NO_OPENAT2");
 #endif
-	tar_strset_init(&x.all);
-	tar_strset_init(&x.nondir);
-	tar_strset_init(&x.symlinks);
 	eq_err r = EQ_OK;
 	x.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (x.rootfd < 0)
@@ -550,6 +475,8 @@ eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const
 		r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for extraction");
 	if (!r)
 		r = eq_payload_reader_new(src, src_ctx, limits, &x.r, err);
+	if (!r)
+		r = eq_payload_checker_new(limits, &x.rules, err);
 	if (!r)
 		tar_reader_hash_enable(x.r);
 	while (!r) {

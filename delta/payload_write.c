@@ -6,11 +6,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -40,6 +42,7 @@ struct eq_payload_builder {
 	struct bent *ents;
 	size_t n, cap;
 	char **roots;
+	int *root_fds; /* O_PATH descriptors of roots[] */
 	size_t n_roots;
 	struct tar_strset paths; /* borrows ents[].path */
 };
@@ -79,9 +82,13 @@ void eq_payload_builder_free(struct eq_payload_builder *b)
 	for (size_t i = 0; i < b->n; i++)
 		bent_done(&b->ents[i]);
 	eq_free(b->ents);
-	for (size_t i = 0; i < b->n_roots; i++)
+	for (size_t i = 0; i < b->n_roots; i++) {
 		eq_free(b->roots[i]);
+		if (b->root_fds[i] >= 0)
+			close(b->root_fds[i]);
+	}
 	eq_free(b->roots);
+	eq_free(b->root_fds);
 	tar_strset_done(&b->paths);
 	eq_free(b);
 }
@@ -344,6 +351,61 @@ static eq_err read_xattrs(const struct eq_payload_limits *lim, const char *full,
 	return EQ_OK;
 }
 
+/*
+ * Opens the folder holding @rel below @rootfd (O_PATH) and sets *ret_base
+ * to @rel's last component. Parents resolve as if @rootfd were "/" (openat2
+ * RESOLVE_IN_ROOT), the way extraction placed them, so a symlink in a slot
+ * (a package's "etc2 -> /etc") never makes a device read the host's
+ * /etc/shadow into a rebuilt payload; without openat2 no symlink is
+ * followed at all. -1 with errno on failure.
+ */
+static int open_parent_in(int rootfd, const char *rel, const char **ret_base)
+{
+	const char *slash = strrchr(rel, '/');
+	*ret_base = slash ? slash + 1 : rel;
+	size_t dlen = slash ? (size_t)(slash - rel) : 0;
+	EQ_AUTOFREE char *dir = eq_strndup(rel, dlen);
+	if (!dir) {
+		errno = ENOMEM;
+		return -1;
+	}
+	bool use_openat2 = true;
+#ifdef EQ_TEST_HOOKS
+	/* Test hook shared with extract: the path for kernels before 5.6. */
+	use_openat2 = !secure_getenv("EQ_TEST_NO_OPENAT2");
+#endif
+	if (use_openat2) {
+		struct open_how how = {
+			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+		};
+		for (int tries = 0; tries < 8; tries++) {
+			long fd = syscall(SYS_openat2, rootfd, dlen ? dir : ".", &how, sizeof(how));
+			if (fd >= 0)
+				return (int)fd;
+			if (errno == ENOSYS)
+				break;
+			if (errno != EAGAIN)
+				return -1;
+		}
+		if (errno != ENOSYS)
+			return -1;
+	}
+	int cur = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char *save = NULL;
+	for (char *c = strtok_r(dir, "/", &save); cur >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+		int fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(cur);
+		errno = e;
+		cur = fd;
+	}
+	return cur;
+}
+
+static eq_err add_found(struct eq_payload_builder *b, size_t ridx, const char *rel, int pfd, const char *base,
+			const char *full, const struct stat *stp, bool *ret_isdir, struct eq_error *err);
+
 /* Adds the file @rel below roots[@ridx] as lstat finds it. */
 static eq_err add_fs(struct eq_payload_builder *b, size_t ridx, const char *rel, bool *ret_isdir,
 		     struct eq_error *err)
@@ -355,17 +417,48 @@ static eq_err add_fs(struct eq_payload_builder *b, size_t ridx, const char *rel,
 	if (strlen(rel) > b->lim.max_path)
 		return eq_error_set(err, EQ_ERR_LIMIT, "payload: entry '%s': path is longer than %zu bytes",
 				    tar_quote(q, sizeof(q), rel), b->lim.max_path);
-	EQ_AUTOFREE char *full = eq_asprintf("%s/%s", b->roots[ridx], rel);
-	EQ_AUTOFREE char *target = NULL;
-	if (!full)
-		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for a path");
-	struct stat st;
-	if (lstat(full, &st) < 0) {
+	const char *base;
+	int pfd = open_parent_in(b->root_fds[ridx], rel, &base);
+	if (pfd < 0) {
 		if (errno == ENOENT)
 			return eq_error_errno(err, EQ_ERR_NOTFOUND, "payload: '%s' not found under '%s'",
 					      tar_quote(q, sizeof(q), rel), b->roots[ridx]);
-		return eq_error_errno(err, EQ_ERR_IO, "payload: lstat '%s'", tar_quote(q, sizeof(q), full));
+		return eq_error_errno(err, errno == EXDEV || errno == ELOOP ? EQ_ERR_UNSAFE : EQ_ERR_IO,
+				      "payload: '%s': parent folder under '%s'", tar_quote(q, sizeof(q), rel),
+				      b->roots[ridx]);
 	}
+	/* The entry itself is never followed: its metadata by name below
+	 * the parent's descriptor, xattrs through /proc like extract's. */
+	char full[64];
+	snprintf(full, sizeof(full), "/proc/self/fd/%d/", pfd);
+	EQ_AUTOFREE char *fullp = eq_asprintf("%s%s", full, base);
+	struct stat st;
+	eq_err r = EQ_OK;
+	if (!fullp)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for a path");
+	else if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			r = eq_error_errno(err, EQ_ERR_NOTFOUND, "payload: '%s' not found under '%s'",
+					   tar_quote(q, sizeof(q), rel), b->roots[ridx]);
+		else
+			r = eq_error_errno(err, EQ_ERR_IO, "payload: lstat '%s'", tar_quote(q, sizeof(q), rel));
+	}
+	if (r) {
+		close(pfd);
+		return r;
+	}
+	r = add_found(b, ridx, rel, pfd, base, fullp, &st, ret_isdir, err);
+	close(pfd);
+	return r;
+}
+
+/* add_fs() of the entry @base in @pfd (@full names it through /proc). */
+static eq_err add_found(struct eq_payload_builder *b, size_t ridx, const char *rel, int pfd, const char *base,
+			const char *full, const struct stat *stp, bool *ret_isdir, struct eq_error *err)
+{
+	char q[TAR_QUOTE_MAX];
+	EQ_AUTOFREE char *target = NULL;
+	struct stat st = *stp;
 	struct eq_payload_entry e = {
 		.path = rel,
 		.mode = (uint32_t)(st.st_mode & 07777),
@@ -386,9 +479,9 @@ static eq_err add_fs(struct eq_payload_builder *b, size_t ridx, const char *rel,
 		target = eq_malloc(cap);
 		if (!target)
 			return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for a link target");
-		ssize_t n = readlink(full, target, cap);
+		ssize_t n = readlinkat(pfd, base, target, cap);
 		if (n < 0)
-			return eq_error_errno(err, EQ_ERR_IO, "payload: readlink '%s'", tar_quote(q, sizeof(q), full));
+			return eq_error_errno(err, EQ_ERR_IO, "payload: readlink '%s'", tar_quote(q, sizeof(q), rel));
 		if ((size_t)n >= cap - 1)
 			return eq_error_set(err, EQ_ERR_LIMIT,
 					    "payload: entry '%s': link target is longer than %zu bytes",
@@ -436,9 +529,28 @@ static eq_err walk(struct eq_payload_builder *b, size_t ridx, const char *rel, s
 	EQ_AUTOFREE char *full = rel[0] ? eq_asprintf("%s/%s", b->roots[ridx], rel) : eq_strdup(b->roots[ridx]);
 	if (!full)
 		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for a path");
-	DIR *d = opendir(full);
-	if (!d)
-		return eq_error_errno(err, EQ_ERR_IO, "payload: opendir '%s'", tar_quote(q, sizeof(q), full));
+	/* Opened as add_fs() found it: below the root, never through a
+	 * symlink that replaced it since. */
+	int dfd = -1;
+	if (!rel[0]) {
+		dfd = openat(b->root_fds[ridx], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else {
+		const char *base;
+		int pfd = open_parent_in(b->root_fds[ridx], rel, &base);
+		if (pfd >= 0) {
+			dfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int e = errno;
+			close(pfd);
+			errno = e;
+		}
+	}
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		eq_err r = eq_error_errno(err, EQ_ERR_IO, "payload: opendir '%s'", tar_quote(q, sizeof(q), full));
+		if (dfd >= 0)
+			close(dfd);
+		return r;
+	}
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	eq_err r = EQ_OK;
@@ -500,9 +612,19 @@ static eq_err add_root(struct eq_payload_builder *b, const char *root, size_t *r
 	if (!nr)
 		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory");
 	b->roots = nr;
-	b->roots[b->n_roots] = eq_strdup(root);
-	if (!b->roots[b->n_roots])
+	int *nf = eq_realloc(b->root_fds, (b->n_roots + 1) * sizeof(*nf));
+	if (!nf)
 		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory");
+	b->root_fds = nf;
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "payload: root '%s'", tar_quote(q, sizeof(q), root));
+	b->roots[b->n_roots] = eq_strdup(root);
+	if (!b->roots[b->n_roots]) {
+		close(fd);
+		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory");
+	}
+	b->root_fds[b->n_roots] = fd;
 	*ret_idx = b->n_roots++;
 	return EQ_OK;
 }
@@ -715,10 +837,16 @@ static eq_err emit_data(struct eq_payload_builder *b, struct out *o, const struc
 	if (!left)
 		return EQ_OK;
 	if (fd < 0) {
-		EQ_AUTOFREE char *full = eq_asprintf("%s/%s", b->roots[m->root], m->path);
-		if (!full)
-			return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory");
-		own_fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+		/* Found again the way add_fs() found it; O_NONBLOCK so a fifo
+		 * swapped in meanwhile cannot block us (it fails the check). */
+		const char *base;
+		int pfd = open_parent_in(b->root_fds[m->root], m->path, &base);
+		if (pfd >= 0) {
+			own_fd = openat(pfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+			int e = errno;
+			close(pfd);
+			errno = e;
+		}
 		struct stat st;
 		if (own_fd < 0)
 			return eq_error_errno(err, EQ_ERR_IO, "payload: entry '%s': open", tar_quote(q, sizeof(q), m->path));

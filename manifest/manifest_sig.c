@@ -453,6 +453,22 @@ eq_err eq_manifest_load_verified(const uint8_t *data, size_t len, const uint8_t 
 		r = eq_error_set(err, EQ_ERR_STATE, "manifest is for board '%s', this device is '%s'", m->board, q);
 		goto out;
 	}
+	/* A validly signed file of another channel or release served in place
+	 * of the one asked for (mix-and-match) must not be installed: a beta
+	 * release committed on a stable device would also make it refuse
+	 * stable's lower numbers as downgrades. */
+	if (policy->channel && strcmp(m->channel, policy->channel) != 0) {
+		char q[80];
+		eqm_quote(q, sizeof(q), policy->channel);
+		r = eq_error_set(err, EQ_ERR_STATE, "manifest is for channel '%s', this device follows '%s'", m->channel,
+				 q);
+		goto out;
+	}
+	if (policy->number && m->number != policy->number) {
+		r = eq_error_set(err, EQ_ERR_STATE, "manifest is release number %" PRIu64 ", not the %" PRIu64 " asked for",
+				 m->number, policy->number);
+		goto out;
+	}
 	if (policy->check_expiry && policy->now >= m->expires) {
 		char exp[EQ_MANIFEST_TIME_LEN + 1], now[EQ_MANIFEST_TIME_LEN + 1];
 		eq_manifest_format_time(m->expires, exp);

@@ -20,7 +20,7 @@ static const char usage_text[] =
 	"  keygen  --out NAME                       write NAME.key (0600) and NAME.pub\n"
 	"  publish --repo DIR --board B --channel C --release R --packages DIR --key NAME.key\n"
 	"          [--key K2.key ...] [--build-index FILE] [--deltas-from N] [--store DB]\n"
-	"          [--expires DAYS] [--level 1..22]\n"
+	"          [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
 	"  verify  --repo DIR --board B --channel C (--key NAME.pub ... | --trust FILE)\n"
 	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
 	"  trust   --key NAME.pub [--key ...] [--threshold N] --out FILE   write a root-of-trust file\n"
@@ -59,13 +59,14 @@ struct opts {
 	size_t n_keys;
 	unsigned deltas_from, expires, threshold;
 	int level;
+	enum eq_publish_policy policy;
 	bool json, deep;
 };
 
 enum {
 	O_REPO = 256, O_BOARD, O_CHANNEL, O_RELEASE, O_PACKAGES, O_KEY, O_OUT, O_INDEX, O_DELTAS_FROM, O_STORE,
 	O_EXPIRES, O_TRUST, O_FROM, O_TO, O_JSON, O_BUILD_DIR, O_METHOD, O_TASKHASH, O_OUTHASH, O_UNIHASH, O_LEVEL,
-	O_DEEP, O_AT, O_THRESHOLD
+	O_DEEP, O_AT, O_THRESHOLD, O_POLICY
 };
 
 static const struct option long_opts[] = {
@@ -93,6 +94,7 @@ static const struct option long_opts[] = {
 	{"level", required_argument, NULL, O_LEVEL},
 	{"at", required_argument, NULL, O_AT},
 	{"threshold", required_argument, NULL, O_THRESHOLD},
+	{"policy", required_argument, NULL, O_POLICY},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -163,6 +165,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return usage_error("--level '%s': expected 1..22", optarg);
 			o->level = (int)v;
 			break;
+		case O_POLICY:
+			/* strict: refuse setuid/setgid files and device nodes. */
+			if (strcmp(optarg, "default") && strcmp(optarg, "strict"))
+				return usage_error("--policy '%s': expected default or strict", optarg);
+			o->policy = strcmp(optarg, "strict") ? EQ_POLICY_DEFAULT : EQ_POLICY_STRICT;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return -1;
@@ -228,6 +236,7 @@ static int cmd_publish(const struct opts *o)
 		.deltas_from = o->deltas_from,
 		.expires_days = o->expires,
 		.level = o->level,
+		.policy = o->policy,
 		.progress = eq_log_get_level() >= EQ_LOG_NOTICE ? eq_progress_print : NULL,
 		.progress_ctx = &pp,
 	};
@@ -434,6 +443,7 @@ static int cmd_verify(const struct opts *o)
 	if (r)
 		return fail(&e);
 	EQ_AUTOFREE char *dir = NULL;
+	uint64_t want_number = 0;
 	if (o->release) {
 		struct eq_repo_history h;
 		int rc = load_history(o, &h);
@@ -442,8 +452,10 @@ static int cmd_verify(const struct opts *o)
 			return rc;
 		}
 		const struct eq_repo_release *rel = find_release(&h, o->release);
-		if (rel)
+		if (rel) {
+			want_number = rel->number;
 			dir = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel, rel->number);
+		}
 		eq_repo_history_done(&h);
 		if (!rel) {
 			eq_manifest_trust_free(trust);
@@ -460,7 +472,11 @@ static int cmd_verify(const struct opts *o)
 	}
 	/* An older release is expected to be past its expiry; the current one
 	 * must not be. */
-	struct eq_manifest_policy pol = {.board = o->board, .now = (int64_t)time(NULL), .check_expiry = !o->release};
+	struct eq_manifest_policy pol = {.board = o->board,
+					 .channel = o->channel,
+					 .number = want_number,
+					 .now = (int64_t)time(NULL),
+					 .check_expiry = !o->release};
 	if (o->at) {
 		/* "Will devices still accept this next week?" */
 		if (!eq_manifest_parse_time(o->at, &pol.now)) {
@@ -476,16 +492,13 @@ static int cmd_verify(const struct opts *o)
 		return fail(&e);
 	struct eq_manifest_header hd;
 	r = eq_manifest_get_header(m, &hd, &e);
-	if (!r && strcmp(hd.channel, o->channel))
-		r = eq_error_set(&e, EQ_ERR_VERIFY, "%s: manifest is for channel '%s', expected '%s'", mpath, hd.channel,
-				 o->channel);
 	if (!r)
 		r = check_files(o->repo, m, o->deep, &e);
 	if (r) {
 		eq_manifest_free(m);
 		return fail(&e);
 	}
-	printf("%s: signature, board and expiry OK; release '%s' (number %" PRIu64 "), %zu packages, every %s present\n",
+	printf("%s: signature, board, channel and expiry OK; release '%s' (number %" PRIu64 "), %zu packages, every %s present\n",
 	       mpath, hd.release, hd.number, eq_manifest_package_count(m),
 	       o->deep ? "object and delta hash-checked and" : "object and delta");
 	eq_manifest_free(m);

@@ -253,6 +253,48 @@ static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sh
 	return EQ_OK;
 }
 
+/* Special files listed in a warning or an error, at most this many. */
+#define SPECIAL_LIST_MAX 8
+
+/*
+ * Runs the device's path rules over the payload in file @path (what devices
+ * will extract), so a package every device would refuse is refused here,
+ * naming the entry; then applies the policy to setuid/setgid files and
+ * device nodes. @what names the package in messages.
+ */
+static eq_err check_payload(struct pub_ctx *c, const char *path, const char *what, struct eq_error *err)
+{
+#ifdef EQ_TEST_HOOKS
+	/* Test hook: publish a package devices must refuse, to test them. */
+	if (secure_getenv("EQ_TEST_PUBLISH_UNCHECKED"))
+		return EQ_OK;
+#endif
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", path);
+	struct eq_payload_findings f;
+	eq_err r = eq_payload_check(eq_fd_read, &fd, NULL, &f, err);
+	close(fd);
+	if (r)
+		return eq_error_prefix(err, r, "package refused, devices would refuse it");
+	if (f.n_special) {
+		char list[1024] = "";
+		size_t len = 0;
+		for (size_t i = 0; i < f.n_special && i < SPECIAL_LIST_MAX && len < sizeof(list); i++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s'%s'", i ? ", " : "", f.special[i]);
+		const char *more = f.n_special > SPECIAL_LIST_MAX ? ", ..." : "";
+		if (c->o->policy == EQ_POLICY_STRICT)
+			r = eq_error_set(err, EQ_ERR_UNSAFE,
+					 "refused by --policy strict: %zu setuid/setgid files or device nodes: %s%s",
+					 f.n_special, list, more);
+		else
+			eq_log(EQ_LOG_WARNING, "%s: %zu setuid/setgid files or device nodes: %s%s, continuing", what,
+			       f.n_special, list, more);
+	}
+	eq_payload_findings_done(&f);
+	return r;
+}
+
 static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish_pkg *out, struct eq_error *err)
 {
 	struct eq_pkg *pkg = NULL;
@@ -270,6 +312,8 @@ static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish
 	uint64_t psize;
 	r = eq_pkg_write_payload(pkg, eq_fd_write, &pfd, psha, &psize, err);
 	close(pfd);
+	if (!r)
+		r = check_payload(c, payload, file, err);
 	if (r)
 		goto out;
 	char outhash[EQ_SHA256_HEX_LEN + 1];
@@ -310,6 +354,13 @@ static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish
 		if (r) {
 			eq_error_prefix(err, r, "package '%s' is not reproducible and the object published for its unihash",
 					info->name);
+			goto out;
+		}
+		/* What devices get is the stored payload: it passes the rules
+		 * too, or nothing is published (it may predate them). */
+		r = check_payload(c, stored_payload, file, err);
+		if (r) {
+			eq_error_prefix(err, r, "the payload published earlier for package '%s'", info->name);
 			goto out;
 		}
 		target = stored_payload;

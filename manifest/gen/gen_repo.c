@@ -119,8 +119,11 @@ const struct eq_repo_release *eq_repo_history_find(const struct eq_repo_history 
 
 static bool is_package_name(const char *n)
 {
-	static const char *const ext[] = {".deb", ".ipk", ".rpm", ".tar", ".tar.gz", ".tgz", ".tar.xz",
-					  ".tar.zst", ".tar.bz2"};
+	/* Every suffix the package reader takes (names_from_tarball() in
+	 * gen_package.c); a package file skipped here is silently missing
+	 * from the release. */
+	static const char *const ext[] = {".deb",     ".ipk",     ".rpm",       ".tar", ".tar.gz", ".tgz", ".tar.xz",
+					  ".tar.zst", ".tar.bz2", ".tar.lzma", ".txz", ".tbz2"};
 	size_t len = strlen(n);
 	if (n[0] == '.')
 		return false;

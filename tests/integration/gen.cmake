@@ -5,4 +5,8 @@ if(TARGET eqota-gen)
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_qa.sh $<TARGET_FILE:eqota-gen>)
   set_tests_properties(integration.gen_publish integration.gen_qa PROPERTIES LABELS integration TIMEOUT 900
     ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR}")
+  # Packages every device would refuse, built at test time (issue 12).
+  add_test(NAME integration.gen_refuse
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_refuse.sh $<TARGET_FILE:eqota-gen>)
+  set_tests_properties(integration.gen_refuse PROPERTIES LABELS integration TIMEOUT 300)
 endif()

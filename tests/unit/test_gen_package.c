@@ -397,6 +397,37 @@ static void test_tarball(void **state)
 	assert_non_null(strstr(e.msg, "evil_1.tar.gz"));
 }
 
+/* Every suffix the package reader takes is listed as a package of a
+ * folder (.txz, .tbz2 and .tar.lzma were skipped, so silently missing from
+ * a release), and each one reads. */
+static void test_list_suffixes(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(sh("cd %s; mkdir -p pk t/usr/share/x; echo x > t/usr/share/x/f\n"
+			    "tar -C t -cJf pk/a_1.txz . && tar -C t -cjf pk/b_1.tbz2 . && tar -C t --lzma -cf pk/c_1.tar.lzma .\n"
+			    "tar -C t -czf pk/d_1.tgz . && echo notes > pk/README.txt",
+			    f->dir),
+			 0);
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/pk", f->dir);
+	char **paths = NULL;
+	size_t n = 0;
+	struct eq_error e;
+	assert_int_equal(eq_gen_list_packages(dir, &paths, &n, &e), EQ_OK);
+	const char *want[] = {"a_1.txz", "b_1.tbz2", "c_1.tar.lzma", "d_1.tgz"};
+	if (n != 4)
+		fail_msg("listed %zu package files, expected 4 (.txz .tbz2 .tar.lzma .tgz)", n);
+	for (size_t i = 0; i < n; i++) {
+		const char *base = strrchr(paths[i], '/');
+		assert_string_equal(base ? base + 1 : paths[i], want[i]);
+		struct eq_pkg *p = read_pkg(paths[i]);
+		assert_int_equal(eq_payload_builder_count(eq_pkg_get_builder(p)), 4);
+		eq_pkg_free(p);
+		eq_free(paths[i]);
+	}
+	eq_free(paths);
+}
+
 static void cpio_entry(struct archive *a, const char *path, unsigned type, unsigned mode, long ino, unsigned nlink,
 		       const char *data)
 {
@@ -581,6 +612,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_deb, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ipk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tarball, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_suffixes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rpm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_broken, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_taskhash, setup, teardown),

@@ -693,6 +693,165 @@ static void test_target_not_empty(void **state)
 	tc_done(&t);
 }
 
+/* ---- hostile packages (issue 12, finding 1) -------------------------------- */
+
+/* Publishes release "e1" of repository <dir>/e-CASE/repo from tarballs
+ * built here; the publisher's own check is switched off (a test hook) so
+ * the device's defences are what is tested. $V is the victim file. */
+static const char EVIL_SH[] =
+	"set -eu\n"
+	"W=$1; GEN=$2; CASE=$3; V=$4; rm -rf \"$W/e-$CASE\"; mkdir -p \"$W/e-$CASE/p\"; cd \"$W/e-$CASE\"\n"
+	"case $CASE in\n"
+	/* a symlink where the agent writes the next package's record */
+	"reserved) mkdir -p t/evil/usr/lib/eqota/slot/packages\n"
+	"  ln -s \"$V\" t/evil/usr/lib/eqota/slot/packages/zeta.files.tmp ;;\n"
+	/* the same through another package's symlink to the record folder:
+	 * no single package breaks a path rule */
+	"viadir) mkdir -p t/linka t/linkb/lnk; ln -s /usr/lib/eqota/slot/packages t/linka/lnk\n"
+	"  ln -s \"$V\" t/linkb/lnk/zeta.files.tmp ;;\n"
+	"esac\n"
+	"mkdir -p t/zeta/usr/share/zeta; echo zeta > t/zeta/usr/share/zeta/z\n"
+	"for d in t/*; do n=${d#t/}; tar --format=pax --owner=0 --group=0 --numeric-owner "
+	"-cf \"p/${n}_1.0.tar\" -C \"$d\" .; done\n"
+	"EQ_TEST_PUBLISH_UNCHECKED=1 \"$GEN\" -q publish --repo repo --board tb --channel stable --release e1 "
+	"--packages p --key ../rel.key --store store.db --level 3 >/dev/null\n";
+
+static void evil_release(const char *kase, const char *victim, struct release *rel)
+{
+	const char *argv[] = {"/bin/sh", "-c", EVIL_SH, "evil", G.dir, secure_getenv("EQOTA_GEN"), kase, victim, NULL};
+	if (run(argv) != 0)
+		fail_msg("publishing the hostile release '%s' failed", kase);
+	struct eq_error e;
+	EQ_AUTOFREE char *repo = P("%s/e-%s/repo", G.dir, kase);
+	if (release_load(repo, BOARD, 1, rel, &e))
+		fail_msg("release %s: %s", kase, eq_error_msg(&e));
+}
+
+static const char VICTIM_TEXT[] = "root:x:0:0:the host's file:/root:/bin/sh\n";
+
+static char *make_victim(const struct tc *t)
+{
+	char *v = P("%s/victim", t->base);
+	struct eq_error e;
+	assert_int_equal(eq_file_replace_atomic(v, VICTIM_TEXT, strlen(VICTIM_TEXT), 0644, &e), EQ_OK);
+	return v;
+}
+
+/* The victim outside the slot still holds exactly what it held. */
+static void assert_victim_intact(const char *v)
+{
+	struct stat st;
+	assert_int_equal(lstat(v, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	uint8_t *data = NULL;
+	size_t len = 0;
+	struct eq_error e;
+	assert_int_equal(eq_file_read_all(v, 4096, &data, &len, &e), EQ_OK);
+	if (len != strlen(VICTIM_TEXT) || memcmp(data, VICTIM_TEXT, len))
+		fail_msg("the agent wrote outside the slot into '%s': '%.*s'", v, (int)(len > 200 ? 200 : len),
+			 (const char *)data);
+	eq_free(data);
+}
+
+/* A payload entry in eqota's own folder: the extractor refuses it (naming
+ * it), so nothing is written through the planted symlink. */
+static void test_reserved_path_payload(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	EQ_AUTOFREE char *victim = make_victim(&t);
+	struct release rel = {0};
+	evil_release("reserved", victim, &rel);
+	eq_free(t.f.repo);
+	t.f.repo = P("%s/e-reserved/repo", G.dir);
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(&t, NULL, NULL, t.b, &rel, &rep, &e);
+	assert_victim_intact(victim);
+	if (r != EQ_ERR_UNSAFE)
+		fail_msg("install returned %d (%s), expected EQ_ERR_UNSAFE", r, r ? eq_error_msg(&e) : "success");
+	assert_non_null(strstr(e.msg, "package 'evil'"));
+	assert_non_null(strstr(e.msg, "entry 'usr/lib/eqota/slot"));
+	assert_non_null(strstr(e.msg, "reserved"));
+	release_free(&rel);
+	tc_done(&t);
+}
+
+/* Two packages that each pass the path rules put a symlink into the record
+ * folder together: the agent's own writes (O_EXCL | O_NOFOLLOW through the
+ * folder's descriptor) refuse to go through it. */
+static void test_record_symlink_via_other_package(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	EQ_AUTOFREE char *victim = make_victim(&t);
+	struct release rel = {0};
+	evil_release("viadir", victim, &rel);
+	eq_free(t.f.repo);
+	t.f.repo = P("%s/e-viadir/repo", G.dir);
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(&t, NULL, NULL, t.b, &rel, &rep, &e);
+	assert_victim_intact(victim);
+	if (r != EQ_ERR_UNSAFE)
+		fail_msg("install returned %d (%s), expected EQ_ERR_UNSAFE", r, r ? eq_error_msg(&e) : "success");
+	/* With openat2 the record write is refused; without it, extraction
+	 * already refuses to resolve the package's path through a symlink. */
+	assert_true(strstr(e.msg, "zeta.files.tmp' already exists") || strstr(e.msg, "through a symlink"));
+	release_free(&rel);
+	tc_done(&t);
+}
+
+/* Replaces @rel below @root by a symlink to a copy outside the slot. */
+static void symlink_outside(const struct tc *t, const char *root, const char *rel)
+{
+	EQ_AUTOFREE char *in = P("%s/%s", root, rel);
+	EQ_AUTOFREE char *out = P("%s/outside-%u", t->base, (unsigned)strlen(rel));
+	assert_int_equal(rename(in, out), 0);
+	assert_int_equal(symlink(out, in), 0);
+}
+
+/* A record in the running slot that is a symlink (a package could have
+ * planted it) is not followed: the package is downloaded instead. */
+static void test_running_record_symlink(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	provision_a(&t);
+	symlink_outside(&t, t.a, EQ_SLOT_RECORD_DIR "/packages/alpha.files");
+	struct eq_install_report rep;
+	struct eq_error e;
+	eq_err r = install(&t, t.a, &G.rel[0], t.b, &G.rel[1], &rep, &e);
+	if (r)
+		fail_msg("%s", eq_error_msg(&e));
+	assert_int_equal(rep.fallback, 1);
+	assert_true(requested(&t.f, eq_manifest_find_package(G.rel[1].m, "alpha")->object.path));
+	assert_slot_is(t.b, &G.rel[1]);
+	tc_done(&t);
+}
+
+/* The slot's release record is read without following symlinks either. */
+static void test_slot_manifest_symlink(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	provision_a(&t);
+	symlink_outside(&t, t.a, EQ_SLOT_RECORD_DIR "/manifest.json");
+	struct eq_manifest *m = NULL;
+	struct eq_error e;
+	eq_err r = eq_slot_read_release(t.a, G.trust, BOARD, &m, &e);
+	eq_manifest_free(m);
+	if (r != EQ_ERR_UNSAFE)
+		fail_msg("eq_slot_read_release returned %d (%s), expected EQ_ERR_UNSAFE", r,
+			 r ? eq_error_msg(&e) : "success");
+	assert_non_null(strstr(e.msg, "manifest.json"));
+	tc_done(&t);
+}
+
 /* ---- records -------------------------------------------------------------- */
 
 static void test_records_round_trip(void **state)
@@ -949,6 +1108,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_no_space),
 		cmocka_unit_test(test_target_not_empty),
 		cmocka_unit_test(test_dir_slots),
+		cmocka_unit_test(test_reserved_path_payload),
+		cmocka_unit_test(test_record_symlink_via_other_package),
+		cmocka_unit_test(test_running_record_symlink),
+		cmocka_unit_test(test_slot_manifest_symlink),
 	};
 	return eq_test_run(tests, group_setup, group_teardown, argc, argv);
 }

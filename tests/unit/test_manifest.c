@@ -649,6 +649,20 @@ static void test_verify_failures(void **state)
 	expect_err(eq_manifest_load_verified(data, len, sig, sig_len, tb, &arm, &m, &e), &e, EQ_ERR_STATE,
 		   "manifest is for board 'qemux86-64', this device is 'qemuarm64'");
 
+	/* mix-and-match: another channel, or another release than asked for */
+	struct eq_manifest_policy other = policy_ok;
+	other.channel = "beta";
+	expect_err(eq_manifest_load_verified(data, len, sig, sig_len, tb, &other, &m, &e), &e, EQ_ERR_STATE,
+		   "manifest is for channel 'stable', this device follows 'beta'");
+	other.channel = "stable";
+	other.number = 3;
+	expect_err(eq_manifest_load_verified(data, len, sig, sig_len, tb, &other, &m, &e), &e, EQ_ERR_STATE,
+		   "manifest is release number 2, not the 3 asked for");
+	other.number = 2;
+	assert_int_equal(eq_manifest_load_verified(data, len, sig, sig_len, tb, &other, &m, &e), EQ_OK);
+	eq_manifest_free(m);
+	m = NULL;
+
 	/* malformed signature files */
 	const char *bad_sigs[][3] = {
 		{"{\"signatures\":[]}", "EQ_ERR_VERIFY", "0 of 1 required signatures"},

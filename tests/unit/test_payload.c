@@ -597,6 +597,22 @@ static void test_add_paths(void **state)
 	const char *evil[] = {"../etc/passwd"};
 	assert_int_equal(eq_payload_builder_add_paths(b, src, evil, 1, &e), EQ_ERR_INVAL);
 	eq_payload_builder_free(b);
+
+	/* Issue 12: a symlink in the slot ("etc2 -> /<outside>") never makes a
+	 * rebuilt payload hold a file from outside the slot: parents resolve
+	 * inside the root (or, without openat2, not through symlinks). */
+	EQ_AUTOFREE char *outside = P(f, "outside");
+	mkdir_at(f, "outside", 0755);
+	write_at(f, "outside/shadow", "root:secret", 0600);
+	EQ_AUTOFREE char *lnk = eq_asprintf("%s/etc2", src);
+	assert_int_equal(symlink(outside, lnk), 0);
+	const char *through[] = {"etc2/shadow"};
+	assert_int_equal(eq_payload_builder_new(NULL, &b, &e), EQ_OK);
+	eq_err rc = eq_payload_builder_add_paths(b, src, through, 1, &e);
+	if (rc != EQ_ERR_NOTFOUND && rc != EQ_ERR_UNSAFE)
+		fail_msg("add_paths through a symlink out of the root: %d '%s'", rc, rc ? e.msg : "added");
+	eq_payload_builder_free(b);
+	assert_int_equal(unlink(lnk), 0);
 	eq_buf_done(&list);
 	eq_buf_done(&tree);
 }
@@ -795,7 +811,55 @@ static void gen_no_end(struct raw *r)
 	raw_entry(r, "f", '0', "x", NULL);
 }
 
+/* Issue 12: entries in eqota's own folder of a slot, where the agent
+ * writes its records (a symlink there once made it write outside). */
+static void gen_reserved_symlink(struct raw *r)
+{
+	raw_entry(r, "usr/lib/eqota/slot/packages/zeta.files.tmp", '2', NULL, "/tmp/eq-payload-evil");
+	raw_end(r);
+}
+static void gen_reserved_dir(struct raw *r)
+{
+	raw_entry(r, "usr/", '5', NULL, NULL);
+	raw_entry(r, "usr/lib/eqota/slot/", '5', NULL, NULL);
+	raw_end(r);
+}
+static void gen_reserved_parent_symlink(struct raw *r)
+{
+	raw_entry(r, "usr/", '5', NULL, NULL);
+	raw_entry(r, "usr/lib/eqota", '2', NULL, "/tmp");
+	raw_end(r);
+}
+/* A component longer than NAME_MAX (255) fails on every device. */
+static void gen_long_component(struct raw *r)
+{
+	char rec[400], name[257];
+	memset(name, 'n', 256);
+	name[256] = '\0';
+	int n = snprintf(rec, sizeof(rec), "268 path=d/%s\n", name);
+	assert_int_equal(n, 268);
+	raw_entry(r, "d/", '5', NULL, NULL);
+	raw_pax(r, rec, (size_t)n);
+	raw_entry(r, "x", '0', "x", NULL);
+	raw_end(r);
+}
+static void gen_through_own_file(struct raw *r)
+{
+	raw_entry(r, "f1", '0', "x", NULL);
+	raw_entry(r, "f1/b", '0', "y", NULL);
+	raw_end(r);
+}
+
 static const struct bad_case BAD[] = {
+	{"reserved-symlink", EQ_ERR_UNSAFE,
+	 "entry 'usr/lib/eqota/slot/packages/zeta.files.tmp' at byte 0: 'usr/lib/eqota/slot' is eqota's own folder",
+	 gen_reserved_symlink},
+	{"reserved-dir", EQ_ERR_UNSAFE, "entry 'usr/lib/eqota/slot' at byte 512: 'usr/lib/eqota/slot' is eqota's own folder",
+	 gen_reserved_dir},
+	{"reserved-parent-symlink", EQ_ERR_UNSAFE,
+	 "entry 'usr/lib/eqota' at byte 512: a non-directory on the way to eqota's reserved folder", gen_reserved_parent_symlink},
+	{"long-component", EQ_ERR_LIMIT, "is 256 bytes long, the limit is 255", gen_long_component},
+	{"through-own-file", EQ_ERR_UNSAFE, "entry 'f1/b' at byte 1024: path goes through 'f1', a non-directory", gen_through_own_file},
 	{"absolute-path", EQ_ERR_UNSAFE, "absolute path", gen_absolute},
 	{"dotdot", EQ_ERR_UNSAFE, "'..' path component", gen_dotdot},
 	{"dotdot-middle", EQ_ERR_UNSAFE, "entry 'a/../../x' at byte 1536: '..' path component", gen_dotdot_mid},
@@ -1020,6 +1084,54 @@ static void test_extract_missing_parents(void **state)
 	assert_memory_equal(before, after, 32);
 }
 
+/* ---- the path rules as the publisher runs them ------------------------------ */
+
+/* eq_payload_check(): the device's rules over a whole payload, with the
+ * setuid/setgid files and device nodes listed for the publisher. */
+static void test_payload_check(void **state)
+{
+	(void)state;
+	struct eq_payload_builder *b = NULL;
+	struct eq_error e;
+	uint8_t sha[32];
+	uint64_t size;
+	const struct eq_payload_entry ents[] = {
+		{.path = "usr/bin/su", .type = EQ_ENTRY_FILE, .mode = 04755},
+		{.path = "usr/bin/wall", .type = EQ_ENTRY_FILE, .mode = 02755},
+		{.path = "usr/bin/plain", .type = EQ_ENTRY_FILE, .mode = 0755},
+		{.path = "dev/sda", .type = EQ_ENTRY_BLK, .mode = 0660, .devmajor = 8},
+		{.path = "dev/null", .type = EQ_ENTRY_CHR, .mode = 0666, .devmajor = 1, .devminor = 3},
+		{.path = "dev/fifo", .type = EQ_ENTRY_FIFO, .mode = 0600},
+	};
+	assert_int_equal(eq_payload_builder_new(NULL, &b, &e), EQ_OK);
+	for (size_t i = 0; i < sizeof(ents) / sizeof(ents[0]); i++)
+		assert_int_equal(eq_payload_builder_add(b, &ents[i], -1, 0, &e), EQ_OK);
+	struct eq_buf out;
+	eq_buf_init(&out, 1 << 20);
+	assert_int_equal(eq_payload_builder_write(b, mem_sink, &out, sha, &size, &e), EQ_OK);
+	eq_payload_builder_free(b);
+	struct mem_src m = {out.data, out.len, 0, 100};
+	struct eq_payload_findings fi;
+	assert_int_equal(eq_payload_check(mem_read, &m, NULL, &fi, &e), EQ_OK);
+	assert_int_equal(fi.entries, 6);
+	assert_int_equal(fi.n_special, 4);
+	/* Payload order: sorted by path. */
+	assert_string_equal(fi.special[0], "dev/null (character device)");
+	assert_string_equal(fi.special[1], "dev/sda (block device)");
+	assert_string_equal(fi.special[2], "usr/bin/su (setuid)");
+	assert_string_equal(fi.special[3], "usr/bin/wall (setgid)");
+	eq_payload_findings_done(&fi);
+	eq_buf_done(&out);
+
+	/* A refused entry is named with its byte offset, as on a device. */
+	static struct raw r;
+	r.len = 0;
+	gen_reserved_symlink(&r);
+	struct mem_src m2 = {r.d, r.len, 0, 0};
+	assert_int_equal(eq_payload_check(mem_read, &m2, NULL, NULL, &e), EQ_ERR_UNSAFE);
+	assert_non_null(strstr(e.msg, "payload: entry 'usr/lib/eqota/slot/packages/zeta.files.tmp' at byte 0: "));
+}
+
 /* ---- corpus generation ------------------------------------------------------ */
 
 static int generate(const char *dir)
@@ -1056,6 +1168,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_extract_existing_symlink, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_extract_fallback_roundtrip, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_extract_missing_parents, fx_setup, fx_teardown),
+		cmocka_unit_test(test_payload_check),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -161,7 +161,8 @@ EQ_API eq_err eq_fetch_object(struct eq_fetcher *f, const char *rel_path, const 
  * ("MAJOR:MINOR"), so a kept package can be checked and copied from its
  * record alone.
  */
-#define EQ_SLOT_RECORD_DIR "usr/lib/eqota/slot"
+/* "usr/lib/eqota/slot": the folder payloads may not touch (<eq/delta.h>). */
+#define EQ_SLOT_RECORD_DIR EQ_PAYLOAD_RESERVED_DIR
 
 enum eq_plan_action {
 	EQ_PLAN_KEEP,   /* same unihash (or payload): copy from the running slot */

@@ -146,13 +146,64 @@ EQ_API eq_err eq_payload_reader_next(struct eq_payload_reader *r, const struct e
 EQ_API eq_err eq_payload_reader_read(struct eq_payload_reader *r, void *buf, size_t len, size_t *ret_n,
 				     struct eq_error *err) EQ_MUST_CHECK;
 
+/* ---- path rules ------------------------------------------------------ */
+
+/*
+ * The rules every payload entry must pass, in one function that both the
+ * device (eq_payload_extract) and the publisher (eqota-gen publish) run:
+ *  - the path is relative, not empty, with no empty, "." or ".." component,
+ *    at most limits->max_path bytes, each component at most
+ *    EQ_PAYLOAD_NAME_MAX bytes (EQ_ERR_UNSAFE, EQ_ERR_LIMIT);
+ *  - it is not EQ_PAYLOAD_RESERVED_DIR or below it, and no non-directory
+ *    replaces a folder on the way to it ("usr", "usr/lib", "usr/lib/eqota"):
+ *    the agent writes its own records there (EQ_ERR_UNSAFE);
+ *  - it appears once (EQ_ERR_PARSE "duplicate entry");
+ *  - no parent is a symlink or another non-directory of the same payload
+ *    (EQ_ERR_UNSAFE);
+ *  - a hard link names an earlier non-directory of the payload; link
+ *    targets are not empty and at most max_path bytes.
+ * Entries must be handed in payload order. Messages describe the problem
+ * only; callers name the entry.
+ */
+#define EQ_PAYLOAD_RESERVED_DIR "usr/lib/eqota/slot"
+#define EQ_PAYLOAD_NAME_MAX 255u
+
+struct eq_payload_checker;
+/* Free with eq_payload_checker_free() (NULL allowed). */
+EQ_API eq_err eq_payload_checker_new(const struct eq_payload_limits *limits, struct eq_payload_checker **ret,
+				     struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_payload_checker_free(struct eq_payload_checker *c);
+/* Checks @e against the rules and the entries added before; remembers it
+ * on EQ_OK (the checker copies what it keeps). */
+EQ_API eq_err eq_payload_checker_add(struct eq_payload_checker *c, const struct eq_payload_entry *e,
+				     struct eq_error *err) EQ_MUST_CHECK;
+
+/* What eq_payload_check() saw that is allowed but deserves a look. */
+struct eq_payload_findings {
+	uint64_t entries;
+	char **special;   /* "PATH (setuid)", "PATH (character device)", ...; owned */
+	size_t n_special; /* setuid/setgid files and device nodes */
+};
+EQ_API void eq_payload_findings_done(struct eq_payload_findings *f);
+
+/*
+ * Reads a whole payload and runs the path rules over it as a device does.
+ * Errors name the entry and its byte offset ("payload: entry 'P' at byte
+ * N: ..."). On success *ret (may be NULL) is filled; free it with
+ * eq_payload_findings_done().
+ */
+EQ_API eq_err eq_payload_check(eq_read_fn src, void *src_ctx, const struct eq_payload_limits *limits,
+			       struct eq_payload_findings *ret, struct eq_error *err) EQ_MUST_CHECK;
+
 /* ---- extract --------------------------------------------------------- */
 
 /*
- * Extracts a payload under @root, which must exist. Every path is resolved
- * inside @root (openat2 RESOLVE_IN_ROOT where the kernel has it): absolute
- * paths, ".." and symlinks leading outside are refused with EQ_ERR_UNSAFE
- * naming the entry. Modes are always applied; owners and xattrs only with
+ * Extracts a payload under @root, which must exist. Every entry must pass
+ * the path rules above (eq_payload_checker_add()), so entries in
+ * EQ_PAYLOAD_RESERVED_DIR are refused. Every path is resolved inside @root
+ * (openat2 RESOLVE_IN_ROOT where the kernel has it): absolute paths, ".."
+ * and symlinks leading outside are refused with EQ_ERR_UNSAFE naming the
+ * entry. Modes are always applied; owners and xattrs only with
  * @flags & EQ_EXTRACT_OWNERS (which needs root). Files are written under a temporary name
  * and renamed into place when complete; on failure every entry this call
  * created is removed again. If @ret_sha256 is not NULL it receives the hash

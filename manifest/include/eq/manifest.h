@@ -372,9 +372,11 @@ EQ_API eq_err eq_manifest_verify(const uint8_t *data, size_t len, const uint8_t 
 
 /* What eq_manifest_load_verified() checks besides the signatures. */
 struct eq_manifest_policy {
-	const char *board; /* this device's board; NULL skips the check (host tools) */
-	int64_t now;       /* current time, seconds since the epoch (UTC) */
-	bool check_expiry; /* false to accept an expired manifest (boot, confirm, rollback) */
+	const char *board;   /* this device's board; NULL skips the check (host tools) */
+	const char *channel; /* the channel the device follows; NULL skips the check */
+	uint64_t number;     /* the release number asked for (0: any), e.g. releases/<n>/ */
+	int64_t now;         /* current time, seconds since the epoch (UTC) */
+	bool check_expiry;   /* false to accept an expired manifest (boot, confirm, rollback) */
 };
 
 /*
@@ -382,6 +384,8 @@ struct eq_manifest_policy {
  * the signatures over the exact bytes (eq_manifest_verify()), and only then
  * parses (as eq_manifest_parse_unverified()) and checks the policy:
  *   board    EQ_ERR_STATE "manifest is for board 'x', this device is 'y'"
+ *   channel  EQ_ERR_STATE "manifest is for channel 'x', this device follows 'y'"
+ *   number   EQ_ERR_STATE "manifest is release number 4, not the 3 asked for"
  *   expiry   EQ_ERR_EXPIRED "expired at 2027-01-02T08:00:00Z (now ...)"
  *            when policy->check_expiry and now >= expires.
  * The release number is not checked here: see eq_manifest_check_newer().

@@ -336,6 +336,12 @@ EQ_API const struct eq_repo_release *eq_repo_history_find(const struct eq_repo_h
 
 /* ---- publish -------------------------------------------------------- */
 
+/* What eq_gen_publish() does with packages that pass the device's path
+ * rules (eq_payload_checker_add(), always enforced) but hold setuid or
+ * setgid files or device nodes: DEFAULT warns and lists them, STRICT
+ * refuses the package (EQ_ERR_UNSAFE). */
+enum eq_publish_policy { EQ_POLICY_DEFAULT = 0, EQ_POLICY_STRICT };
+
 struct eq_publish_opts {
 	const char *repo;
 	const char *board;
@@ -349,6 +355,7 @@ struct eq_publish_opts {
 	unsigned deltas_from;    /* deltas against the last N releases (default 1) */
 	unsigned expires_days;   /* default 30 */
 	int level;               /* zstd level of objects and deltas, default 19 */
+	enum eq_publish_policy policy; /* default EQ_POLICY_DEFAULT */
 	eq_progress_fn progress; /* may be NULL */
 	void *progress_ctx;
 };
