@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -159,6 +160,166 @@ static const char *running_root(const struct eq_config *cfg, int slot)
 	return cfg->slot_type == EQ_SLOT_DIR ? slot_path(cfg, slot) : "/";
 }
 
+/*
+ * The kernel's id of this boot: a trial armed in this boot has not been
+ * booted yet, whatever the bootloader says. "" when unknown (no /proc).
+ * Builds with test hooks read EQ_TEST_BOOT_ID_FILE instead, so simulated
+ * devices (eq-simboot) can "reboot" without a kernel.
+ */
+static void read_boot_id(char out[EQ_STATE_BOOT_ID_MAX + 1])
+{
+	const char *path = "/proc/sys/kernel/random/boot_id";
+#ifdef EQ_TEST_HOOKS
+	const char *t = secure_getenv("EQ_TEST_BOOT_ID_FILE");
+	if (t && *t)
+		path = t;
+#endif
+	out[0] = '\0';
+	uint8_t *data;
+	size_t len;
+	if (eq_file_read_all(path, 256, &data, &len, NULL) != EQ_OK)
+		return;
+	while (len && (data[len - 1] == '\n' || data[len - 1] == ' '))
+		len--;
+	if (len && len <= EQ_STATE_BOOT_ID_MAX && strspn((char *)data, "0123456789abcdef-") >= len) {
+		memcpy(out, data, len);
+		out[len] = '\0';
+	}
+	eq_free(data);
+}
+
+/* The release recorded in slot @s, or NOTFOUND. Any channel: see
+ * slot_release_number's callers. */
+static eq_err slot_number(struct eq_agent *a, int s, int booted, uint64_t *ret, struct eq_error *err)
+{
+	char *root = NULL;
+	eq_err r;
+	if (a->cfg->slot_type == EQ_SLOT_BLOCK && s == booted)
+		root = eq_strdup("/");
+	else if ((r = eq_slot_open(a->cfg, eq_bl_slot_name((unsigned)s), &root, err)))
+		return r;
+	struct eq_manifest *m = NULL;
+	r = root ? eq_slot_read_release(root, a->trust, a->cfg->board, &m, err)
+		 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if (!r) {
+		struct eq_manifest_header h;
+		if (!(r = eq_manifest_get_header(m, &h, err)))
+			*ret = h.number;
+	}
+	eq_manifest_free(m);
+	if (a->cfg->slot_type == EQ_SLOT_BLOCK && s != booted)
+		(void)!eq_slot_release(a->cfg, eq_bl_slot_name((unsigned)s), NULL);
+	eq_free(root);
+	return r;
+}
+
+/*
+ * The state to act on. A state file that cannot be read (power cut, bad
+ * flash, a hand edit) must never lock the device out of status, update,
+ * confirm and rollback: the state is rebuilt from what the bootloader and
+ * the slots say, the file is rewritten and the agent carries on.
+ *   - a slot on trial in the bootloader: "trying" that slot, from the
+ *     other, with the number its record holds. Running the trial slot, it
+ *     came up and confirm runs the health checks. Running the other slot,
+ *     this may be the boot that armed the trial (not rebooted yet) or a
+ *     fallback: this boot's id is taken, so confirm leaves the trial alone
+ *     now and the next boot decides (the committed slot stays the
+ *     fallback throughout);
+ *   - else idle. A release that had failed may be tried once more: a failed
+ *     health check rolls it back again, which is safe.
+ */
+static eq_err load_state(struct eq_agent *a, struct eq_state *ret, struct eq_error *err)
+{
+	struct eq_error e;
+	eq_err r = eq_state_load(a->state_path, ret, &e);
+	if (!r || r == EQ_ERR_NOMEM) {
+		if (r && err)
+			*err = e;
+		return r;
+	}
+	struct eq_state s;
+	eq_state_init(&s);
+	struct eq_bl_state bs;
+	int booted = -1;
+	if (booted_slot(a, &booted, NULL) != EQ_OK)
+		booted = -1;
+	if (eq_bl_get_state(a->bl, &bs, NULL) == EQ_OK && bs.trial >= 0) {
+		uint64_t n = 0;
+		if (slot_number(a, bs.trial, booted, &n, NULL) == EQ_OK && n > 0) {
+			s.phase = EQ_PHASE_TRYING;
+			s.target_slot = bs.trial;
+			s.from_slot = 1 - bs.trial;
+			s.target_number = n;
+			/* Booted into the trial slot: it came up, confirm decides.
+			 * Else this may be the boot that armed it: wait. */
+			if (booted != bs.trial)
+				read_boot_id(s.boot_id);
+		}
+	}
+	eq_log(EQ_LOG_WARNING, "%s; rebuilt from the bootloader and the slots' records: %s%s%s", eq_error_msg(&e),
+	       eq_phase_name(s.phase), s.phase == EQ_PHASE_TRYING ? " slot " : "",
+	       s.phase == EQ_PHASE_TRYING ? eq_bl_slot_name((unsigned)s.target_slot) : "");
+	struct eq_error we;
+	if (eq_state_save(a->state_path, &s, &we))
+		eq_log(EQ_LOG_WARNING, "cannot rewrite the state file: %s", eq_error_msg(&we));
+	*ret = s;
+	return EQ_OK;
+}
+
+/* Is @name a download of the fetcher: "<sha256>" or "<sha256>.part"? */
+static bool is_download(const char *name, char sha[65])
+{
+	size_t n = strspn(name, "0123456789abcdef");
+	if (n != 64 || (name[64] && strcmp(name + 64, ".part")))
+		return false;
+	memcpy(sha, name, 64);
+	sha[64] = '\0';
+	return true;
+}
+
+static bool wanted_by(const struct eq_manifest *m, const char *sha)
+{
+	for (size_t i = 0; m && i < eq_manifest_package_count(m); i++) {
+		const struct eq_manifest_package *p = eq_manifest_package_at(m, i);
+		if (!strcmp(p->object.sha256, sha))
+			return true;
+		for (size_t d = 0; d < p->n_deltas; d++)
+			if (!strcmp(p->deltas[d].sha256, sha))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Removes the fetcher's object and delta files (finished and .part) that
+ * @keep does not use; @keep NULL removes them all. Before an install this
+ * drops what another release left while keeping this release's partial
+ * downloads for resume; after a slot is complete and verified nothing is
+ * needed any more. Other files (the manifest validators) stay. Best effort:
+ * a file that cannot be removed is logged and left.
+ */
+static void prune_downloads(struct eq_agent *a, const struct eq_manifest *keep)
+{
+	DIR *d = opendir(a->downloads);
+	if (!d)
+		return;
+	struct dirent *de;
+	size_t removed = 0;
+	while ((de = readdir(d))) {
+		char sha[65];
+		if (!is_download(de->d_name, sha) || (keep && wanted_by(keep, sha)))
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			removed++;
+		else if (errno != ENOENT)
+			eq_log(EQ_LOG_WARNING, "cannot remove %s/%s: %s", a->downloads, de->d_name, strerror(errno));
+	}
+	closedir(d);
+	if (removed)
+		eq_log(EQ_LOG_INFO, "removed %zu download%s no longer needed from %s", removed, removed == 1 ? "" : "s",
+		       a->downloads);
+}
+
 eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_error *err)
 {
 	struct eq_status st;
@@ -174,7 +335,7 @@ eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_erro
 			*err = e;
 		return eq_error_prefix(err, r, "bootloader");
 	}
-	if ((r = eq_state_load(a->state_path, &st.state, err)))
+	if ((r = load_state(a, &st.state, err)))
 		return r;
 	for (int s = 0; s < EQ_BL_SLOTS; s++) {
 		char *root = NULL;
@@ -276,14 +437,15 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 	if (r)
 		return r;
 	struct eq_state st;
-	if ((r = eq_state_load(a->state_path, &st, err)))
+	if ((r = load_state(a, &st, err)))
 		return r;
 	if ((r = read_running(a, booted, &c.running, err)))
 		goto fail;
 	bool fresh;
 	if ((r = fetch_manifest(a, &c.manifest_bytes, &c.manifest_len, &c.sig_bytes, &c.sig_len, &fresh, err)))
 		goto fail;
-	struct eq_manifest_policy pol = {.board = a->cfg->board, .now = now_s(), .check_expiry = true};
+	struct eq_manifest_policy pol = {
+		.board = a->cfg->board, .channel = a->cfg->channel, .now = now_s(), .check_expiry = true};
 	if ((r = eq_manifest_load_verified(c.manifest_bytes, c.manifest_len, c.sig_bytes, c.sig_len, a->trust, &pol,
 					   &c.next, err))) {
 		eq_error_prefix(err, r, "%s", fresh ? "repository manifest" : a->cache_manifest);
@@ -311,6 +473,15 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 		c.up_to_date = true;
 	} else if (offered == st.failed_number && !retry) {
 		c.skipped_failed = true;
+	} else if (offered == st.error_number && !retry && now_s() < st.next_attempt) {
+		c.waiting = true;
+		c.next_attempt = st.next_attempt;
+		c.attempts = st.attempts;
+		snprintf(c.error, sizeof(c.error), "%s", st.error);
+		char when[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(c.next_attempt, when);
+		eq_log(EQ_LOG_NOTICE, "release %" PRIu64 " failed to install %" PRIu64 " time%s (last: %s); the next attempt is due at %s",
+		       offered, c.attempts, c.attempts == 1 ? "" : "s", c.error, when);
 	}
 	if ((r = eq_plan_make(c.running, c.next, &c.plan, err)))
 		goto fail;
@@ -395,13 +566,35 @@ static eq_err build_slot(struct eq_agent *a, int target, const struct eq_manifes
 	return r;
 }
 
+/* Back to idle after a failed install of release @number; failed_number
+ * is kept, the error counted and the next attempt delayed. */
+static void record_install_error(struct eq_agent *a, const struct eq_state *st, uint64_t number, const char *msg)
+{
+	struct eq_state idle;
+	eq_state_init(&idle);
+	idle.failed_number = st->failed_number;
+	snprintf(idle.failed_reason, sizeof(idle.failed_reason), "%s", st->failed_reason);
+	idle.error_number = number;
+	idle.attempts = (st->error_number == number ? st->attempts : 0) + 1;
+	idle.error_at = now_s();
+	idle.next_attempt = idle.error_at + eq_state_backoff_s(idle.attempts);
+	snprintf(idle.error, sizeof(idle.error), "%s", msg);
+	char when[EQ_MANIFEST_TIME_LEN + 1];
+	eq_manifest_format_time(idle.next_attempt, when);
+	eq_log(EQ_LOG_WARNING, "release %" PRIu64 ": install attempt %" PRIu64 " failed; the next is due at %s", number,
+	       idle.attempts, when);
+	struct eq_error e;
+	if (save_state(a, &idle, &e))
+		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&e));
+}
+
 eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *ret, struct eq_error *err)
 {
 	struct eq_update_result res;
 	memset(&res, 0, sizeof(res));
 	double t0 = eq_now_s();
 	struct eq_state st;
-	eq_err r = eq_state_load(a->state_path, &st, err);
+	eq_err r = load_state(a, &st, err);
 	if (r)
 		return r;
 	if (st.phase == EQ_PHASE_TRYING)
@@ -415,6 +608,19 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	struct eq_check c;
 	if ((r = eq_agent_check(a, retry, &c, err)))
 		return r;
+	if (c.waiting) {
+		/* An error, not "up to date": the daemon logs it as a failed
+		 * poll, and a person sees why nothing happened. */
+		char when[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(c.next_attempt, when);
+		(void)!get_number(c.next, &res.number, res.release, NULL);
+		r = eq_error_set(err, EQ_ERR_STATE,
+				 "release %" PRIu64 " failed to install %" PRIu64 " time%s (last: %s); waiting until %s "
+				 "before the next attempt ('eqota update --retry' tries now)",
+				 res.number, c.attempts, c.attempts == 1 ? "" : "s", c.error, when);
+		eq_check_done(&c);
+		return r;
+	}
 	if (c.up_to_date || c.skipped_failed) {
 		res.exit = EQ_EXIT_OK;
 		(void)!get_number(c.next, &res.number, res.release, NULL);
@@ -438,27 +644,31 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	st.from_slot = booted;
 	st.target_number = res.number;
 	snprintf(st.target_release, sizeof(st.target_release), "%s", res.release);
+	st.boot_id[0] = '\0';
 	if ((r = save_state(a, &st, err)))
 		goto out;
+	/* What an older release left in the downloads goes; a partial download
+	 * of this release stays, to be resumed. */
+	prune_downloads(a, c.next);
 	r = build_slot(a, target, c.running, run_root, &c, &c.plan, &res.install, err);
 	struct eq_error re;
 	if (eq_slot_release(a->cfg, run_name, &re))
 		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&re));
 	if (r) {
-		/* A network failure is retried at the next poll; anything else
-		 * (bad object, full disk) would fail again: remember it. */
-		struct eq_state idle;
-		eq_state_init(&idle);
-		if (r != EQ_ERR_NETWORK) {
-			idle.failed_number = res.number;
-			snprintf(idle.failed_reason, sizeof(idle.failed_reason), "install failed: %s", eq_error_msg(err));
-		} else {
-			idle.failed_number = st.failed_number;
-			snprintf(idle.failed_reason, sizeof(idle.failed_reason), "%s", st.failed_reason);
-		}
-		(void)!save_state(a, &idle, NULL);
+		/* Only a trial decides that a release is bad (a failed health
+		 * check, a slot that never came up). An install error (network,
+		 * 404 from a CDN still propagating, hash or size mismatch, full
+		 * disk, a delta that does not apply) says nothing certain about
+		 * the release: it is retried with backoff, and status shows it. */
+		record_install_error(a, &st, res.number, eq_error_msg(err));
 		goto out;
 	}
+	/* The slot is complete and verified: its downloads are not needed. */
+	prune_downloads(a, NULL);
+	st.error_number = 0;
+	st.error[0] = '\0';
+	st.error_at = st.next_attempt = 0;
+	st.attempts = 0;
 	st.phase = EQ_PHASE_INSTALLED;
 	if ((r = save_state(a, &st, err)))
 		goto out;
@@ -472,6 +682,7 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 		goto out;
 	}
 	st.phase = EQ_PHASE_TRYING;
+	read_boot_id(st.boot_id);
 	if ((r = save_state(a, &st, err)))
 		goto out;
 	res.exit = EQ_EXIT_UPDATED;
@@ -502,7 +713,7 @@ static eq_err fail_trial(struct eq_agent *a, struct eq_state *st, const char *re
 eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_error *err)
 {
 	struct eq_state st;
-	eq_err r = eq_state_load(a->state_path, &st, err);
+	eq_err r = load_state(a, &st, err);
 	if (r)
 		return r;
 	int booted;
@@ -524,13 +735,26 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 		 * boot order and the next update starts it again (downloads resume). */
 		eq_log(EQ_LOG_NOTICE, "an interrupted install of release %" PRIu64 " into slot %s is abandoned",
 		       st.target_number, eq_bl_slot_name((unsigned)st.target_slot));
-		struct eq_state idle;
-		eq_state_init(&idle);
-		idle.failed_number = st.failed_number;
-		snprintf(idle.failed_reason, sizeof(idle.failed_reason), "%s", st.failed_reason);
+		struct eq_state idle = st;
+		idle.phase = EQ_PHASE_IDLE;
+		idle.target_slot = idle.from_slot = -1;
+		idle.target_number = 0;
+		idle.target_release[0] = idle.boot_id[0] = '\0';
 		return save_state(a, &idle, err);
 	}
 	if (st.phase == EQ_PHASE_TRYING) {
+		/* A daemon restart or a mark-good between `update` and the reboot
+		 * runs in the boot that armed the trial: the trial slot has not
+		 * had its chance yet, so this is not a fallback. */
+		char boot_id[EQ_STATE_BOOT_ID_MAX + 1];
+		read_boot_id(boot_id);
+		if (st.boot_id[0] && !strcmp(boot_id, st.boot_id)) {
+			eq_log(EQ_LOG_NOTICE,
+			       "slot %s holds release %" PRIu64 " on trial, to be tried at the next boot; not rebooted yet, "
+			       "nothing to confirm",
+			       eq_bl_slot_name((unsigned)st.target_slot), st.target_number);
+			return EQ_OK;
+		}
 		if (booted != st.target_slot) {
 			char reason[EQ_STATE_REASON_MAX];
 			snprintf(reason, sizeof(reason), "slot %s did not come up; the bootloader fell back to %s",
@@ -586,7 +810,7 @@ eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error
 	(void)!get_number(m, &number, NULL, NULL);
 	eq_manifest_free(m);
 	struct eq_state st;
-	if ((r = eq_state_load(a->state_path, &st, err)))
+	if ((r = load_state(a, &st, err)))
 		return r;
 	/* Other slot first, so a power cut between the writes still boots. */
 	if ((r = eq_bl_mark_good(a->bl, (unsigned)other, err)) || (r = eq_bl_mark_bad(a->bl, (unsigned)booted, err)))
@@ -648,15 +872,16 @@ static eq_err fetch_release(struct eq_agent *a, uint64_t number, struct rel_copy
 	memset(&x, 0, sizeof(x));
 	/* Expiry is not checked: factories install what was tested, however
 	 * old its manifest is. */
-	struct eq_manifest_policy pol = {.board = a->cfg->board, .now = now_s(), .check_expiry = false};
+	struct eq_manifest_policy pol = {.board = a->cfg->board,
+					 .channel = a->cfg->channel,
+					 .number = number,
+					 .now = now_s(),
+					 .check_expiry = false};
 	eq_err r = eq_fetch_release_manifest(a->fetcher, number, &x.mb, &x.ml, &x.sb, &x.sl, err);
 	if (!r && (r = eq_manifest_load_verified(x.mb, x.ml, x.sb, x.sl, a->trust, &pol, &x.m, err)))
-		(void)eq_error_prefix(err, r, "release %" PRIu64, number);
+		(void)eq_error_prefix(err, r, "releases/%" PRIu64 "/manifest.json", number);
 	if (!r)
 		r = get_number(x.m, &x.number, x.name, err);
-	if (!r && x.number != number)
-		r = eq_error_set(err, EQ_ERR_VERIFY, "releases/%" PRIu64 "/manifest.json holds release number %" PRIu64,
-				 number, x.number);
 	if (r) {
 		rel_copy_done(&x);
 		return r;
@@ -804,7 +1029,8 @@ eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release
 	eq_err r = fetch_manifest(a, &c.manifest_bytes, &c.manifest_len, &c.sig_bytes, &c.sig_len, &fresh, err);
 	if (r)
 		goto out;
-	struct eq_manifest_policy pol = {.board = a->cfg->board, .now = now_s(), .check_expiry = true};
+	struct eq_manifest_policy pol = {
+		.board = a->cfg->board, .channel = a->cfg->channel, .now = now_s(), .check_expiry = true};
 	if ((r = eq_manifest_load_verified(c.manifest_bytes, c.manifest_len, c.sig_bytes, c.sig_len, a->trust, &pol,
 					   &c.next, err)))
 		goto out;

@@ -25,6 +25,7 @@ static const char *const section_names[SEC__COUNT] = {
 enum kind {
 	K_URL,      /* http/https/file URL, trailing '/' removed */
 	K_NAME,     /* a path component of the repository (board, channel) */
+	K_BLVAR,    /* a bootloader variable name */
 	K_PATH,     /* absolute path */
 	K_CMD,      /* free text (a command line) */
 	K_UINT,     /* unsigned in [min, max] */
@@ -51,6 +52,7 @@ static const struct key_def keys[] = {
 	{SEC_REPOSITORY, "ca-file", K_PATH, S(ca_file), 0, 0},
 	{SEC_REPOSITORY, "connect-timeout", K_UINT, S(connect_timeout_s), 1, 600},
 	{SEC_REPOSITORY, "low-speed-time", K_UINT, S(low_speed_time_s), 1, 3600},
+	{SEC_REPOSITORY, "min-rate", K_UINT, S(min_rate), 1, 100000000},
 	{SEC_REPOSITORY, "retries", K_UINT, S(retries), 0, 20},
 	{SEC_REPOSITORY, "retry-delay-ms", K_UINT, S(retry_delay_ms), 10, 600000},
 	{SEC_SLOTS, "type", K_SLOTTYPE, S(slot_type), 0, 0},
@@ -62,15 +64,16 @@ static const struct key_def keys[] = {
 	{SEC_BOOTLOADER, "cmdline", K_PATH, S(cmdline), 0, 0},
 	{SEC_BOOTLOADER, "good-attempts", K_UINT, S(bl_good_attempts), 1, 9},
 	{SEC_BOOTLOADER, "try-attempts", K_UINT, S(bl_try_attempts), 1, 9},
-	{SEC_BOOTLOADER, "var-order", K_NAME, S(bl_var_order), 0, 0},
-	{SEC_BOOTLOADER, "var-a-left", K_NAME, S(bl_var_a_left), 0, 0},
-	{SEC_BOOTLOADER, "var-b-left", K_NAME, S(bl_var_b_left), 0, 0},
-	{SEC_BOOTLOADER, "var-trial", K_NAME, S(bl_var_trial), 0, 0},
+	{SEC_BOOTLOADER, "var-order", K_BLVAR, S(bl_var_order), 0, 0},
+	{SEC_BOOTLOADER, "var-a-left", K_BLVAR, S(bl_var_a_left), 0, 0},
+	{SEC_BOOTLOADER, "var-b-left", K_BLVAR, S(bl_var_b_left), 0, 0},
+	{SEC_BOOTLOADER, "var-trial", K_BLVAR, S(bl_var_trial), 0, 0},
 	{SEC_PATHS, "data", K_PATH, S(data_dir), 0, 0},
 	{SEC_HEALTH, "check", K_CHECK, 0, 0, 0},
 	{SEC_HEALTH, "timeout", K_UINT, S(health_timeout_s), 1, 86400},
 	{SEC_DAEMON, "interval", K_UINT, S(poll_interval_s), 60, 604800},
 	{SEC_DAEMON, "jitter", K_UINT, S(poll_jitter_s), 0, 86400},
+	{SEC_DAEMON, "cycle-timeout", K_UINT, S(cycle_timeout_s), 10, 604800},
 };
 #undef S
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -195,6 +198,16 @@ static eq_err set_value(struct parser *p, size_t ki, const char *v)
 			return eq_error_set(p->err, EQ_ERR_INVAL,
 					    "%s:%u: %s = %s: the base URL may not contain spaces, '?' or '#'", p->name,
 					    p->line, k->name, v);
+		break;
+	case K_BLVAR:
+		/* The rule of the narrowest environment (GRUB's), as the
+		 * bootloader module applies it; refused here with the line. */
+		if (!*v || strlen(v) > 64 || (*v >= '0' && *v <= '9') ||
+		    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != strlen(v))
+			return eq_error_set(p->err, EQ_ERR_INVAL,
+					    "%s:%u: %s = %s: expected 1 to 64 of A-Z a-z 0-9 _, not starting with a "
+					    "digit",
+					    p->name, p->line, k->name, v);
 		break;
 	case K_NAME:
 		if (!valid_name(v))
@@ -396,12 +409,14 @@ eq_err eq_config_parse(const char *name, const char *text, size_t len, struct eq
 	p->err = err;
 	p->c.connect_timeout_s = 15;
 	p->c.low_speed_time_s = 60;
+	p->c.min_rate = 1024;
 	p->c.retries = 5;
 	p->c.retry_delay_ms = 1000;
 	p->c.slot_type = EQ_SLOT_DIR;
 	p->c.health_timeout_s = 60;
 	p->c.poll_interval_s = 3600;
 	p->c.poll_jitter_s = 600;
+	p->c.cycle_timeout_s = 10800;
 
 	eq_err r = EQ_OK;
 	enum section sec = SEC_NONE;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #define HEADER_VALUE_MAX 1024u
 #define BACKOFF_CAP_MS 60000u
 #define PROGRESS_INTERVAL_S 0.2
+#define DEADLINE_MAX_S (7u * 86400u)
 
 struct eq_fetcher {
 	char *base_url; /* without trailing '/' */
@@ -31,6 +33,8 @@ struct eq_fetcher {
 	char *dir;
 	char *validators_path;
 	unsigned retries, retry_delay_ms;
+	unsigned min_rate, low_speed_time_s, connect_timeout_s;
+	char scheme[8]; /* the configured URL's: no other is ever spoken */
 	CURL *curl;
 	char errbuf[CURL_ERROR_SIZE];
 	eq_progress_fn progress;
@@ -64,6 +68,7 @@ struct xfer {
 	uint64_t length;
 	char etag[HEADER_VALUE_MAX], lastmod[HEADER_VALUE_MAX];
 	/* outcome of the callbacks */
+	bool error_body; /* the body of a non-2xx answer began: not read */
 	bool body_started;
 	uint64_t received; /* body bytes kept by this request */
 	eq_err cb_err;     /* set when a callback aborted the transfer */
@@ -288,8 +293,12 @@ static size_t write_cb(char *buf, size_t size, size_t nmemb, void *ud)
 	struct xfer *x = ud;
 	size_t len = size * nmemb;
 	x->f->stats.bytes += len;
-	if (!x->is_file && x->status != 200 && x->status != 206)
-		return len; /* an error page: the status tells what happened */
+	if (!x->is_file && x->status != 200 && x->status != 206) {
+		/* An error page: the status tells what happened, and a server
+		 * could send it without end. Not one byte of it is read. */
+		x->error_body = true;
+		return 0;
+	}
 	if (x->mem) {
 		if (eq_buf_append(x->mem, buf, len, &x->cb_error) != EQ_OK) {
 			if (x->cb_error.code == EQ_ERR_LIMIT)
@@ -365,6 +374,7 @@ static eq_err perform(struct eq_fetcher *f, struct xfer *x, struct curl_slist *h
 	*ret_outcome = OUT_FAIL;
 	x->f = f;
 	x->status = 0;
+	x->error_body = false;
 	x->cb_err = EQ_OK;
 	eq_error_clear(&x->cb_error);
 	x->started_s = x->last_progress_s = x->last_sync_s = eq_now_s();
@@ -378,6 +388,13 @@ static eq_err perform(struct eq_fetcher *f, struct xfer *x, struct curl_slist *h
 	} else {
 		SETOPT(f, CURLOPT_RANGE, (char *)NULL);
 	}
+	/* A deadline for the whole request, from the most it may carry at
+	 * the lowest rate allowed: a server that trickles just above the
+	 * low-speed limit still ends. */
+	uint64_t left = x->cap > x->have ? x->cap - x->have : 0;
+	uint64_t deadline = f->connect_timeout_s + f->low_speed_time_s + left / f->min_rate;
+	/* curl takes at most INT_MAX / 1000 s; a week is the cap anyway. */
+	SETOPT(f, CURLOPT_TIMEOUT, (long)(deadline < DEADLINE_MAX_S ? deadline : DEADLINE_MAX_S));
 	SETOPT(f, CURLOPT_WRITEDATA, x);
 	SETOPT(f, CURLOPT_HEADERDATA, x);
 	SETOPT(f, CURLOPT_XFERINFODATA, x);
@@ -399,6 +416,21 @@ static eq_err perform(struct eq_fetcher *f, struct xfer *x, struct curl_slist *h
 	}
 	long status = 0;
 	(void)curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (rc == CURLE_WRITE_ERROR && x->error_body)
+		rc = CURLE_OK; /* cut on purpose, the status is what counts */
+	if (rc == CURLE_UNSUPPORTED_PROTOCOL)
+		return eq_error_set(err, EQ_ERR_NETWORK,
+				    "%s: redirect refused: the repository is %s:// and is never continued over another "
+				    "protocol (%s)",
+				    x->url, f->scheme, f->errbuf[0] ? f->errbuf : curl_easy_strerror(rc));
+	if (rc == CURLE_OPERATION_TIMEDOUT) {
+		*ret_outcome = OUT_RETRY;
+		return eq_error_set(err, EQ_ERR_NETWORK,
+				    "%s: too slow: %s (below %u bytes/s for %u s, or past the deadline for %" PRIu64
+				    " bytes); see [repository] min-rate",
+				    x->url, f->errbuf[0] ? f->errbuf : curl_easy_strerror(rc), f->min_rate,
+				    f->low_speed_time_s, left);
+	}
 	if (rc != CURLE_OK) {
 		if (rc == CURLE_FILE_COULDNT_READ_FILE) {
 			return eq_error_set(err, EQ_ERR_NOTFOUND, "%s: %s%s%s", x->url, curl_easy_strerror(rc),
@@ -465,6 +497,9 @@ eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, str
 	if (!f)
 		return eq_error_set(err, EQ_ERR_NOMEM, "fetcher: out of memory");
 	f->retries = cfg->retries;
+	f->min_rate = cfg->min_rate ? cfg->min_rate : 1;
+	f->low_speed_time_s = cfg->low_speed_time_s;
+	f->connect_timeout_s = cfg->connect_timeout_s;
 	f->retry_delay_ms = cfg->retry_delay_ms ? cfg->retry_delay_ms : 1;
 	f->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)f;
 	if (!f->rng)
@@ -491,8 +526,24 @@ eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, str
 	SETOPT(CURLOPT_ERRORBUFFER, f->errbuf);
 	SETOPT(CURLOPT_NOSIGNAL, 1L);
 	SETOPT(CURLOPT_USERAGENT, "eqota");
-	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https,file");
-	SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	/* The configured scheme only, redirects included: an https
+	 * repository is never continued over plain http. */
+	const char *colon = strstr(f->base_url, "://");
+	size_t sl = colon ? (size_t)(colon - f->base_url) : 0;
+	if (sl == 0 || sl >= sizeof(f->scheme)) {
+		r = eq_error_set(err, EQ_ERR_INVAL, "fetcher: url '%.200s' has no scheme", f->base_url);
+		goto out;
+	}
+	for (size_t k = 0; k < sl; k++)
+		f->scheme[k] = (char)(f->base_url[k] | 0x20);
+	f->scheme[sl] = '\0';
+	if (strcmp(f->scheme, "http") && strcmp(f->scheme, "https") && strcmp(f->scheme, "file")) {
+		r = eq_error_set(err, EQ_ERR_UNSUPPORTED, "fetcher: url scheme '%s' is not supported (http, https, file)",
+				 f->scheme);
+		goto out;
+	}
+	SETOPT(CURLOPT_PROTOCOLS_STR, f->scheme);
+	SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, f->scheme);
 	SETOPT(CURLOPT_FOLLOWLOCATION, 1L);
 	SETOPT(CURLOPT_MAXREDIRS, 5L);
 	SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
@@ -500,7 +551,7 @@ eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, str
 	if (cfg->ca_file)
 		SETOPT(CURLOPT_CAINFO, cfg->ca_file);
 	SETOPT(CURLOPT_CONNECTTIMEOUT, (long)cfg->connect_timeout_s);
-	SETOPT(CURLOPT_LOW_SPEED_LIMIT, 1L);
+	SETOPT(CURLOPT_LOW_SPEED_LIMIT, (long)f->min_rate);
 	SETOPT(CURLOPT_LOW_SPEED_TIME, (long)cfg->low_speed_time_s);
 	SETOPT(CURLOPT_FAILONERROR, 0L);
 	SETOPT(CURLOPT_HEADERFUNCTION, header_cb);

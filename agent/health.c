@@ -10,6 +10,17 @@
 
 #define MAX_ARGS 64
 
+/* The health check's process group while one runs, for
+ * eq_health_kill_running() (a signal handler). */
+static volatile sig_atomic_t running_pgid;
+
+void eq_health_kill_running(void)
+{
+	pid_t pg = running_pgid;
+	if (pg > 0)
+		kill(-pg, SIGKILL);
+}
+
 /* Splits @cmd at runs of spaces into @argv (pointers into @buf). */
 static size_t split(const char *cmd, char *buf, size_t bufsz, char **argv)
 {
@@ -44,23 +55,28 @@ static eq_err run_one(const char *cmd, double deadline, struct eq_error *err)
 		_exit(127);
 	}
 	setpgid(pid, pid);
+	running_pgid = pid;
 	int status;
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
 			break;
-		if (w < 0 && errno != EINTR)
+		if (w < 0 && errno != EINTR) {
+			running_pgid = 0;
 			return eq_error_errno(err, EQ_ERR_IO, "waiting for health check '%s'", cmd);
+		}
 		if (eq_now_s() >= deadline) {
 			kill(-pid, SIGKILL);
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;
+			running_pgid = 0;
 			return eq_error_set(err, EQ_ERR_LIMIT, "health check '%s' did not finish within the time limit",
 					    cmd);
 		}
 		struct timespec ts = {0, 20 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
+	running_pgid = 0;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return EQ_OK;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)

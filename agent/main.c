@@ -42,6 +42,15 @@ static void on_term(int sig)
 	stop_requested = 1;
 }
 
+/* SIGTERM in a cycle of the daemon: end it now, with any health check it
+ * started (the state file is only ever replaced atomically). */
+static void on_cycle_term(int sig)
+{
+	(void)sig;
+	eq_health_kill_running();
+	_exit(EQ_EXIT_FAILED);
+}
+
 static int usage_error(const char *what, const char *arg)
 {
 	fprintf(stderr, "eqota: %s%s%s%s\n%s", what, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", usage_text);
@@ -112,6 +121,15 @@ static int cmd_status(struct eq_agent *a)
 		} else {
 			printf("null");
 		}
+		printf(",\"install_error\":");
+		if (st.state.error_number) {
+			printf("{\"number\":%" PRIu64 ",\"error\":", st.state.error_number);
+			json_str(st.state.error);
+			printf(",\"at\":%lld,\"attempts\":%" PRIu64 ",\"next_attempt\":%lld}", (long long)st.state.error_at,
+			       st.state.attempts, (long long)st.state.next_attempt);
+		} else {
+			printf("null");
+		}
 		printf("}\n");
 		return EQ_EXIT_OK;
 	}
@@ -136,6 +154,13 @@ static int cmd_status(struct eq_agent *a)
 	printf("\n");
 	if (st.state.failed_number)
 		printf("last failed release: %" PRIu64 ": %s\n", st.state.failed_number, st.state.failed_reason);
+	if (st.state.error_number) {
+		char at[EQ_MANIFEST_TIME_LEN + 1], next[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(st.state.error_at, at);
+		eq_manifest_format_time(st.state.next_attempt, next);
+		printf("last install error: release %" PRIu64 ", attempt %" PRIu64 " at %s: %s\nnext attempt due: %s\n",
+		       st.state.error_number, st.state.attempts, at, st.state.error, next);
+	}
 	return EQ_EXIT_OK;
 }
 
@@ -278,14 +303,28 @@ static void sleep_interruptible(unsigned secs)
  * stays small. Returns the child's exit status. */
 static int daemon_cycle(const struct eq_config *cfg, bool first)
 {
+	/* Blocked across fork(): the child must not run the parent's
+	 * handlers, and the parent polls stop_requested below, so a signal
+	 * between fork() and the wait is never lost. */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	pid_t pid = fork();
 	if (pid < 0) {
 		eq_log(EQ_LOG_ERR, "cannot fork: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		return EQ_EXIT_FAILED;
 	}
 	if (pid == 0) {
+		struct sigaction term = {.sa_handler = on_cycle_term};
 		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		sigaction(SIGTERM, &dfl, NULL);
+		sigaction(SIGTERM, &term, NULL);
+		sigaction(SIGINT, &dfl, NULL);
+		/* Its own group: a stopped cycle takes whatever it started with it. */
+		setpgid(0, 0);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		struct eq_agent *a = NULL;
 		struct eq_error e;
 		if (eq_agent_new(cfg, &a, &e)) {
@@ -310,12 +349,38 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 		fflush(NULL);
 		_exit(rc);
 	}
+	setpgid(pid, pid);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	/* A hostile or broken server must not hold the daemon forever: past
+	 * cycle-timeout the cycle is stopped and the next poll starts over
+	 * (downloads resume from their .part files). */
+	double now = eq_now_s(), deadline = now + cfg->cycle_timeout_s, kill_at = 0;
+	bool stopping = false;
 	int status;
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR)
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			eq_log(EQ_LOG_ERR, "waiting for the poll: %s", strerror(errno));
 			return EQ_EXIT_FAILED;
-		if (stop_requested)
-			kill(pid, SIGTERM);
+		}
+		now = eq_now_s();
+		if (!stopping && (stop_requested || now >= deadline)) {
+			if (!stop_requested)
+				eq_log(EQ_LOG_WARNING,
+				       "the poll ran longer than [daemon] cycle-timeout (%u s): stopping it, retrying at "
+				       "the next poll",
+				       cfg->cycle_timeout_s);
+			kill(-pid, SIGTERM);
+			stopping = true;
+			kill_at = now + 10;
+		} else if (stopping && kill_at > 0 && now >= kill_at) {
+			kill(-pid, SIGKILL);
+			kill_at = 0;
+		}
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
 	}
 	return WIFEXITED(status) ? WEXITSTATUS(status) : EQ_EXIT_FAILED;
 }

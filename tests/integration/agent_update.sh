@@ -40,8 +40,10 @@ mkdevice() { # DIR [CHECK] [TIMEOUT] [URL]
   simdevice_make "$1" "${4:-$url}" qemux86-64 "$w/rel.pub" repository.retries=1 repository.retry-delay-ms=100 \
     repository.low-speed-time=5 "health.check=${2:-/bin/true}" "health.timeout=${3:-10}"
 }
-boot() { "$simboot" --env "$1/bootenv" --cmdline "$1/cmdline"; }
-eq() { local d=$1; shift; "$eqota" --config "$d/eqota.conf" "$@"; }
+# Each simulated boot gets a new kernel boot id (the EQ_TEST_BOOT_ID_FILE
+# test hook), so the agent can tell "not rebooted yet" from "fell back".
+boot() { cat /proc/sys/kernel/random/uuid > "$1/boot_id"; "$simboot" --env "$1/bootenv" --cmdline "$1/cmdline"; }
+eq() { local d=$1; shift; EQ_TEST_BOOT_ID_FILE=$d/boot_id "$eqota" --config "$d/eqota.conf" "$@"; }
 # A digest of a slot: every path with type, mode, owner, file size and
 # content hash, link target, device numbers and xattrs (eqota's own records
 # left out). Directory sizes are left out: they depend on the file system's
@@ -206,6 +208,110 @@ serve "$w/repo-fresh"
 EQ_TEST_NOW=$(( $(date +%s) + 60 * 86400 )) run "fresh manifest after expiry" 3 eq "$w/d" update &&
   pass "a device past the old expiry updates as soon as a fresh manifest is published"
 
+# ---- 3b. mix-and-match (issue 12, finding 2): a validly signed manifest of
+# another channel or board served at this device's path is refused before
+# any object is fetched.
+fetched_objects() { httpd_log_flush; awk '$2 ~ /^\/(objects|deltas)\//' "$HTTPD_ACCESS_LOG" | wc -l; }
+mixed() { # NAME REPO MESSAGE...
+  local name=$1 repo=$2; shift 2
+  fresh; serve "$repo"; log_reset
+  if run "$name" 1 eq "$w/d" update; then
+    local m ok=1; for m in "$@"; do grep -qF -- "$m" <<<"$out" || ok=0; done
+    [ $ok = 1 ] && pass "$name: refused ($*)" || fail "$name: message '$out'"
+  fi
+  [ "$(fetched_objects)" -eq 0 ] || fail "$name: objects were downloaded"
+  [ "$(boot "$w/d")" = A ] || fail "$name: the device no longer boots A"
+}
+mkdir -p mm
+mmset=("$cache/release1"/*.deb)
+for f in "${mmset[@]:0:3}"; do ln -sf "$f" mm/; done
+cp -a repo repo-beta
+# Three beta releases: the offered number (3) is above the device's (1).
+for b in b1 b2 b3; do
+  "$gen" -q publish --repo repo-beta --board qemux86-64 --channel beta --key rel.key --store store.db --level 3 \
+    --release $b --packages mm >/dev/null
+done
+cp repo-beta/boards/qemux86-64/beta/manifest.json repo-beta/boards/qemux86-64/beta/manifest.json.sig \
+  repo-beta/boards/qemux86-64/stable/
+mixed "beta manifest at the stable path" "$w/repo-beta" "channel 'beta'" "'stable'"
+cp -a repo repo-board
+for b in o1 o2 o3; do
+  "$gen" -q publish --repo repo-board --board otherboard --channel stable --key rel.key --store store.db --level 3 \
+    --release $b --packages mm >/dev/null
+done
+cp repo-board/boards/otherboard/stable/manifest.json repo-board/boards/otherboard/stable/manifest.json.sig \
+  repo-board/boards/qemux86-64/stable/
+mixed "another board's manifest" "$w/repo-board" "board 'otherboard'" "'qemux86-64'"
+# provision --release 1 served release 2's signed manifest as releases/1/.
+cp -a repo repo-swap
+cp repo/boards/qemux86-64/stable/releases/2/manifest.json repo/boards/qemux86-64/stable/releases/2/manifest.json.sig \
+  repo-swap/boards/qemux86-64/stable/releases/1/
+serve "$w/repo-swap" "$w/nodev"; rm -rf "$w/sw"; mkdevice "$w/sw" /bin/true 10 "http://127.0.0.1:$HTTPD_PORT"; log_reset
+run "provision --release 1, release 2 served" 1 eq "$w/sw" provision --slot A --release 1 &&
+  grep -q "release number 2" <<<"$out" && [ "$(fetched_objects)" -eq 0 ] &&
+  pass "provision --release 1 refuses another release's manifest before downloading" || fail "provision swap: $out"
+
+# ---- 3c. one missing or bad object does not blacklist a release (finding 3)
+transient() { # NAME BROKEN_REPO WHAT
+  local name=$1 broken=$2 what=$3
+  fresh; serve "$broken"
+  run "$name" 1 eq "$w/d" update || return 0
+  grep -qF -- "$what" <<<"$out" || fail "$name: message '$out'"
+  run "$name: status" 0 eq "$w/d" status --json
+  python3 -c 'import json,sys; s=json.loads(sys.argv[1]); e=s["install_error"]; assert s["failed"] is None and e["number"]==2 and e["attempts"]==1 and e["next_attempt"]>=e["at"]+60 and sys.argv[2] in e["error"], s' "$out" "$what" &&
+    pass "$name: not marked failed; status --json shows the error and the next attempt" || fail "$name: status $out"
+  run "$name: status text" 0 eq "$w/d" status
+  grep -q "last install error: release 2, attempt 1" <<<"$out" && grep -q "next attempt due: " <<<"$out" ||
+    fail "$name: status text: $out"
+  serve "$w/repo"
+  run "$name: too early" 1 eq "$w/d" update && grep -q "waiting until" <<<"$out" &&
+    pass "$name: the next poll before the backoff ends waits ('waiting until')" || fail "$name: early: $out"
+  EQ_TEST_NOW=$(( $(date +%s) + 120 )) run "$name: after the backoff" 3 eq "$w/d" update &&
+    pass "$name: the next update after the backoff installs the release (no --retry)"
+  [ -z "$(find "$w/d/data/downloads" -regextype posix-extended -regex '.*/[0-9a-f]{64}(\.part)?' -print -quit)" ] &&
+    pass "$name: downloads removed once the slot is complete and verified" ||
+    fail "$name: downloads left: $(ls "$w/d/data/downloads")"
+}
+cp -a repo repo-404
+lib=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); p=[p for p in m["packages"] if p["name"]=="libc6"][0]; print(" ".join([p["object"]["path"]] + [d["path"] for d in p["deltas"]]))' repo/boards/qemux86-64/stable/manifest.json)
+for f in $lib; do rm -f "repo-404/$f"; done
+transient "object 404 once" "$w/repo-404" "404"
+transient "object with a bad hash once" "$w/repo-bad" "SHA-256"
+
+# ---- 3d. confirm before the reboot does nothing; after it, it commits
+fresh; serve "$w/repo"
+run "update (no reboot yet)" 3 eq "$w/d" update
+run "mark-good before the reboot" 0 eq "$w/d" mark-good &&
+  grep -q "not rebooted yet" <<<"$out" && pass "mark-good before the reboot: nothing to confirm" || fail "early mark-good: $out"
+run "status after early mark-good" 0 eq "$w/d" status --json
+python3 -c 'import json,sys; s=json.loads(sys.argv[1]); assert s["failed"] is None and s["state"]["phase"]=="trying", s' "$out" ||
+  fail "early mark-good changed the state: $out"
+[ "$(boot "$w/d")" = B ] && run "confirm after the reboot" 0 eq "$w/d" mark-good &&
+  pass "after the reboot the trial is confirmed" || fail "reboot after early mark-good: $out"
+
+# ---- 3e. a damaged state file never bricks the agent
+for dmg in garbage truncated empty; do
+  fresh; serve "$w/repo"
+  case $dmg in
+    garbage) head -c 3000 /dev/urandom > "$w/d/data/state" ;;
+    truncated) printf 'phase=idle\ntarget_slot=-\nfrom_sl' > "$w/d/data/state" ;;
+    empty) : > "$w/d/data/state" ;;
+  esac
+  run "status ($dmg state)" 0 eq "$w/d" status && grep -q "state file $w/d/data/state" <<<"$out" &&
+    pass "$dmg state file: status works and names the file" || fail "$dmg status: $out"
+  run "update ($dmg state)" 3 eq "$w/d" update && pass "$dmg state file: update works"
+done
+# Damaged while a trial is armed: rebuilt as "trying" from the bootloader.
+fresh; serve "$w/repo"
+run "update before damage" 3 eq "$w/d" update
+printf 'phase=tr' > "$w/d/data/state"
+boot "$w/d" >/dev/null
+run "confirm (damaged state, trial armed)" 0 eq "$w/d" mark-good
+grep -q "rebuilt from the bootloader" <<<"$out" && grep -q "committed" <<<"$out" &&
+  pass "damaged state with slot B on trial and booted: rebuilt as trying B, confirmed and committed" ||
+  fail "recovery with a trial: $out"
+[ "$(boot "$w/d")" = B ] || fail "recovery: B not committed"
+
 # ---- the daemon: confirm at start, poll, stop cleanly on SIGTERM
 fresh; serve "$w/repo"
 printf '[daemon]\ninterval = 60\njitter = 0\n' >> "$w/d/eqota.conf"
@@ -240,7 +346,7 @@ if [ -n "${part:-}" ]; then
   HTTPD_PORT_WANTED=$port httpd_start "$w/repo" "$w/logs"
   sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$w/d/eqota.conf"
   log_reset
-  run "resumed update" 3 eq "$w/d" update
+  run "resumed update" 3 eq "$w/d" update --retry   # the interruption was recorded: skip its backoff
   httpd_log_flush
   if awk '$5 ~ /^bytes=[1-9]/ {found=1} END {exit !found}' "$HTTPD_ACCESS_LOG"; then pass "interrupted download resumed with a Range request";
   else fail "no Range request after the interruption"; cat "$HTTPD_ACCESS_LOG"; fi

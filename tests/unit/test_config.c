@@ -64,6 +64,7 @@ static void test_defaults(void **state)
 	assert_null(c.ca_file);
 	assert_int_equal(c.connect_timeout_s, 15);
 	assert_int_equal(c.low_speed_time_s, 60);
+	assert_int_equal(c.min_rate, 1024);
 	assert_int_equal(c.retries, 5);
 	assert_int_equal(c.retry_delay_ms, 1000);
 	assert_int_equal(c.slot_type, EQ_SLOT_DIR);
@@ -78,6 +79,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.health_timeout_s, 60);
 	assert_int_equal(c.poll_interval_s, 3600);
 	assert_int_equal(c.poll_jitter_s, 600);
+	assert_int_equal(c.cycle_timeout_s, 10800);
 	eq_config_done(&c);
 	eq_config_done(&c); /* done twice is harmless: it zeroes the struct */
 	eq_config_done(NULL);
@@ -208,6 +210,11 @@ static void test_value_errors(void **state)
 		{"bootloader", "cmdline = proc/cmdline", "cmdline = proc/cmdline: expected an absolute path"},
 		{"paths", "data = var/lib", "data = var/lib: expected an absolute path"},
 		{"repository", "ca-file = ca.pem", "ca-file = ca.pem: expected an absolute path"},
+		{"repository", "min-rate = 0", "min-rate = 0: expected 1..100000000"},
+		{"daemon", "cycle-timeout = 9", "cycle-timeout = 9: expected 10..604800"},
+		/* refused here with file and line, not later by the bootloader */
+		{"bootloader", "var-order = boot-order", "var-order = boot-order: expected 1 to 64 of A-Z a-z 0-9 _"},
+		{"bootloader", "var-trial = 1st", "var-trial = 1st: expected 1 to 64 of"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		/* MIN_CONF is 10 lines; the section header is line 11 */

@@ -40,7 +40,8 @@ struct eq_config {
 	char *trust;        /* root-of-trust file, or NULL when key is set */
 	char *ca_file;      /* CA bundle for https, NULL: system default */
 	unsigned connect_timeout_s;   /* default 15 */
-	unsigned low_speed_time_s;    /* abort below 1 byte/s for this long, default 60 */
+	unsigned low_speed_time_s;    /* abort below min_rate for this long, default 60 */
+	unsigned min_rate;            /* bytes/s, default 1024; also sets each request's deadline */
 	unsigned retries;             /* per request, default 5 */
 	unsigned retry_delay_ms;      /* first backoff, doubled each retry, default 1000 */
 	/* [slots] */
@@ -68,6 +69,7 @@ struct eq_config {
 	/* [daemon] */
 	unsigned poll_interval_s;  /* default 3600 */
 	unsigned poll_jitter_s;    /* default 600 */
+	unsigned cycle_timeout_s;  /* a poll is stopped after this long, default 10800 */
 };
 
 /*
@@ -300,6 +302,15 @@ enum eq_phase {
 EQ_API const char *eq_phase_name(enum eq_phase p);
 
 #define EQ_STATE_REASON_MAX 256
+#define EQ_STATE_BOOT_ID_MAX 64
+/* The state file's size cap: a longer file is damaged, not read. */
+#define EQ_STATE_MAX_BYTES 8192u
+
+/* Backoff of a release whose install failed for a transient reason
+ * (download, 404, hash, size, space, delta): 1 minute after the first
+ * failure, doubling per failure, at most 6 hours. */
+#define EQ_RETRY_FIRST_S 60
+#define EQ_RETRY_MAX_S (6 * 3600)
 
 struct eq_state {
 	enum eq_phase phase;
@@ -307,15 +318,38 @@ struct eq_state {
 	int from_slot;                   /* slot that was running when the update began */
 	uint64_t target_number;          /* release number being installed or tried */
 	char target_release[65];
-	uint64_t failed_number;          /* last release that failed, 0 for none */
+	uint64_t failed_number;          /* last release that failed its trial, 0 for none */
 	char failed_reason[EQ_STATE_REASON_MAX];
 	int64_t changed_at;              /* seconds since the epoch of the last change */
+	/* Added. Kernel boot id (/proc/sys/kernel/random/boot_id) when the
+	 * trial was armed: the same id at confirm means "not rebooted yet".
+	 * "" when unknown. */
+	char boot_id[EQ_STATE_BOOT_ID_MAX + 1];
+	/* Added. The last transient install error: never marks the release
+	 * failed, only delays its next attempt (EQ_RETRY_*). 0/"" for none. */
+	uint64_t error_number;           /* release the error was for */
+	char error[EQ_STATE_REASON_MAX];
+	int64_t error_at;                /* when it happened */
+	uint64_t attempts;               /* failed attempts in a row for error_number */
+	int64_t next_attempt;            /* the daemon tries again from this time on */
 };
 
 EQ_API void eq_state_init(struct eq_state *s);
-/* Loads @path; a missing file is an idle state. EQ_ERR_PARSE names the line. */
+/*
+ * Loads @path strictly: every line "key=value" with a known key, at most
+ * once, a valid value; the original keys all present (the added ones are
+ * optional, so a file of an older agent still reads); the last line ends in
+ * a newline; at most EQ_STATE_MAX_BYTES; the phase consistent with the
+ * slots. A missing file is an idle state. Anything else is EQ_ERR_PARSE (or
+ * EQ_ERR_LIMIT, EQ_ERR_IO) naming the file and the line. *ret is written
+ * only on success. The agent recovers from such errors (docs/agent.md).
+ */
 EQ_API eq_err eq_state_load(const char *path, struct eq_state *ret, struct eq_error *err) EQ_MUST_CHECK;
+/* Writes @s atomically, stamping changed_at with the current time;
+ * control characters in the texts become spaces. */
 EQ_API eq_err eq_state_save(const char *path, const struct eq_state *s, struct eq_error *err) EQ_MUST_CHECK;
+/* The delay before attempt @attempts + 1 after @attempts failures in a row. */
+EQ_API int64_t eq_state_backoff_s(uint64_t attempts);
 
 /* ====================================================================== */
 /* ==== health checks (agent/health.c) ==================================== */
@@ -328,6 +362,10 @@ EQ_API eq_err eq_state_save(const char *path, const struct eq_state *s, struct e
  */
 EQ_API eq_err eq_health_run(const char *const *checks, size_t n_checks, unsigned timeout_s,
 			    struct eq_error *err) EQ_MUST_CHECK;
+/* Kills the process group of the health check running now, if any. Safe
+ * in a signal handler: a cycle of the daemon stopped by SIGTERM must not
+ * leave a health check behind. */
+EQ_API void eq_health_kill_running(void);
 
 /* ====================================================================== */
 /* ==== the agent (agent/agent.c): check, update, confirm, rollback ======== */
@@ -373,6 +411,12 @@ EQ_API eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct 
 struct eq_check {
 	bool up_to_date;
 	bool skipped_failed;             /* newer release that failed before (see --retry) */
+	/* Added: the offered release failed to install (a transient error)
+	 * and its next attempt is not due yet (see --retry). */
+	bool waiting;
+	int64_t next_attempt;
+	uint64_t attempts;
+	char error[EQ_STATE_REASON_MAX];
 	struct eq_manifest *running;     /* owned */
 	struct eq_manifest *next;        /* owned, NULL when up to date */
 	struct eq_plan plan;

@@ -19,6 +19,10 @@ misbehaving as MODE says:
   flaky         the first GET of each path answers 503, later ones behave
   ignore-range  answers every GET with 200 and the whole file, Range or not
   ok            behaves (Range supported)
+  trickle       declares the full length, sends 2 bytes a second (above a
+                1 byte/s low-speed limit, far below any sane minimum rate)
+  endless-error answers 503 with a body that never ends (no length)
+  redirect      answers every GET with 302 to --redirect-to + the path
 Bounded lifetime: exits after N requests (default 100) or SECONDS (default
 120), whichever comes first. Exit status 3 when PORT cannot be bound, so a
 caller can pick another port.
@@ -37,12 +41,14 @@ import time
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["truncate", "more", "slow", "stall", "flaky", "ignore-range", "ok"])
+    ap.add_argument("mode", choices=["truncate", "more", "slow", "stall", "flaky", "ignore-range", "ok",
+                                         "trickle", "endless-error", "redirect"])
     ap.add_argument("port", type=int)
     ap.add_argument("dir")
     ap.add_argument("--max-requests", type=int, default=100)
     ap.add_argument("--lifetime", type=float, default=120.0)
     ap.add_argument("--log", default=None)
+    ap.add_argument("--redirect-to", default="")
     a = ap.parse_args()
     root = os.path.realpath(a.dir)
     lock = threading.Lock()
@@ -74,6 +80,27 @@ def main():
                 state["requests"] += 1
                 first = self.path not in state["seen"]
                 state["seen"].add(self.path)
+            if a.mode == "redirect":
+                self.send_response(302)
+                self.send_header("Location", a.redirect_to + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                self.record(302, 0)
+                return
+            if a.mode == "endless-error":
+                self.send_response(503)
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                sent, chunk = 0, b"e" * 65536
+                try:
+                    while time.monotonic() < state["end"]:
+                        self.wfile.write(chunk)
+                        sent += len(chunk)
+                except OSError:
+                    pass
+                self.record(503, sent)
+                return
             path = os.path.realpath(os.path.join(root, self.path.lstrip("/")))
             if not path.startswith(root + os.sep) or not os.path.isfile(path):
                 return self.send_plain(404, b"not found\n")
@@ -118,6 +145,22 @@ def main():
                 except OSError:
                     pass
                 self.record(200, len(body))
+                return
+            if mode == "trickle":
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                sent = 0
+                try:
+                    while sent < len(data) and time.monotonic() < state["end"]:
+                        self.wfile.write(data[sent:sent + 2])
+                        self.wfile.flush()
+                        sent += 2
+                        time.sleep(1)
+                except OSError:
+                    pass
+                self.close_connection = True
+                self.record(200, sent)
                 return
             if mode == "slow":
                 self.send_response(200)
@@ -167,6 +210,7 @@ def main():
         return 3
     srv.timeout = 0.2
     deadline = time.monotonic() + a.lifetime
+    state["end"] = deadline
     while time.monotonic() < deadline and state["requests"] < a.max_requests:
         srv.handle_request()
     srv.server_close()
