@@ -5,6 +5,14 @@ option(EQ_WERROR "Treat warnings as errors (ON in CI)" OFF)
 set(EQ_SANITIZE "" CACHE STRING "Sanitizers, e.g. address,undefined")
 option(EQ_BUILD_TESTS "Build cmocka unit tests, integration tests and fuzz replays" ON)
 option(EQ_FUZZ "Build fuzz targets for libFuzzer (clang)" OFF)
+# libFuzzer steers by the coverage of the code it runs: every target (the
+# libraries under test above all, not only the harness) is compiled with
+# -fsanitize=fuzzer-no-link, and with ASan+UBSan so that a memory error
+# stops the run where it happens. Only the harnesses link the libFuzzer
+# main (-fsanitize=fuzzer, in eq_add_fuzz_target).
+if(EQ_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "EQ_FUZZ=ON needs clang (libFuzzer): configure with CC=clang")
+endif()
 # Test hooks: the allocation-failure hook (eq_alloc_fail_at), the grub
 # backend's power-cut and inspection hooks, and the agent's EQ_TEST_NOW clock
 # and EQ_TEST_NO_OPENAT2 switches. Without this option they do not exist in
@@ -36,6 +44,11 @@ function(eq_target_defaults tgt)
   if(EQ_SANITIZE)
     target_compile_options(${tgt} PRIVATE -fsanitize=${EQ_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
     target_link_options(${tgt} PRIVATE -fsanitize=${EQ_SANITIZE})
+  endif()
+  if(EQ_FUZZ)
+    target_compile_options(${tgt} PRIVATE -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+      -fno-sanitize-recover=all)
+    target_link_options(${tgt} PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
   endif()
 endfunction()
 

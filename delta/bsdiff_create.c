@@ -238,7 +238,8 @@ static eq_err stream_init(struct stream *s, const uint8_t *data, size_t len, int
 static eq_err stream_part(struct stream *s, size_t n, bool last, struct eq_buf *out, struct eq_error *err)
 {
 	uint8_t chunk[1 << 16];
-	ZSTD_inBuffer in = {s->data + s->pos, n, 0};
+	/* An empty old or new file has no buffer: NULL + 0 is undefined. */
+	ZSTD_inBuffer in = {n ? s->data + s->pos : NULL, n, 0};
 	s->pos += n;
 	size_t left;
 	do {

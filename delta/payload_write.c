@@ -423,8 +423,8 @@ static eq_err add_fs(struct eq_payload_builder *b, size_t ridx, const char *rel,
 		if (errno == ENOENT)
 			return eq_error_errno(err, EQ_ERR_NOTFOUND, "payload: '%s' not found under '%s'",
 					      tar_quote(q, sizeof(q), rel), b->roots[ridx]);
-		return eq_error_errno(err, errno == EXDEV || errno == ELOOP ? EQ_ERR_UNSAFE : EQ_ERR_IO,
-				      "payload: '%s': parent folder under '%s'", tar_quote(q, sizeof(q), rel),
+		eq_err code = errno == EXDEV || errno == ELOOP ? EQ_ERR_UNSAFE : errno == ENOMEM ? EQ_ERR_NOMEM : EQ_ERR_IO;
+		return eq_error_errno(err, code, "payload: '%s': parent folder under '%s'", tar_quote(q, sizeof(q), rel),
 				      b->roots[ridx]);
 	}
 	/* The entry itself is never followed: its metadata by name below

@@ -10,6 +10,8 @@ pkgs=(
   libmbedtls-dev libcurl4-openssl-dev libzstd-dev libubootenv-dev libcjson-dev
   libsqlite3-dev libarchive-dev libcmocka-dev libdivsufsort-dev
   zstd bsdiff xdelta3 time sqlite3 python3 dpkg-dev xz-utils binutils lighttpd lighttpd-mod-openssl openssl
+  # the libFuzzer build (EQ_FUZZ) of scripts/test.sh and bench/fuzz-campaign.sh
+  clang libclang-rt-14-dev
   # boards and QEMU tests (boards/, tests/bootloader, tests/qemu)
   qemu-system-x86 qemu-system-arm qemu-utils ovmf grub-efi-amd64-bin grub-common mtools dosfstools
   e2fsprogs fdisk gdisk busybox-static u-boot-qemu u-boot-tools libubootenv-tool cpio kmod socat

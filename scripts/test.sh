@@ -2,7 +2,10 @@
 # Sets up a fresh Debian 12 machine (missing packages, build) and runs every
 # test: the whole CTest suite with -Werror, then the unit, integration and
 # fuzz-replay tests once more under AddressSanitizer + UBSan. Both builds
-# have the test hooks (EQ_TEST_HOOKS), which only tests may have. A test
+# have the test hooks (EQ_TEST_HOOKS), which only tests may have. Last, a
+# clang libFuzzer build (build-fuzz, no hooks) fuzzes every fuzz target for
+# EQ_FUZZ_SECONDS (default 30) seconds, two at a time; a crash fails the run
+# and names the saved input (docs/testing-in-ci.md, "Fuzzing"). A test
 # that cannot run here is reported as skipped with its reason, listed at
 # the end; on a Debian 12 root machine set up by scripts/setup.sh none is.
 # Usage: scripts/test.sh            (CI runs exactly this through .ci/run)
@@ -24,6 +27,15 @@ cmake -S "$top" -B "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DEQ_WERROR=ON -DE
 cmake --build "$top/build-asan" -j"$jobs"
 ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --test-dir "$top/build-asan" --output-on-failure -j"$jobs" -L 'unit|integration|fuzz' || status=1
+
+fuzz_seconds=${EQ_FUZZ_SECONDS:-30}
+echo "== fuzzing: every fuzz target for ${fuzz_seconds} s (clang, libFuzzer, ASan + UBSan)"
+CC=clang cmake -S "$top" -B "$top/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEQ_FUZZ=ON \
+  -DEQ_FUZZ_SECONDS="$fuzz_seconds" >/dev/null
+cmake --build "$top/build-fuzz" --target eq_fuzz_targets -j"$jobs"
+# -L '^fuzz': the corpus replays (fuzz.*) under libFuzzer, then the timed
+# runs (fuzz-run.*); two at a time whatever nproc says, each run is one core.
+ctest --test-dir "$top/build-fuzz" --output-on-failure -j2 -L '^fuzz' || status=1
 
 # CTest names skipped tests but shows their output only with -V: the reasons.
 for b in build-ci build-asan; do

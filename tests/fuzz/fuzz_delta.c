@@ -47,14 +47,24 @@ static eq_err mem_write(void *ctx, const void *data, size_t len, struct eq_error
 
 static char dir[64];
 
+/* Leaves nothing behind on a normal exit (a crash keeps the files). */
+static void remove_dir(void)
+{
+	struct eq_error e;
+	eq_err r = eq_rm_rf(dir, &e);
+	(void)r;
+}
+
 static const char *tmp(const char *name)
 {
 	static char p[3][128];
 	static int k;
 	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "/tmp/eq-fuzz-delta-%ld", (long)getpid());
+		snprintf(dir, sizeof(dir), "%s/eq-fuzz-delta-%ld", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
+			 (long)getpid());
 		if (mkdir(dir, 0700) != 0)
 			abort();
+		atexit(remove_dir);
 	}
 	k = (k + 1) % 3;
 	snprintf(p[k], sizeof(p[k]), "%s/%s", dir, name);

@@ -1,0 +1,5 @@
+# The slot records (agent/records.c), read to decide what leaves a slot.
+eq_add_fuzz_target(records LIBS eq_agent)
+# The state file (eq_state_load), rewritten at every phase change; also
+# replays the damaged state files of tests/data/bad/state.
+eq_add_fuzz_target(state LIBS eq_agent)

@@ -1,0 +1,361 @@
+/*
+ * Allocation-failure loops for the code the device runs on every update:
+ * the payload reader and safe extract, delta creation and application
+ * (both methods), the slot records and the state file. Each operation runs
+ * with its 1st, 2nd, ... allocation failing until one run needs no more
+ * than were made: every run before must fail with EQ_ERR_NOMEM (and a
+ * message: "out of memory", "cannot grow buffer ..."), leak nothing (the ASan build checks) and leave nothing behind
+ * that stops the next run. Needs the allocation-failure hook
+ * (EQ_TEST_HOOKS). Allocations inside zstd and libc are not counted: they
+ * do not go through eq_malloc().
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "eq_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <eq/agent.h>
+#include <eq/delta.h>
+
+#include "../../agent/records.h"
+
+#ifdef EQ_TEST_HOOKS
+
+static char dir[64];
+
+static const char *at(const char *name)
+{
+	static char p[4][128];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", dir, name);
+	return p[k];
+}
+
+static void put(const char *path, const void *d, size_t n)
+{
+	struct eq_error e;
+	if (eq_file_replace_atomic(path, d, n, 0644, &e) != EQ_OK)
+		fail_msg("%s", e.msg);
+}
+
+static void rm(const char *path)
+{
+	struct eq_error e;
+	eq_err r = eq_rm_rf(path, &e);
+	if (r && r != EQ_ERR_NOTFOUND)
+		fail_msg("%s", e.msg);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/eq-test-allocfail-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	struct eq_error e;
+	(void)eq_alloc_fail_at(0);
+	return eq_rm_rf(dir, &e) == EQ_OK ? 0 : -1;
+}
+
+/* One operation under test: EQ_OK, or an error in @err. @ctx is the test's. */
+typedef eq_err (*op_fn)(void *ctx, struct eq_error *err);
+
+/* Runs @op with allocation 1, 2, ... failing until a run succeeds; every
+ * failing run must be EQ_ERR_NOMEM. Returns how many allocations the
+ * successful run made. */
+static unsigned long fail_each(const char *what, op_fn op, void *ctx)
+{
+	struct eq_error e;
+	unsigned long n;
+	for (n = 1; n < 100000; n++) {
+		eq_error_clear(&e);
+		(void)eq_alloc_fail_at(n);
+		eq_err r = op(ctx, &e);
+		unsigned long made = eq_alloc_fail_at(0);
+		if (r == EQ_OK) {
+			if (made >= n)
+				fail_msg("%s: allocation %lu failed, yet it succeeded", what, n);
+			return n - 1;
+		}
+		if (r != EQ_ERR_NOMEM || !e.msg[0])
+			fail_msg("%s: allocation %lu of the run failed, got %s '%s', want EQ_ERR_NOMEM with a message",
+				 what, n, eq_err_str(r), e.msg);
+	}
+	fail_msg("%s: still failing after %lu allocations", what, n);
+	return 0;
+}
+
+/* ---- payload -------------------------------------------------------------- */
+
+struct mem {
+	const uint8_t *d;
+	size_t len, pos;
+};
+
+static eq_err mem_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
+{
+	(void)err;
+	struct mem *m = ctx;
+	size_t n = m->len - m->pos < len ? m->len - m->pos : len;
+	memcpy(buf, m->d + m->pos, n);
+	m->pos += n;
+	*ret_n = n;
+	return EQ_OK;
+}
+
+static eq_err buf_sink(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	return eq_buf_append(ctx, data, len, err);
+}
+
+/* A tree with every kind of entry a payload carries without privileges. */
+static void make_tree(const char *root)
+{
+	char p[256];
+	assert_int_equal(mkdir(root, 0755), 0);
+	snprintf(p, sizeof(p), "%s/usr", root);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/usr/bin", root);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/usr/bin/tool", root);
+	put(p, "#!/bin/sh\necho tool\n", 20);
+	char q[256];
+	snprintf(q, sizeof(q), "%s/usr/bin/tool-hard", root);
+	assert_int_equal(link(p, q), 0);
+	snprintf(p, sizeof(p), "%s/usr/bin/tool-link", root);
+	assert_int_equal(symlink("tool", p), 0);
+	snprintf(p, sizeof(p), "%s/etc", root);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/etc/motd", root);
+	static char big[70000];
+	memset(big, 'm', sizeof(big));
+	put(p, big, sizeof(big));
+}
+
+static void make_payload(const char *root, struct eq_buf *out)
+{
+	struct eq_payload_builder *b = NULL;
+	struct eq_error e;
+	uint8_t sha[EQ_SHA256_LEN];
+	uint64_t n;
+	eq_buf_init(out, 1u << 24);
+	if (eq_payload_builder_new(NULL, &b, &e) || eq_payload_builder_add_tree(b, root, &e) ||
+	    eq_payload_builder_write(b, buf_sink, out, sha, &n, &e))
+		fail_msg("payload: %s", e.msg);
+	eq_payload_builder_free(b);
+}
+
+static eq_err op_read(void *ctx, struct eq_error *err)
+{
+	const struct eq_buf *p = ctx;
+	struct mem m = {p->data, p->len, 0};
+	struct eq_payload_reader *r = NULL;
+	eq_err rc = eq_payload_reader_new(mem_read, &m, NULL, &r, err);
+	uint8_t buf[4096];
+	while (!rc) {
+		const struct eq_payload_entry *ent;
+		rc = eq_payload_reader_next(r, &ent, err);
+		if (rc || !ent)
+			break;
+		size_t n = 1;
+		while (!rc && n)
+			rc = eq_payload_reader_read(r, buf, sizeof(buf), &n, err);
+	}
+	eq_payload_reader_free(r);
+	return rc;
+}
+
+static eq_err op_extract(void *ctx, struct eq_error *err)
+{
+	const struct eq_buf *p = ctx;
+	struct mem m = {p->data, p->len, 0};
+	rm(at("x"));
+	assert_int_equal(mkdir(at("x"), 0755), 0);
+	return eq_payload_extract(mem_read, &m, at("x"), NULL, 0, NULL, err);
+}
+
+static void test_payload(void **state)
+{
+	(void)state;
+	rm(at("tree"));
+	make_tree(at("tree"));
+	struct eq_buf p;
+	make_payload(at("tree"), &p);
+	assert_true(fail_each("payload reader", op_read, &p) > 3);
+	assert_true(fail_each("payload extract", op_extract, &p) > 3);
+	eq_buf_done(&p);
+}
+
+/* ---- delta ---------------------------------------------------------------- */
+
+struct delta_ctx {
+	unsigned method;
+	struct eq_buf delta;
+	uint8_t want[EQ_SHA256_LEN];
+};
+
+static eq_err op_create(void *ctx, struct eq_error *err)
+{
+	struct delta_ctx *d = ctx;
+	struct eq_delta_params p;
+	eq_delta_params_default(&p);
+	p.level = 3;
+	p.methods = 1u << d->method;
+	eq_buf_reset(&d->delta);
+	uint64_t size;
+	return eq_delta_create(at("old"), at("new"), &p, buf_sink, &d->delta, &size, err);
+}
+
+static eq_err op_apply(void *ctx, struct eq_error *err)
+{
+	struct delta_ctx *d = ctx;
+	struct mem m = {d->delta.data, d->delta.len, 0};
+	struct eq_buf out;
+	eq_buf_init(&out, 1u << 24);
+	eq_err r = eq_delta_apply(at("old"), mem_read, &m, buf_sink, &out, d->want, err);
+	eq_buf_done(&out);
+	return r;
+}
+
+static void test_delta(void **state)
+{
+	(void)state;
+	static uint8_t old[200000], new_[200000];
+	for (size_t i = 0; i < sizeof(old); i++)
+		old[i] = (uint8_t)((i * 7919u) >> 5);
+	memcpy(new_, old, sizeof(new_));
+	for (size_t i = 0; i < sizeof(new_); i += 997)
+		new_[i] ^= 0x5a;
+	put(at("old"), old, sizeof(old));
+	put(at("new"), new_, sizeof(new_));
+	for (unsigned method = EQ_DELTA_METHOD_ZSTD; method <= EQ_DELTA_METHOD_BSD; method++) {
+		struct delta_ctx d = {.method = method};
+		eq_sha256(new_, sizeof(new_), d.want);
+		eq_buf_init(&d.delta, 1u << 24);
+		struct eq_error e;
+		eq_err r = op_create(&d, &e);
+		if (r == EQ_ERR_UNSUPPORTED)
+			continue; /* method 1 creation not built in */
+		assert_int_equal(r, EQ_OK);
+		char what[64];
+		snprintf(what, sizeof(what), "delta apply, method %u", method);
+		(void)fail_each(what, op_apply, &d);
+		snprintf(what, sizeof(what), "delta create, method %u", method);
+		(void)fail_each(what, op_create, &d);
+		eq_buf_done(&d.delta);
+	}
+}
+
+/* ---- slot records --------------------------------------------------------- */
+
+static eq_err op_rec_load(void *ctx, struct eq_error *err)
+{
+	(void)ctx;
+	struct eq_rec_list l;
+	eq_rec_list_init(&l);
+	eq_err r = eq_rec_load(at("pkg.files"), &l, err);
+	if (!r && l.n != 7)
+		fail_msg("record: %zu entries, want 7", l.n);
+	eq_rec_list_done(&l);
+	return r;
+}
+
+static eq_err op_rec_from_payload(void *ctx, struct eq_error *err)
+{
+	const struct eq_buf *p = ctx;
+	struct mem m = {p->data, p->len, 0};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	assert_non_null(out);
+	eq_err r = eq_rec_from_payload(mem_read, &m, NULL, out, NULL, err);
+	fclose(out);
+	free(text);
+	return r;
+}
+
+static void test_records(void **state)
+{
+	(void)state;
+	static const char rec[] = "eqota-files 1\n"
+				  "d 0755 0 0 0 - etc\n"
+				  "f 0644 0 0 3 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad etc/abc\n"
+				  "d 0755 0 0 0 - usr\n"
+				  "d 0755 0 0 0 - usr/bin\n"
+				  "f 0755 0 0 0 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 usr/bin/a%20b\n"
+				  "h 0755 0 0 0 - usr/bin/c usr/bin/a%20b\n"
+				  "l 0777 0 0 0 - usr/bin/d a%20b\n";
+	put(at("pkg.files"), rec, sizeof(rec) - 1);
+	assert_true(fail_each("records load", op_rec_load, NULL) > 7);
+	rm(at("tree"));
+	make_tree(at("tree"));
+	struct eq_buf p;
+	make_payload(at("tree"), &p);
+	(void)fail_each("records from payload", op_rec_from_payload, &p);
+	eq_buf_done(&p);
+}
+
+/* ---- state file ----------------------------------------------------------- */
+
+static eq_err op_state(void *ctx, struct eq_error *err)
+{
+	(void)ctx;
+	struct eq_state s;
+	eq_state_init(&s);
+	eq_err r = eq_state_load(at("state"), &s, err);
+	if (!r)
+		r = eq_state_save(at("state.new"), &s, err);
+	if (!r && (s.phase != EQ_PHASE_TRYING || s.target_slot != 1 || s.target_number != 42))
+		fail_msg("state: loaded the wrong state");
+	return r;
+}
+
+static void test_state(void **state)
+{
+	(void)state;
+	static const char st[] = "phase=trying\ntarget_slot=B\nfrom_slot=A\ntarget_number=42\n"
+				 "target_release=2026.12\nfailed_number=0\nfailed_reason=\nchanged_at=1764860000\n";
+	put(at("state"), st, sizeof(st) - 1);
+	assert_true(fail_each("state load and save", op_state, NULL) >= 1);
+}
+
+#else
+EQ_HOOKS_MISSING(test_payload)
+EQ_HOOKS_MISSING(test_delta)
+EQ_HOOKS_MISSING(test_records)
+EQ_HOOKS_MISSING(test_state)
+static int setup(void **state)
+{
+	(void)state;
+	return 0;
+}
+static int teardown(void **state)
+{
+	(void)state;
+	return 0;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_payload),
+		cmocka_unit_test(test_delta),
+		cmocka_unit_test(test_records),
+		cmocka_unit_test(test_state),
+	};
+	return eq_test_run(tests, setup, teardown, argc, argv);
+}
