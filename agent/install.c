@@ -309,7 +309,7 @@ static eq_err create_own(int dfd, const char *where, const char *name, int *ret_
 /* A record file (payload order, see records.h) as a stdio stream. */
 static eq_err create_own_stream(int dfd, const char *name, FILE **ret, struct eq_error *err)
 {
-	int fd;
+	int fd = -1;
 	eq_err r = create_own(dfd, REC_DIR, name, &fd, err);
 	if (r)
 		return r;
@@ -330,7 +330,7 @@ static eq_err write_own_atomic(int dfd, const char *name, const void *data, size
 {
 	char tmp[128];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	int fd;
+	int fd = -1;
 	eq_err r = create_own(dfd, EQ_SLOT_RECORD_DIR, tmp, &fd, err);
 	if (r)
 		return r;
