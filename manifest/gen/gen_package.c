@@ -679,10 +679,13 @@ static eq_err read_control_member(struct reader *rd, struct archive *outer, cons
 	}
 	if (r == EQ_OK && !found)
 		r = eq_error_set(err, EQ_ERR_NOTFOUND, "%s: no control file", member);
-	if (r == EQ_OK && memchr(text.data, '\0', text.len))
+	/* An empty control member leaves text.data NULL (a fuzz finding):
+	 * memchr and pointer arithmetic on NULL are undefined even for 0 bytes. */
+	const char *ctl = text.len ? (const char *)text.data : "";
+	if (r == EQ_OK && memchr(ctl, '\0', text.len))
 		r = eq_error_set(err, EQ_ERR_PARSE, "%s: control: NUL byte", member);
 	if (r == EQ_OK)
-		r = parse_control(&rd->pkg->info, (const char *)text.data, text.len, err);
+		r = parse_control(&rd->pkg->info, ctl, text.len, err);
 	eq_buf_done(&text);
 	archive_read_free(in);
 	eq_free(n);
