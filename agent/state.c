@@ -224,8 +224,14 @@ static eq_err parse_all(char *text, size_t len, struct eq_state *s, struct eq_er
 			return eq_error_prefix(err, r, "line %u", line);
 		p = nl + 1;
 	}
-	for (int k = 0; k < K_REQUIRED; k++)
-		if (!seen[k])
+	/* The added keys come all together (this writer) or not at all (an
+	 * older agent's file): only some of them is a file cut at a line's
+	 * end, which would lose e.g. the backoff of an install error. */
+	bool added = false;
+	for (int k = K_REQUIRED; k < K_COUNT; k++)
+		added = added || seen[k];
+	for (int k = 0; k < K_COUNT; k++)
+		if (!seen[k] && (k < K_REQUIRED || added))
 			return eq_error_set(err, EQ_ERR_PARSE, "no %s line", key_names[k]);
 	return check_whole(s, err);
 }

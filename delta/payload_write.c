@@ -546,7 +546,8 @@ static eq_err walk(struct eq_payload_builder *b, size_t ridx, const char *rel, s
 	}
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
-		eq_err r = eq_error_errno(err, EQ_ERR_IO, "payload: opendir '%s'", tar_quote(q, sizeof(q), full));
+		eq_err r = eq_error_errno(err, errno == ENOMEM ? EQ_ERR_NOMEM : EQ_ERR_IO, "payload: opendir '%s'",
+					  tar_quote(q, sizeof(q), full));
 		if (dfd >= 0)
 			close(dfd);
 		return r;
@@ -849,7 +850,8 @@ static eq_err emit_data(struct eq_payload_builder *b, struct out *o, const struc
 		}
 		struct stat st;
 		if (own_fd < 0)
-			return eq_error_errno(err, EQ_ERR_IO, "payload: entry '%s': open", tar_quote(q, sizeof(q), m->path));
+			return eq_error_errno(err, errno == ENOMEM ? EQ_ERR_NOMEM : EQ_ERR_IO, "payload: entry '%s': open",
+					      tar_quote(q, sizeof(q), m->path));
 		if (fstat(own_fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != h->size) {
 			close(own_fd);
 			return eq_error_set(err, EQ_ERR_STATE, "payload: entry '%s': file changed since it was added",

@@ -3,3 +3,6 @@
 # allocation failures (unit.test_config.hooks).
 eq_add_unit_test(test_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_config.c LIBS eq_agent
   PARTS hooks test_alloc_failures)
+# State file of the agent (agent/state.c): round trip, the bad-state corpus
+# (tests/data/bad/state), every truncation, caps of numbers and size.
+eq_add_unit_test(test_state SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_state.c LIBS eq_agent)

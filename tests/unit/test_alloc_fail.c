@@ -1,6 +1,8 @@
 /*
  * Allocation-failure loops for the code the device runs on every update:
- * the payload reader and safe extract, delta creation and application
+ * the payload reader and safe extract, the payload builder and (with the
+ * host tools) the package reader that the publisher runs for every
+ * package, delta creation and application
  * (both methods), the slot records and the state file. Each operation runs
  * with its 1st, 2nd, ... allocation failing until one run needs no more
  * than were made: every run before must fail with EQ_ERR_NOMEM (and a
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +29,9 @@
 #include <eq/delta.h>
 
 #include "../../agent/records.h"
+#ifdef EQ_HAVE_GEN
+#include <eq/gen.h>
+#endif
 
 #ifdef EQ_TEST_HOOKS
 
@@ -199,6 +205,197 @@ static void test_payload(void **state)
 	eq_buf_done(&p);
 }
 
+/* ---- payload builder (the publisher side) --------------------------------- */
+
+struct build_ctx {
+	int how;          /* 0: add_tree, 1: add_paths, 2: add (explicit entries) */
+	int data_fd;      /* how 2: the file data */
+	struct eq_buf out; /* the last run's payload */
+};
+
+/* Entries a directory tree cannot give without privileges: owners, a
+ * device, a FIFO, xattrs, and a path and a link target too long for ustar
+ * (pax headers). File data comes from @data_fd: 10 bytes at 0, 3 at 10. */
+static eq_err add_entries(struct eq_payload_builder *b, int data_fd, struct eq_error *err)
+{
+	static char long_path[300], long_link[300];
+	memset(long_path, 'p', sizeof(long_path) - 1);
+	for (size_t i = 50; i < sizeof(long_path) - 1; i += 50)
+		long_path[i] = '/';
+	memset(long_link, 'l', sizeof(long_link) - 1);
+	uint8_t cap[20] = {1, 0, 0, 2, 0x20};
+	struct eq_xattr xa[2] = {{"security.capability", cap, sizeof(cap)}, {"user.comment", (uint8_t *)"x", 1}};
+	const struct eq_payload_entry es[] = {
+		{.path = "dev", .type = EQ_ENTRY_DIR, .mode = 0755},
+		{.path = "dev/null", .type = EQ_ENTRY_CHR, .mode = 0666, .devmajor = 1, .devminor = 3},
+		{.path = "dev/sda", .type = EQ_ENTRY_BLK, .mode = 0660, .gid = 6, .devmajor = 8},
+		{.path = "dev/fifo", .type = EQ_ENTRY_FIFO, .mode = 0600},
+		{.path = "bin", .type = EQ_ENTRY_DIR, .mode = 0755},
+		{.path = "bin/ping", .type = EQ_ENTRY_FILE, .mode = 04755, .size = 10, .xattrs = xa, .n_xattrs = 2},
+		{.path = "bin/ping6", .type = EQ_ENTRY_HARDLINK, .mode = 04755, .link = "bin/ping"},
+		{.path = "bin/far", .type = EQ_ENTRY_SYMLINK, .mode = 0777, .link = long_link},
+		{.path = "home", .type = EQ_ENTRY_DIR, .mode = 0700, .uid = 4000000000u, .gid = 4000000000u},
+		{.path = long_path, .type = EQ_ENTRY_FILE, .mode = 0644, .uid = 1000, .size = 3},
+	};
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < sizeof(es) / sizeof(es[0]) && !r; i++)
+		r = eq_payload_builder_add(b, &es[i], data_fd, es[i].path == long_path ? 10 : 0, err);
+	return r;
+}
+
+static eq_err op_build(void *ctx, struct eq_error *err)
+{
+	static const char *const paths[] = {"etc",       "etc/motd",          "usr",          "usr/bin",
+					    "usr/bin/tool", "usr/bin/tool-hard", "usr/bin/tool-link"};
+	struct build_ctx *c = ctx;
+	eq_buf_reset(&c->out);
+	struct eq_payload_builder *b = NULL;
+	uint8_t sha[EQ_SHA256_LEN];
+	uint64_t size = 0;
+	eq_err r = eq_payload_builder_new(NULL, &b, err);
+	if (!r && c->how == 0)
+		r = eq_payload_builder_add_tree(b, at("tree"), err);
+	else if (!r && c->how == 1)
+		r = eq_payload_builder_add_paths(b, at("tree"), paths, sizeof(paths) / sizeof(paths[0]), err);
+	else if (!r)
+		r = add_entries(b, c->data_fd, err);
+	if (!r)
+		r = eq_payload_builder_write(b, buf_sink, &c->out, sha, &size, err);
+	eq_payload_builder_free(b);
+	if (!r && size != c->out.len)
+		fail_msg("payload builder: size %llu, wrote %zu bytes", (unsigned long long)size, c->out.len);
+	return r;
+}
+
+static void test_payload_builder(void **state)
+{
+	(void)state;
+	rm(at("tree"));
+	make_tree(at("tree"));
+	put(at("data"), "0123456789abc", 13);
+	struct build_ctx c = {.data_fd = open(at("data"), O_RDONLY | O_CLOEXEC)};
+	assert_true(c.data_fd >= 0);
+	eq_buf_init(&c.out, 1u << 24);
+	struct eq_buf ref, ref_entries;
+	make_payload(at("tree"), &ref);
+	/* the entries' payload, built once without failures */
+	c.how = 2;
+	struct eq_error e;
+	if (op_build(&c, &e))
+		fail_msg("payload builder: %s", e.msg);
+	eq_buf_init(&ref_entries, 1u << 24);
+	assert_int_equal(eq_buf_append(&ref_entries, c.out.data, c.out.len, &e), EQ_OK);
+	static const char *const what[] = {"payload builder (add_tree)", "payload builder (add_paths)",
+					   "payload builder (entries, pax)"};
+	for (c.how = 0; c.how < 3; c.how++) {
+		assert_true(fail_each(what[c.how], op_build, &c) > 3);
+		/* the run that got all its memory wrote the same bytes */
+		const struct eq_buf *want = c.how == 2 ? &ref_entries : &ref;
+		if (c.out.len != want->len || memcmp(c.out.data, want->data, want->len))
+			fail_msg("%s: %zu bytes after the failures, %zu without", what[c.how], c.out.len, want->len);
+	}
+	close(c.data_fd);
+	eq_buf_done(&c.out);
+	eq_buf_done(&ref);
+	eq_buf_done(&ref_entries);
+}
+
+/* ---- package reader (eqota-gen, host tools only) -------------------------- */
+
+#ifdef EQ_HAVE_GEN
+/* Appends an ar member (as dpkg-deb writes them) to @f. */
+static void ar_member(FILE *f, const char *name, const void *d, size_t n)
+{
+	char h[61];
+	snprintf(h, sizeof(h), "%-16s%-12s%-6s%-6s%-8s%-10zu`\n", name, "0", "0", "0", "100644", n);
+	assert_int_equal(fwrite(h, 1, 60, f), 60);
+	assert_int_equal(fwrite(d, 1, n, f), n);
+	if (n % 2)
+		assert_int_equal(fputc('\n', f), '\n');
+}
+
+/* hello_1.0_all.deb: a control file and the tree of make_tree(), both tars
+ * written by the payload builder (uncompressed, as dpkg-deb -Znone). */
+static void make_deb(const char *path_in)
+{
+	char path[128]; /* at()'s buffers are reused below */
+	snprintf(path, sizeof(path), "%s", path_in);
+	static const char control[] = "Package: hello\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@example.org>\n"
+				      "Pre-Depends: libc6 (>= 2.36)\nDepends: a | b,\n c\nDescription: t\n";
+	put(at("control"), control, sizeof(control) - 1);
+	int fd = open(at("control"), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct eq_payload_builder *b = NULL;
+	struct eq_error e;
+	struct eq_buf ctl, data;
+	eq_buf_init(&ctl, 1u << 20);
+	uint8_t sha[EQ_SHA256_LEN];
+	uint64_t n;
+	const struct eq_payload_entry ce = {.path = "control", .type = EQ_ENTRY_FILE, .mode = 0644, .size = sizeof(control) - 1};
+	if (eq_payload_builder_new(NULL, &b, &e) || eq_payload_builder_add(b, &ce, fd, 0, &e) ||
+	    eq_payload_builder_write(b, buf_sink, &ctl, sha, &n, &e))
+		fail_msg("control.tar: %s", e.msg);
+	eq_payload_builder_free(b);
+	close(fd);
+	rm(at("tree"));
+	make_tree(at("tree"));
+	make_payload(at("tree"), &data);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite("!<arch>\n", 1, 8, f), 8);
+	ar_member(f, "debian-binary", "2.0\n", 4);
+	ar_member(f, "control.tar", ctl.data, ctl.len);
+	ar_member(f, "data.tar", data.data, data.len);
+	assert_int_equal(fclose(f), 0);
+	eq_buf_done(&ctl);
+	eq_buf_done(&data);
+}
+
+struct pkg_ctx {
+	struct eq_buf out;
+	char depends[128];
+};
+
+static eq_err op_pkg(void *ctx, struct eq_error *err)
+{
+	struct pkg_ctx *c = ctx;
+	eq_buf_reset(&c->out);
+	struct eq_pkg *p = NULL;
+	eq_err r = eq_pkg_read(at("hello_1.0_all.deb"), NULL, &p, err);
+	uint8_t sha[EQ_SHA256_LEN];
+	uint64_t size;
+	if (!r)
+		r = eq_pkg_write_payload(p, buf_sink, &c->out, sha, &size, err);
+	if (!r)
+		snprintf(c->depends, sizeof(c->depends), "%s", eq_pkg_get_info(p)->depends);
+	eq_pkg_free(p);
+	return r;
+}
+
+static void test_package_reader(void **state)
+{
+	(void)state;
+	make_deb(at("hello_1.0_all.deb"));
+	struct pkg_ctx c;
+	eq_buf_init(&c.out, 1u << 24);
+	assert_true(fail_each("package reader (.deb)", op_pkg, &c) > 3);
+	assert_string_equal(c.depends, "libc6 (>= 2.36), a | b, c");
+	/* the package's payload is the tree's, byte for byte */
+	struct eq_buf ref;
+	make_payload(at("tree"), &ref);
+	if (c.out.len != ref.len || memcmp(c.out.data, ref.data, ref.len))
+		fail_msg("package reader: payload of %zu bytes, the tree's has %zu", c.out.len, ref.len);
+	eq_buf_done(&ref);
+	eq_buf_done(&c.out);
+}
+#else
+static void test_package_reader(void **state)
+{
+	(void)state;
+	EQ_SKIP("the package reader is part of eqota-gen: configure with -DEQ_HOST_TOOLS=ON");
+}
+#endif
+
 /* ---- delta ---------------------------------------------------------------- */
 
 struct delta_ctx {
@@ -334,6 +531,8 @@ static void test_state(void **state)
 
 #else
 EQ_HOOKS_MISSING(test_payload)
+EQ_HOOKS_MISSING(test_payload_builder)
+EQ_HOOKS_MISSING(test_package_reader)
 EQ_HOOKS_MISSING(test_delta)
 EQ_HOOKS_MISSING(test_records)
 EQ_HOOKS_MISSING(test_state)
@@ -353,6 +552,8 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_payload),
+		cmocka_unit_test(test_payload_builder),
+		cmocka_unit_test(test_package_reader),
 		cmocka_unit_test(test_delta),
 		cmocka_unit_test(test_records),
 		cmocka_unit_test(test_state),
