@@ -17,12 +17,13 @@
 #include <unistd.h>
 
 #include "curl_dl.h"
+#include "http_header.h"
 
 #include <eq/agent.h>
 
 #define VALIDATORS_NAME "manifest.validators"
 #define VALIDATORS_MAX_BYTES 4096u
-#define HEADER_VALUE_MAX 1024u
+#define HEADER_VALUE_MAX EQ_HTTP_VALUE_MAX
 #define BACKOFF_CAP_MS 60000u
 #define PROGRESS_INTERVAL_S 0.2
 #define DEADLINE_MAX_S (7u * 86400u)
@@ -60,7 +61,9 @@ struct xfer {
 	bool range;    /* a Range request for bytes have- was sent */
 	bool is_file;  /* file:// URL: no status line, curl applies the range itself */
 	/* headers of the current response (reset at each status line, so the
-	 * last of a redirect chain wins) */
+	 * last of a redirect chain wins): parsed into hdr, and the fields the
+	 * other callbacks read copied out by header_cb */
+	struct eq_http_header hdr;
 	long status;
 	bool content_range;
 	uint64_t range_start;
@@ -135,48 +138,6 @@ static bool safe_rel_path(const char *p)
 	return true;
 }
 
-static bool ci_prefix(const char *s, size_t len, const char *prefix, const char **ret_value)
-{
-	size_t pl = strlen(prefix);
-	if (len < pl || strncasecmp(s, prefix, pl) != 0)
-		return false;
-	*ret_value = s + pl;
-	return true;
-}
-
-/* Copies a header value without surrounding spaces and without CR/LF, so a
- * stored validator can never inject a header line. */
-static void copy_value(char *dst, size_t dst_len, const char *v, const char *end)
-{
-	while (v < end && (*v == ' ' || *v == '\t'))
-		v++;
-	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
-		end--;
-	size_t n = (size_t)(end - v);
-	if (n >= dst_len || memchr(v, '\r', n) || memchr(v, '\n', n)) {
-		dst[0] = '\0';
-		return;
-	}
-	memcpy(dst, v, n);
-	dst[n] = '\0';
-}
-
-static bool parse_u64(const char *s, const char *end, uint64_t *ret)
-{
-	uint64_t n = 0;
-	while (s < end && *s == ' ')
-		s++;
-	if (s >= end || *s < '0' || *s > '9')
-		return false;
-	for (; s < end && *s >= '0' && *s <= '9'; s++) {
-		if (n > (UINT64_MAX - 9u) / 10u)
-			return false;
-		n = n * 10u + (uint64_t)(*s - '0');
-	}
-	*ret = n;
-	return true;
-}
-
 /* ---- curl callbacks ----------------------------------------------------- */
 
 static eq_err abort_with(struct xfer *x, eq_err code)
@@ -190,50 +151,45 @@ static uint64_t sink_total(const struct xfer *x)
 	return x->mem ? x->mem->len : x->have + x->received;
 }
 
+/* The parsing is eq_http_header_parse()'s. The rest of this file reads
+ * x's own copies of the fields (status, length, range start, validators),
+ * refreshed here from x->hdr for each line that changed them. */
 static size_t header_cb(char *buf, size_t size, size_t nitems, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * nitems;
-	const char *end = buf + len, *v;
-	if (len >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
-		const char *sp = memchr(buf, ' ', len);
-		uint64_t st = 0;
-		x->status = sp && parse_u64(sp + 1, end, &st) && st < 1000 ? (long)st : 0;
-		x->content_range = x->has_length = false;
-		x->etag[0] = x->lastmod[0] = '\0';
-	} else if (ci_prefix(buf, len, "content-length:", &v)) {
-		x->has_length = parse_u64(v, end, &x->length);
-	} else if (ci_prefix(buf, len, "content-range:", &v)) {
-		/* "bytes START-END/TOTAL" */
-		while (v < end && *v == ' ')
-			v++;
-		if (ci_prefix(v, (size_t)(end - v), "bytes ", &v))
-			x->content_range = parse_u64(v, end, &x->range_start);
-	} else if (ci_prefix(buf, len, "etag:", &v)) {
-		copy_value(x->etag, sizeof(x->etag), v, end);
-	} else if (ci_prefix(buf, len, "last-modified:", &v)) {
-		copy_value(x->lastmod, sizeof(x->lastmod), v, end);
-	} else if ((len == 2 && buf[0] == '\r') || (len == 1 && buf[0] == '\n')) {
-		/* End of a header block: refuse an announced oversize body before
-		 * a byte of it arrives. */
-		if ((x->status == 200 || x->status == 206) && x->has_length) {
-			uint64_t start = x->status == 206 ? x->have : 0;
-			if (x->length > x->cap || start + x->length > x->cap) {
-				if (x->mem)
-					eq_error_set(&x->cb_error, EQ_ERR_LIMIT,
-						     "%s: server sent more than the limit of %" PRIu64
-						     " bytes for %s (Content-Length %" PRIu64 ")",
-						     x->url, x->cap, x->rel, x->length);
-				else
-					eq_error_set(&x->cb_error, EQ_ERR_LIMIT,
-						     "%s: server sent more than the %" PRIu64
-						     " bytes the manifest declares for %s (Content-Length %" PRIu64
-						     " from byte %" PRIu64 ")",
-						     x->url, x->cap, x->rel, x->length, start);
-				(void)abort_with(x, EQ_ERR_LIMIT);
-				return 0;
-			}
-		}
+	const struct eq_http_header *h = &x->hdr;
+	enum eq_http_line kind = eq_http_header_parse(&x->hdr, buf, len);
+	if (kind == EQ_HTTP_LINE_STATUS)
+		x->status = h->status;
+	if (kind == EQ_HTTP_LINE_STATUS || kind == EQ_HTTP_LINE_LENGTH) {
+		x->has_length = h->has_length;
+		x->length = h->length;
+	}
+	if (kind == EQ_HTTP_LINE_STATUS || kind == EQ_HTTP_LINE_RANGE) {
+		x->content_range = h->has_range;
+		x->range_start = h->range_start;
+	}
+	if (kind == EQ_HTTP_LINE_STATUS || kind == EQ_HTTP_LINE_ETAG)
+		memcpy(x->etag, h->etag, strlen(h->etag) + 1);
+	if (kind == EQ_HTTP_LINE_STATUS || kind == EQ_HTTP_LINE_LAST_MODIFIED)
+		memcpy(x->lastmod, h->last_modified, strlen(h->last_modified) + 1);
+	/* End of a header block: refuse an announced oversize body before a
+	 * byte of it arrives. */
+	if (kind == EQ_HTTP_LINE_END && !eq_http_header_body_fits(h, x->have, x->cap)) {
+		if (x->mem)
+			eq_error_set(&x->cb_error, EQ_ERR_LIMIT,
+				     "%s: server sent more than the limit of %" PRIu64
+				     " bytes for %s (Content-Length %" PRIu64 ")",
+				     x->url, x->cap, x->rel, x->length);
+		else
+			eq_error_set(&x->cb_error, EQ_ERR_LIMIT,
+				     "%s: server sent more than the %" PRIu64
+				     " bytes the manifest declares for %s (Content-Length %" PRIu64
+				     " from byte %" PRIu64 ")",
+				     x->url, x->cap, x->rel, x->length, x->status == 206 ? x->have : 0);
+		(void)abort_with(x, EQ_ERR_LIMIT);
+		return 0;
 	}
 	return len;
 }
@@ -589,16 +545,7 @@ static void load_validators(struct eq_fetcher *f, char *etag, char *lastmod, siz
 	etag[0] = lastmod[0] = '\0';
 	if (f->forgotten || eq_file_read_all(f->validators_path, VALIDATORS_MAX_BYTES, &data, &len, &e) != EQ_OK)
 		return;
-	const char *s = (const char *)data, *end = s + len, *v;
-	while (s < end) {
-		const char *nl = memchr(s, '\n', (size_t)(end - s));
-		const char *le = nl ? nl : end;
-		if (ci_prefix(s, (size_t)(le - s), "etag ", &v))
-			copy_value(etag, cap, v, le);
-		else if (ci_prefix(s, (size_t)(le - s), "last-modified ", &v))
-			copy_value(lastmod, cap, v, le);
-		s = nl ? nl + 1 : end;
-	}
+	eq_http_validators_parse((const char *)data, len, cap, etag, lastmod);
 	eq_free(data);
 }
 
