@@ -203,11 +203,78 @@ static void uboot_close(struct eq_bl *bl)
 	bl->priv = NULL;
 }
 
+/* CRC-32 (IEEE 802.3, reflected), the environment's checksum. */
+static uint32_t env_crc32(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+	}
+	return ~c;
+}
+
+/*
+ * libubootenv 0.3.2 walks the variables of a copy whose CRC holds with
+ * strlen() and strdup() and no bound, so a copy whose strings are not ended
+ * by an empty one inside it makes it read past its buffer (found by
+ * fuzz_uboot_env; such a copy can only come from a broken or hostile
+ * writer, never from a torn write, whose CRC fails). Such a copy is refused
+ * here before libubootenv reads it. A copy that cannot be read or whose CRC
+ * fails is left to libubootenv, which skips it.
+ */
+static eq_err check_copies_ended(const struct eq_bl *bl, const struct uboot *u, struct eq_error *err)
+{
+	size_t hdr = u->n_copies == 2 ? 5u : 4u;
+	for (unsigned i = 0; i < u->n_copies; i++) {
+		const struct env_copy *c = &u->copy[i];
+		if (c->size <= hdr || c->offset < 0)
+			continue;
+		int fd = open(c->dev, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		uint8_t *b = eq_malloc(c->size);
+		if (!b) {
+			close(fd);
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		}
+		ssize_t got = pread(fd, b, c->size, (off_t)c->offset);
+		close(fd);
+		bool ended = true;
+		if (got == (ssize_t)c->size &&
+		    ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24) ==
+			    env_crc32(b + hdr, c->size - hdr)) {
+			ended = false;
+			for (const uint8_t *p = b + hdr, *end = b + c->size; p < end;) {
+				if (*p == 0) {
+					ended = true;
+					break;
+				}
+				const uint8_t *nul = memchr(p, 0, (size_t)(end - p));
+				if (!nul)
+					break;
+				p = nul + 1;
+			}
+		}
+		eq_free(b);
+		if (!ended)
+			return eq_error_set(err, EQ_ERR_PARSE,
+					    "%s: copy %u (%s at offset %lld): its CRC holds but its variables do not end "
+					    "with an empty one; refused (erase the environment to start afresh)",
+					    bl->path, i + 1, c->dev, c->offset);
+	}
+	return EQ_OK;
+}
+
 /* libuboot_open(): takes the lock and reads the valid copy. Whatever it
  * returns, the caller calls libuboot_close(), which drops lock and data. */
 static eq_err load(struct eq_bl *bl, struct eq_error *err)
 {
 	struct uboot *u = bl->priv;
+	eq_err r = check_copies_ended(bl, u, err);
+	if (r)
+		return r;
 	int ret = libuboot_open(u->ctx);
 	if (ret == 0)
 		return EQ_OK;

@@ -856,6 +856,40 @@ static void test_garbled(void **state)
 	eq_bl_close(bl);
 }
 
+/* A copy whose CRC holds but whose variables never end (no empty string
+ * inside it): libubootenv 0.3.2 would read past its buffer (a fuzz
+ * finding); it is refused as garbled and nothing is written over it. */
+static void test_unterminated(void **state)
+{
+	(void)state;
+	static uint8_t b[ENV_SIZE];
+	memset(b, 'x', sizeof(b));
+	memcpy(b + hdr(), "BOOT_ORDER=A B", 14);
+	b[hdr() + 14] = 0; /* one string ended, the rest 'x' up to the end */
+	if (redundant)
+		b[4] = 1;
+	uint32_t c = crc32_of(b + hdr(), ENV_SIZE - hdr());
+	for (int k = 0; k < 4; k++)
+		b[k] = (uint8_t)(c >> (8 * k));
+	write_copy(0, b);
+	if (redundant)
+		corrupt_copy(1);
+	assert_true(copy_valid(0));
+	struct eq_bl *bl = open_bl();
+	struct eq_error e;
+	struct eq_bl_state st;
+	struct snapshot *before = malloc(sizeof(*before));
+	assert_non_null(before);
+	take(before);
+	assert_int_equal(eq_bl_get_state(bl, &st, &e), EQ_ERR_PARSE);
+	if (!strstr(e.msg, "copy 1") || !strstr(e.msg, "its CRC holds but its variables do not end"))
+		fail_msg("message: %s", e.msg);
+	assert_int_equal(eq_bl_mark_good(bl, 0, &e), EQ_ERR_PARSE);
+	assert_true(unchanged(before));
+	free(before);
+	eq_bl_close(bl);
+}
+
 static void test_too_small(void **state)
 {
 	(void)state;
@@ -1021,6 +1055,8 @@ int main(int argc, char **argv)
 		T(test_both_bad, one_file_00),
 		T(test_garbled, single_ff),
 		T(test_garbled, one_file_ff),
+		T(test_unterminated, single_ff),
+		T(test_unterminated, two_files_00),
 		T(test_too_small, single_ff),
 		T(test_short_device, single_ff),
 		T(test_lock, one_file_ff),
