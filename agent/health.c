@@ -45,17 +45,30 @@ static eq_err run_one(const char *cmd, double deadline, struct eq_error *err)
 	char *argv[MAX_ARGS];
 	if (split(cmd, buf, sizeof(buf), argv) == 0)
 		return eq_error_set(err, EQ_ERR_INVAL, "empty health check");
+	/* A SIGTERM between fork() and running_pgid would miss the new check:
+	 * the signals wait until the group is known. */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		int saved = errno;
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		errno = saved;
 		return eq_error_errno(err, EQ_ERR_IO, "cannot start health check '%s'", cmd);
+	}
 	if (pid == 0) {
 		/* Own process group, so a timeout kills whatever the check started. */
 		setpgid(0, 0);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		execv(argv[0], argv);
 		_exit(127);
 	}
 	setpgid(pid, pid);
 	running_pgid = pid;
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	int status;
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);

@@ -51,6 +51,16 @@ static void on_cycle_term(int sig)
 	_exit(EQ_EXIT_FAILED);
 }
 
+/* SIGTERM or SIGINT to a one-shot command (mark-good under `timeout`, a
+ * Ctrl-C): the health check it may be running has a process group of its
+ * own and would outlive it. Then die of the signal as before. */
+static void on_oneshot_term(int sig)
+{
+	eq_health_kill_running();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 static int usage_error(const char *what, const char *arg)
 {
 	fprintf(stderr, "eqota: %s%s%s%s\n%s", what, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", usage_text);
@@ -466,6 +476,9 @@ int main(int argc, char **argv)
 		eq_config_done(&cfg);
 		return rc;
 	}
+	struct sigaction oneshot = {.sa_handler = on_oneshot_term};
+	sigaction(SIGTERM, &oneshot, NULL);
+	sigaction(SIGINT, &oneshot, NULL);
 	struct eq_agent *a = NULL;
 	if (eq_agent_new(&cfg, &a, &e)) {
 		eq_config_done(&cfg);

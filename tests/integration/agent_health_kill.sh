@@ -165,6 +165,26 @@ else
     fail "health checks left after the daemon stopped:$left"
 fi
 
+# ---- 2b. SIGTERM to a one-shot `eqota mark-good` running the check (as
+# `timeout` or Ctrl-C would send): the check must not outlive it
+n=$(cat "$w/hc.kids" 2>/dev/null | wc -l)
+EQ_TEST_BOOT_ID_FILE=$d/boot_id "$eqota" --config "$d/eqota.conf" mark-good > "$w/oneshot.log" 2>&1 & opid=$!
+if wait_for 20 eval '[ "$(cat "$w/hc.kids" 2>/dev/null | wc -l)" -gt "$n" ]'; then
+  hc=$(sed -n "$((n + 1))p" "$w/hc.pids") kid=$(sed -n "$((n + 1))p" "$w/hc.kids")
+  t0=$(date +%s.%N)
+  kill -TERM "$opid"
+  orc=0; wait "$opid" || orc=$?
+  if gone_within 5 "$hc" "$kid"; then
+    pass "SIGTERM to 'eqota mark-good' during the health check: check and its child gone in $(since "$t0") s"
+  else
+    fail "SIGTERM to 'eqota mark-good' left the health check running 5 s later:$left"
+  fi
+  [ "$orc" = 143 ] && pass "mark-good dies of the SIGTERM (exit 143)" || fail "mark-good exit $orc: $(cat "$w/oneshot.log")"
+else
+  kill -KILL "$opid" 2>/dev/null || true; wait "$opid" 2>/dev/null || true
+  fail "mark-good: the health check did not start within 20 s: $(cat "$w/oneshot.log")"
+fi
+
 # ---- 3. the device is still sane: status reads, the trial can be confirmed
 rc=0; out=$(eq status --json 2>&1) || rc=$?
 if [ $rc -eq 0 ] && python3 -c '
