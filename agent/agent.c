@@ -14,7 +14,8 @@
 
 struct eq_agent {
 	const struct eq_config *cfg;
-	struct eq_manifest_trust *trust;
+	struct eq_manifest_trust *trust; /* legacy mode: [repository] key or trust */
+	struct eq_trust *tstore;         /* root mode: [repository] root */
 	struct eq_bl *bl;
 	struct eq_fetcher *fetcher;
 	char *state_path;
@@ -23,6 +24,7 @@ struct eq_agent {
 	char *cache_manifest, *cache_sig;
 	eq_progress_fn progress;
 	void *progress_ctx;
+	bool cache_hit; /* root mode: this refresh's manifest came from the cache */
 	volatile sig_atomic_t stop;
 };
 
@@ -31,6 +33,7 @@ void eq_agent_free(struct eq_agent *a)
 	if (!a)
 		return;
 	eq_manifest_trust_free(a->trust);
+	eq_trust_free(a->tstore);
 	eq_bl_close(a->bl);
 	eq_fetcher_free(a->fetcher);
 	eq_free(a->state_path);
@@ -59,7 +62,12 @@ eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct e
 	}
 	if ((r = eq_mkdir_p(cfg->data_dir, 0755, err)))
 		goto fail;
-	if (cfg->trust) {
+	if (cfg->root) {
+		EQ_AUTOFREE char *tdir = eq_asprintf("%s/trust", cfg->data_dir);
+		r = tdir ? eq_trust_open(tdir, cfg->root, &a->tstore, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		if (!r && eq_trust_warning(a->tstore)[0])
+			eq_log(EQ_LOG_WARNING, "trust store %s: %s", tdir, eq_trust_warning(a->tstore));
+	} else if (cfg->trust) {
 		r = eq_manifest_trust_load(cfg->trust, &a->trust, err);
 	} else {
 		const char *keys[1] = {cfg->key};
@@ -98,6 +106,20 @@ void eq_agent_set_progress(struct eq_agent *a, eq_progress_fn fn, void *ctx)
 void eq_agent_request_stop(struct eq_agent *a)
 {
 	a->stop = 1;
+}
+
+/* The keys a slot's own manifest is checked with: the agent wrote it there
+ * after verifying it, so in root mode any release key of the accepted root
+ * chain (a revoked key stops new installs, not the boot of a slot). */
+static const struct eq_manifest_trust *local_keys(const struct eq_agent *a)
+{
+	return a->tstore ? eq_trust_installed_keys(a->tstore) : a->trust;
+}
+
+/* The keys a manifest from the repository must be signed by. */
+static const struct eq_manifest_trust *release_keys(const struct eq_agent *a)
+{
+	return a->tstore ? eq_trust_release_keys(a->tstore) : a->trust;
 }
 
 /* The slot the kernel was told to boot ("eqota.slot=A" on its command line). */
@@ -199,7 +221,7 @@ static eq_err slot_number(struct eq_agent *a, int s, int booted, uint64_t *ret, 
 	else if ((r = eq_slot_open(a->cfg, eq_bl_slot_name((unsigned)s), &root, err)))
 		return r;
 	struct eq_manifest *m = NULL;
-	r = root ? eq_slot_read_release(root, a->trust, a->cfg->board, &m, err)
+	r = root ? eq_slot_read_release(root, local_keys(a), a->cfg->board, &m, err)
 		 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	if (!r) {
 		struct eq_manifest_header h;
@@ -345,7 +367,7 @@ eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_erro
 			continue;
 		}
 		struct eq_manifest *m = NULL;
-		if (root && eq_slot_read_release(root, a->trust, a->cfg->board, &m, NULL) == EQ_OK) {
+		if (root && eq_slot_read_release(root, local_keys(a), a->cfg->board, &m, NULL) == EQ_OK) {
 			struct eq_manifest_header h;
 			if (eq_manifest_get_header(m, &h, NULL) == EQ_OK) {
 				st.slot[s].has_release = true;
@@ -360,6 +382,15 @@ eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_erro
 		eq_free(root);
 	}
 	eq_fetcher_stats(a->fetcher, &st.fetched);
+	if (a->tstore) {
+		struct eq_root_info info;
+		eq_root_get_info(eq_trust_root(a->tstore), &info);
+		st.trust.root_mode = true;
+		st.trust.root_version = info.version;
+		st.trust.root_expires = info.expires;
+		st.trust.ts_version = eq_trust_timestamp(a->tstore)->version;
+		st.trust.ts_expires = eq_trust_timestamp(a->tstore)->expires;
+	}
 	*ret = st;
 	return EQ_OK;
 }
@@ -417,9 +448,81 @@ static eq_err fetch_manifest(struct eq_agent *a, uint8_t **m, size_t *mlen, uint
 	return r;
 }
 
+/* eq_trust_refresh()'s reader: the manifest the timestamp names may come
+ * from the copy cached at the last verification (its hash is checked). */
+static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *expect, uint8_t **ret,
+			  size_t *ret_len, struct eq_error *err)
+{
+	struct eq_agent *a = ctx;
+	uint8_t *d = NULL;
+	size_t l = 0;
+	if (expect && eq_file_read_all(a->cache_manifest, max, &d, &l, NULL) == EQ_OK) {
+		uint8_t h[EQ_SHA256_LEN];
+		char hex[EQ_SHA256_HEX_LEN + 1];
+		eq_sha256(d, l, h);
+		eq_hex_encode(h, sizeof(h), hex);
+		if (strcmp(hex, expect) == 0) {
+			*ret = d;
+			*ret_len = l;
+			a->cache_hit = true;
+			return EQ_OK;
+		}
+		eq_free(d);
+	}
+	/* The signatures cached with those bytes: the server's file may
+	 * already belong to a newer manifest the timestamp does not name. */
+	size_t pl = strlen(path);
+	if (a->cache_hit && pl > 4 && strcmp(path + pl - 4, ".sig") == 0 &&
+	    eq_file_read_all(a->cache_sig, max, ret, ret_len, NULL) == EQ_OK)
+		return EQ_OK;
+	return eq_fetch_file(a->fetcher, path, max, ret, ret_len, err);
+}
+
+/*
+ * The channel's current manifest, verified, into c->next and its bytes: in
+ * root mode through the root chain and the timestamp (eq_trust_refresh()),
+ * else the manifest and its signatures with the configured keys.
+ * *ret_fresh (legacy mode): the bytes are not the cached copy, the caller
+ * caches them once it accepts them; root mode caches here and says false.
+ */
+static eq_err fetch_current(struct eq_agent *a, struct eq_check *c, bool *ret_fresh, struct eq_error *err)
+{
+	eq_err r;
+	if (a->tstore) {
+		struct eq_trust_result res;
+		a->cache_hit = false;
+		if ((r = eq_trust_refresh(a->tstore, trust_fetch, a, a->cfg->board, a->cfg->channel, now_s(), &res, err)))
+			return eq_error_prefix(err, r, "repository");
+		c->manifest_bytes = res.manifest;
+		c->manifest_len = res.manifest_len;
+		c->sig_bytes = res.sig;
+		c->sig_len = res.sig_len;
+		c->next = res.m;
+		/* Cached for the next refresh, where an unchanged timestamp then
+		 * costs no manifest download (the callers' cache code is for the
+		 * conditional requests of legacy mode). */
+		if (!a->cache_hit &&
+		    ((r = eq_file_replace_atomic(a->cache_sig, c->sig_bytes, c->sig_len, 0644, err)) ||
+		     (r = eq_file_replace_atomic(a->cache_manifest, c->manifest_bytes, c->manifest_len, 0644, err))))
+			return r;
+		*ret_fresh = false;
+		return EQ_OK;
+	}
+	bool fresh;
+	if ((r = fetch_manifest(a, &c->manifest_bytes, &c->manifest_len, &c->sig_bytes, &c->sig_len, &fresh, err)))
+		return r;
+	struct eq_manifest_policy pol = {
+		.board = a->cfg->board, .channel = a->cfg->channel, .now = now_s(), .check_expiry = true};
+	if ((r = eq_manifest_load_verified(c->manifest_bytes, c->manifest_len, c->sig_bytes, c->sig_len, a->trust, &pol,
+					   &c->next, err)))
+		return eq_error_prefix(err, r, "%s", fresh ? "repository manifest" : a->cache_manifest);
+	*ret_fresh = fresh;
+	return EQ_OK;
+}
+
 static eq_err read_running(struct eq_agent *a, int booted, struct eq_manifest **ret, struct eq_error *err)
 {
-	eq_err r = eq_slot_read_release(running_root(a->cfg, booted), a->trust, a->cfg->board, ret, err);
+	eq_err r = eq_slot_read_release(running_root(a->cfg, booted), local_keys(a), a->cfg->board, ret, err);
 	if (r == EQ_ERR_NOTFOUND)
 		return eq_error_set(err, EQ_ERR_STATE, "the running slot %s has no release record: provision it first",
 				    eq_bl_slot_name((unsigned)booted));
@@ -442,15 +545,8 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 	if ((r = read_running(a, booted, &c.running, err)))
 		goto fail;
 	bool fresh;
-	if ((r = fetch_manifest(a, &c.manifest_bytes, &c.manifest_len, &c.sig_bytes, &c.sig_len, &fresh, err)))
+	if ((r = fetch_current(a, &c, &fresh, err)))
 		goto fail;
-	struct eq_manifest_policy pol = {
-		.board = a->cfg->board, .channel = a->cfg->channel, .now = now_s(), .check_expiry = true};
-	if ((r = eq_manifest_load_verified(c.manifest_bytes, c.manifest_len, c.sig_bytes, c.sig_len, a->trust, &pol,
-					   &c.next, err))) {
-		eq_error_prefix(err, r, "%s", fresh ? "repository manifest" : a->cache_manifest);
-		goto fail;
-	}
 	uint64_t have, offered;
 	if ((r = get_number(c.running, &have, NULL, err)) || (r = get_number(c.next, &offered, NULL, err)))
 		goto fail;
@@ -552,7 +648,7 @@ static eq_err build_slot(struct eq_agent *a, int target, const struct eq_manifes
 		struct eq_manifest *m = NULL;
 		r = eq_slot_open(a->cfg, name, &check_root, err);
 		if (!r)
-			r = eq_slot_read_release(check_root, a->trust, a->cfg->board, &m, err);
+			r = eq_slot_read_release(check_root, local_keys(a), a->cfg->board, &m, err);
 		eq_manifest_free(m);
 		eq_free(check_root);
 		eq_err r3 = eq_slot_release(a->cfg, name, r ? NULL : err);
@@ -800,7 +896,7 @@ eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error
 	struct eq_manifest *m = NULL;
 	r = eq_slot_open(a->cfg, eq_bl_slot_name((unsigned)other), &root, err);
 	if (!r)
-		r = eq_slot_read_release(root, a->trust, a->cfg->board, &m, err);
+		r = eq_slot_read_release(root, local_keys(a), a->cfg->board, &m, err);
 	(void)!eq_slot_release(a->cfg, eq_bl_slot_name((unsigned)other), NULL);
 	eq_free(root);
 	if (r)
@@ -878,7 +974,7 @@ static eq_err fetch_release(struct eq_agent *a, uint64_t number, struct rel_copy
 					 .now = now_s(),
 					 .check_expiry = false};
 	eq_err r = eq_fetch_release_manifest(a->fetcher, number, &x.mb, &x.ml, &x.sb, &x.sl, err);
-	if (!r && (r = eq_manifest_load_verified(x.mb, x.ml, x.sb, x.sl, a->trust, &pol, &x.m, err)))
+	if (!r && (r = eq_manifest_load_verified(x.mb, x.ml, x.sb, x.sl, release_keys(a), &pol, &x.m, err)))
 		(void)eq_error_prefix(err, r, "releases/%" PRIu64 "/manifest.json", number);
 	if (!r)
 		r = get_number(x.m, &x.number, x.name, err);
@@ -1026,13 +1122,8 @@ eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release
 	struct eq_check c;
 	memset(&c, 0, sizeof(c));
 	bool fresh;
-	eq_err r = fetch_manifest(a, &c.manifest_bytes, &c.manifest_len, &c.sig_bytes, &c.sig_len, &fresh, err);
+	eq_err r = fetch_current(a, &c, &fresh, err);
 	if (r)
-		goto out;
-	struct eq_manifest_policy pol = {
-		.board = a->cfg->board, .channel = a->cfg->channel, .now = now_s(), .check_expiry = true};
-	if ((r = eq_manifest_load_verified(c.manifest_bytes, c.manifest_len, c.sig_bytes, c.sig_len, a->trust, &pol,
-					   &c.next, err)))
 		goto out;
 	(void)!get_number(c.next, &res.number, res.release, NULL);
 	if (release && (r = pick_release(a, release, &c, &res, err)))

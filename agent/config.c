@@ -47,6 +47,7 @@ static const struct key_def keys[] = {
 	{SEC_REPOSITORY, "url", K_URL, S(url), 0, 0},
 	{SEC_REPOSITORY, "board", K_NAME, S(board), 0, 0},
 	{SEC_REPOSITORY, "channel", K_NAME, S(channel), 0, 0},
+	{SEC_REPOSITORY, "root", K_PATH, S(root), 0, 0},
 	{SEC_REPOSITORY, "key", K_PATH, S(key), 0, 0},
 	{SEC_REPOSITORY, "trust", K_PATH, S(trust), 0, 0},
 	{SEC_REPOSITORY, "ca-file", K_PATH, S(ca_file), 0, 0},
@@ -95,6 +96,7 @@ void eq_config_done(struct eq_config *c)
 	eq_free(c->url);
 	eq_free(c->board);
 	eq_free(c->channel);
+	eq_free(c->root);
 	eq_free(c->key);
 	eq_free(c->trust);
 	eq_free(c->ca_file);
@@ -383,8 +385,14 @@ static eq_err check_required(struct parser *p)
 		return eq_error_set(p->err, EQ_ERR_INVAL,
 				    "%s:%u: [repository] key and trust exclude each other (key at line %u)", p->name,
 				    trust_line, key_line);
-	if (!key_line && !trust_line)
-		return eq_error_set(p->err, EQ_ERR_INVAL, "%s: [repository] needs one of key or trust", p->name);
+	unsigned root_line = seen_at(p, SEC_REPOSITORY, "root");
+	if (root_line && (key_line || trust_line))
+		return eq_error_set(p->err, EQ_ERR_INVAL,
+				    "%s:%u: [repository] root excludes key and trust (%s at line %u): the root names "
+				    "the keys",
+				    p->name, root_line, key_line ? "key" : "trust", key_line ? key_line : trust_line);
+	if (!key_line && !trust_line && !root_line)
+		return eq_error_set(p->err, EQ_ERR_INVAL, "%s: [repository] needs one of root, key or trust", p->name);
 	if (strcmp(p->c.slot_a, p->c.slot_b) == 0)
 		return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: [slots] A and B are both '%s'", p->name,
 				    seen_at(p, SEC_SLOTS, "B"), p->c.slot_b);

@@ -871,3 +871,27 @@ eq_err eq_fetch_object(struct eq_fetcher *f, const char *rel_path, const char *s
 	*ret_path = eq_steal_ptr(final);
 	return EQ_OK;
 }
+
+/* ---- small signed files (root mode) --------------------------------------- */
+
+eq_err eq_fetch_file(struct eq_fetcher *f, const char *rel, size_t max, uint8_t **ret, size_t *ret_len,
+		     struct eq_error *err)
+{
+	struct xfer *x = eq_calloc(1, sizeof(*x));
+	struct eq_buf b;
+	eq_buf_init(&b, max);
+	long status = 0;
+	eq_err r = x ? fetch_mem(f, rel, max, NULL, &status, &b, x, err)
+		     : eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
+	size_t len = b.len;
+	/* An empty body still gives a buffer, so callers never pass NULL on. */
+	if (!r && !len && !(*ret = eq_malloc(1)))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
+	else if (!r && len)
+		*ret = eq_buf_steal(&b, NULL);
+	if (!r)
+		*ret_len = len;
+	eq_buf_done(&b);
+	eq_free(x);
+	return r;
+}

@@ -140,10 +140,28 @@ static int cmd_status(struct eq_agent *a)
 		} else {
 			printf("null");
 		}
+		printf(",\"trust\":");
+		if (st.trust.root_mode)
+			printf("{\"root_version\":%" PRIu64 ",\"root_expires\":%lld,\"timestamp_version\":%" PRIu64
+			       ",\"timestamp_expires\":%lld}",
+			       st.trust.root_version, (long long)st.trust.root_expires, st.trust.ts_version,
+			       (long long)st.trust.ts_expires);
+		else
+			printf("null");
 		printf("}\n");
 		return EQ_EXIT_OK;
 	}
 	printf("booted slot: %s\n", st.booted >= 0 ? eq_bl_slot_name((unsigned)st.booted) : "unknown");
+	if (st.trust.root_mode) {
+		char re[EQ_MANIFEST_TIME_LEN + 1], te[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(st.trust.root_expires, re);
+		eq_manifest_format_time(st.trust.ts_expires, te);
+		printf("trust: root version %" PRIu64 " (expires %s), ", st.trust.root_version, re);
+		if (st.trust.ts_version)
+			printf("timestamp version %" PRIu64 " (expires %s)\n", st.trust.ts_version, te);
+		else
+			printf("no timestamp accepted yet\n");
+	}
 	for (int s = 0; s < EQ_BL_SLOTS; s++) {
 		if (st.slot[s].has_release)
 			printf("slot %s: release '%s' (number %" PRIu64 "), %zu packages\n", eq_bl_slot_name((unsigned)s),

@@ -455,7 +455,7 @@ static eq_err copy_path(char *dst, size_t cap, const cJSON *item, const char *wh
 	return EQ_OK;
 }
 
-static eq_err parse_time(const cJSON *item, const char *key, int64_t *ret, struct eq_error *err)
+eq_err eqm_time(const cJSON *item, const char *key, int64_t *ret, struct eq_error *err)
 {
 	if (!eq_manifest_parse_time(item->valuestring, ret))
 		return eq_error_set(err, EQ_ERR_PARSE, "%s: expected a UTC time like 2026-12-03T08:00:00Z", key);
@@ -579,7 +579,7 @@ static eq_err build(const cJSON *root, struct eq_manifest *m, struct eq_error *e
 	h.channel = it[2]->valuestring;
 	h.release = it[3]->valuestring;
 	if ((r = eqm_uint(it[4], "", "number", 1, EQ_MANIFEST_NUMBER_MAX, &h.number, err)) ||
-	    (r = parse_time(it[5], "issued", &h.issued, err)) || (r = parse_time(it[6], "expires", &h.expires, err)) ||
+	    (r = eqm_time(it[5], "issued", &h.issued, err)) || (r = eqm_time(it[6], "expires", &h.expires, err)) ||
 	    (r = eqm_set_header(m, &h, EQ_ERR_PARSE, err)))
 		return r;
 	size_t i = 0;

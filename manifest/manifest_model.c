@@ -66,6 +66,11 @@ static const char *check_text(const char *s, size_t max, enum charset cs, bool a
 	return NULL;
 }
 
+const char *eqm_check_name(const char *s)
+{
+	return check_text(s, EQ_MANIFEST_NAME_MAX, CS_NAME, true);
+}
+
 static eq_err field_err(struct eq_error *err, eq_err code, const char *where, const char *key, const char *why)
 {
 	char path[160];

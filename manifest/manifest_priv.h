@@ -41,6 +41,9 @@ eq_err eqm_set_header(struct eq_manifest *m, const struct eq_manifest_header *h,
 /* true if @path could leave its folder: absolute, "..", "//" or "\\". */
 bool eqm_path_unsafe(const char *path);
 
+/* NULL when @s is a valid board or channel name, else why not. */
+const char *eqm_check_name(const char *s);
+
 /* ---- strict JSON (manifest_json.c) ------------------------------------ */
 
 /*
@@ -100,5 +103,23 @@ bool eqm_pubkey_verify(const struct eqm_pubkey *k, const uint8_t hash[EQ_SHA256_
 #define EQM_SIG_DER_MAX 80u
 eq_err eqm_key_sign(const struct eq_manifest_key *key, const uint8_t hash[EQ_SHA256_LEN],
 		    uint8_t out[EQM_SIG_DER_MAX], size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
+
+/* ---- trust sets and signature files (manifest_sig.c) ------------------ */
+
+/* Keys a trust set can hold: EQ_MANIFEST_TRUST_MAX_KEYS from a file or a
+ * root role, more for the union of release keys over a root chain
+ * (eq_trust_installed_keys()). */
+#define EQM_TRUST_CAP 64u
+/* An empty trust set with @threshold (set the keys with eqm_trust_add()). */
+struct eq_manifest_trust *eqm_trust_new(unsigned threshold);
+/* Adds a parsed copy of @k unless a key with its id is there; EQ_ERR_LIMIT
+ * past @cap keys, EQ_ERR_NOMEM. */
+eq_err eqm_trust_add(struct eq_manifest_trust *t, const struct eqm_pubkey *k, size_t cap,
+		     struct eq_error *err) EQ_MUST_CHECK;
+const struct eqm_pubkey *eqm_trust_key(const struct eq_manifest_trust *t, size_t i);
+void eqm_trust_set_threshold(struct eq_manifest_trust *t, unsigned threshold);
+
+/* UTC time @item (a JSON string "YYYY-MM-DDTHH:MM:SSZ") into *ret. */
+eq_err eqm_time(const cJSON *item, const char *key, int64_t *ret, struct eq_error *err) EQ_MUST_CHECK;
 
 #endif

@@ -191,8 +191,41 @@ eq_err eq_manifest_sign_append(const uint8_t *data, size_t len, const uint8_t *s
 struct eq_manifest_trust {
 	unsigned threshold;
 	size_t n;
-	struct eqm_pubkey *keys[EQ_MANIFEST_TRUST_MAX_KEYS];
+	struct eqm_pubkey *keys[EQM_TRUST_CAP];
 };
+
+struct eq_manifest_trust *eqm_trust_new(unsigned threshold)
+{
+	struct eq_manifest_trust *t = eq_calloc(1, sizeof(*t));
+	if (t)
+		t->threshold = threshold;
+	return t;
+}
+
+eq_err eqm_trust_add(struct eq_manifest_trust *t, const struct eqm_pubkey *k, size_t cap, struct eq_error *err)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(eqm_pubkey_id(t->keys[i]), eqm_pubkey_id(k)) == 0)
+			return EQ_OK;
+	if (t->n >= cap || t->n >= EQM_TRUST_CAP)
+		return eq_error_set(err, EQ_ERR_LIMIT, "more than %zu keys", cap < EQM_TRUST_CAP ? cap : EQM_TRUST_CAP);
+	struct eqm_pubkey *c = NULL;
+	eq_err r = eqm_pubkey_parse(eqm_pubkey_pem(k), &c, err);
+	if (r)
+		return r;
+	t->keys[t->n++] = c;
+	return EQ_OK;
+}
+
+const struct eqm_pubkey *eqm_trust_key(const struct eq_manifest_trust *t, size_t i)
+{
+	return i < t->n ? t->keys[i] : NULL;
+}
+
+void eqm_trust_set_threshold(struct eq_manifest_trust *t, unsigned threshold)
+{
+	t->threshold = threshold;
+}
 
 void eq_manifest_trust_free(struct eq_manifest_trust *trust)
 {

@@ -27,27 +27,31 @@ cd "$out"
 trap httpd_stop EXIT
 step() { printf '\n== %s\n' "$*"; }
 
-step "a demo signing key (never ship it)"
-"$gen" keygen --out demo-release
+step "demo keys (never ship them): an offline root key, a release key, a timestamp key"
+for k in demo-root demo-release demo-timestamp; do "$gen" keygen --out "$k"; done
 B=(--repo repo --board qemux86-64 --channel stable)
+"$gen" root init --repo repo --key demo-root.key --root-pub demo-root.pub --release-pub demo-release.pub \
+  --timestamp-pub demo-timestamp.pub
 step "publish release 1 ($(ls "$cache/release1" | wc -l) packages)"
 "$gen" publish "${B[@]}" --release 2026.12-1 --packages "$cache/release1" \
-  --build-index "$cache/release1.index" --key demo-release.key --store equiv.db
+  --build-index "$cache/release1.index" --key demo-release.key --timestamp-key demo-timestamp.key --store equiv.db
 
 step "serve the repository with lighttpd on loopback"
 httpd_start "$out/repo" "$out/httpd"
 echo "$HTTPD_URL (access log: $HTTPD_ACCESS_LOG)"
 
-step "a simulated device: slots A and B, a file bootloader, provisioned with release 1"
+step "a simulated device: slots A and B, a file bootloader, root 1 in its image, provisioned with release 1"
 dev=$out/device
-simdevice_make "$dev" "$HTTPD_URL" qemux86-64 "$out/demo-release.pub" health.check=/bin/true health.timeout=60
+mkdir -p "$out/image"
+cp repo/root/1.root.json repo/root/1.root.json.sig "$out/image/"
+simdevice_make "$dev" "$HTTPD_URL" qemux86-64 "$out/image/1.root.json" health.check=/bin/true health.timeout=60
 "$eqota" --config "$dev/eqota.conf" provision --slot A
 echo "boot: slot $("$simboot" --env "$dev/bootenv" --cmdline "$dev/cmdline")"
 
 step "publish release 2: every package rebuilt (new taskhashes), a few really changed"
 "$gen" publish "${B[@]}" --release 2026.12-2 --packages "$cache/release2" \
-  --build-index "$cache/release2.index" --key demo-release.key --store equiv.db
-"$gen" verify "${B[@]}" --key demo-release.pub --deep
+  --build-index "$cache/release2.index" --key demo-release.key --timestamp-key demo-timestamp.key --store equiv.db
+"$gen" verify "${B[@]}" --root "$out/image/1.root.json" --deep
 
 step "the device checks, updates, reboots into slot B and confirms it"
 "$eqota" --config "$dev/eqota.conf" check

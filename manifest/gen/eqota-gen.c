@@ -21,8 +21,16 @@ static const char usage_text[] =
 	"  publish --repo DIR --board B --channel C --release R --packages DIR --key NAME.key\n"
 	"          [--key K2.key ...] [--build-index FILE] [--deltas-from N] [--store DB]\n"
 	"          [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
-	"  verify  --repo DIR --board B --channel C (--key NAME.pub ... | --trust FILE)\n"
+	"          [--timestamp-key T.key ...] [--expires-hours H]\n"
+	"  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
 	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
+	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
+	"                 --timestamp-pub T.pub ... [--root-threshold N] [--release-threshold N]\n"
+	"                 [--timestamp-threshold N] [--expires DAYS]\n"
+	"  root    rotate --repo DIR --key R.key ... [--root-pub ...] [--release-pub ...]\n"
+	"                 [--timestamp-pub ...] [--*-threshold N] [--expires DAYS]\n"
+	"  root    revoke --repo DIR --key R.key ... --revoke KEYID|NAME.pub [--expires DAYS]\n"
+	"  timestamp --repo DIR --board B --channel C --key T.key ... [--expires-hours H]\n"
 	"  trust   --key NAME.pub [--key ...] [--threshold N] --out FILE   write a root-of-trust file\n"
 	"  diff    --repo DIR --board B --channel C --from R1 --to R2 [--json]\n"
 	"  show    --repo DIR --board B --channel C [--release R] [--json]\n"
@@ -54,10 +62,16 @@ static int fail(const struct eq_error *e)
 /* Options shared by the subcommands; each uses the ones it documents. */
 struct opts {
 	const char *repo, *board, *channel, *release, *packages, *out, *build_index, *store, *trust, *from, *to;
-	const char *build_dir, *method, *taskhash, *outhash, *unihash, *at;
+	const char *build_dir, *method, *taskhash, *outhash, *unihash, *at, *root, *revoke;
 	const char *keys[EQ_MANIFEST_MAX_SIGNATURES];
 	size_t n_keys;
-	unsigned deltas_from, expires, threshold;
+	const char *role_pubs[EQ_ROLE_COUNT][EQ_MANIFEST_TRUST_MAX_KEYS];
+	size_t n_role_pubs[EQ_ROLE_COUNT];
+	unsigned role_threshold[EQ_ROLE_COUNT];
+	const char *ts_keys[EQ_MANIFEST_MAX_SIGNATURES];
+	size_t n_ts_keys;
+	unsigned deltas_from, expires, threshold, expires_hours;
+	bool expires_given;
 	int level;
 	enum eq_publish_policy policy;
 	bool json, deep;
@@ -66,7 +80,9 @@ struct opts {
 enum {
 	O_REPO = 256, O_BOARD, O_CHANNEL, O_RELEASE, O_PACKAGES, O_KEY, O_OUT, O_INDEX, O_DELTAS_FROM, O_STORE,
 	O_EXPIRES, O_TRUST, O_FROM, O_TO, O_JSON, O_BUILD_DIR, O_METHOD, O_TASKHASH, O_OUTHASH, O_UNIHASH, O_LEVEL,
-	O_DEEP, O_AT, O_THRESHOLD, O_POLICY
+	O_DEEP, O_AT, O_THRESHOLD, O_POLICY, O_ROOT, O_REVOKE, O_TS_KEY, O_HOURS,
+	O_ROLE_PUB, /* + role */
+	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
 
 static const struct option long_opts[] = {
@@ -95,6 +111,16 @@ static const struct option long_opts[] = {
 	{"at", required_argument, NULL, O_AT},
 	{"threshold", required_argument, NULL, O_THRESHOLD},
 	{"policy", required_argument, NULL, O_POLICY},
+	{"root", required_argument, NULL, O_ROOT},
+	{"revoke", required_argument, NULL, O_REVOKE},
+	{"timestamp-key", required_argument, NULL, O_TS_KEY},
+	{"expires-hours", required_argument, NULL, O_HOURS},
+	{"root-pub", required_argument, NULL, O_ROLE_PUB + EQ_ROLE_ROOT},
+	{"release-pub", required_argument, NULL, O_ROLE_PUB + EQ_ROLE_RELEASE},
+	{"timestamp-pub", required_argument, NULL, O_ROLE_PUB + EQ_ROLE_TIMESTAMP},
+	{"root-threshold", required_argument, NULL, O_ROLE_TH + EQ_ROLE_ROOT},
+	{"release-threshold", required_argument, NULL, O_ROLE_TH + EQ_ROLE_RELEASE},
+	{"timestamp-threshold", required_argument, NULL, O_ROLE_TH + EQ_ROLE_TIMESTAMP},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -140,6 +166,34 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_OUTHASH: o->outhash = optarg; break;
 		case O_UNIHASH: o->unihash = optarg; break;
 		case O_AT: o->at = optarg; break;
+		case O_ROOT: o->root = optarg; break;
+		case O_REVOKE: o->revoke = optarg; break;
+		case O_TS_KEY:
+			if (o->n_ts_keys == EQ_MANIFEST_MAX_SIGNATURES)
+				return usage_error("too many --timestamp-key options (at most 16)%s", "");
+			o->ts_keys[o->n_ts_keys++] = optarg;
+			break;
+		case O_HOURS:
+			if (!parse_uint(optarg, 24 * 366, &v) || v == 0)
+				return usage_error("--expires-hours '%s': expected 1..8784", optarg);
+			o->expires_hours = (unsigned)v;
+			break;
+		case O_ROLE_PUB + EQ_ROLE_ROOT:
+		case O_ROLE_PUB + EQ_ROLE_RELEASE:
+		case O_ROLE_PUB + EQ_ROLE_TIMESTAMP: {
+			int ro = c - O_ROLE_PUB;
+			if (o->n_role_pubs[ro] == EQ_MANIFEST_TRUST_MAX_KEYS)
+				return usage_error("too many --%s-pub options (at most 16)", eq_role_name((enum eq_role)ro));
+			o->role_pubs[ro][o->n_role_pubs[ro]++] = optarg;
+			break;
+		}
+		case O_ROLE_TH + EQ_ROLE_ROOT:
+		case O_ROLE_TH + EQ_ROLE_RELEASE:
+		case O_ROLE_TH + EQ_ROLE_TIMESTAMP:
+			if (!parse_uint(optarg, EQ_MANIFEST_TRUST_MAX_KEYS, &v) || v == 0)
+				return usage_error("threshold '%s': expected 1..16", optarg);
+			o->role_threshold[c - O_ROLE_TH] = (unsigned)v;
+			break;
 		case O_THRESHOLD:
 			if (!parse_uint(optarg, EQ_MANIFEST_TRUST_MAX_KEYS, &v) || v == 0)
 				return usage_error("--threshold '%s': expected 1..16", optarg);
@@ -159,6 +213,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (!parse_uint(optarg, 3650, &v) || v == 0)
 				return usage_error("--expires '%s': expected 1..3650 days", optarg);
 			o->expires = (unsigned)v;
+			o->expires_given = true;
 			break;
 		case O_LEVEL:
 			if (!parse_uint(optarg, 22, &v) || v == 0)
@@ -253,6 +308,28 @@ static int cmd_publish(const struct opts *o)
 			       "package '%s' %s is not reproducible: its unihash was published with other bytes, "
 			       "serving the stored object, continuing",
 			       rep.pkgs[i].name, rep.pkgs[i].version);
+	}
+	if (o->n_ts_keys) {
+		struct eq_timestamp_opts to = {.repo = o->repo,
+					       .board = o->board,
+					       .channel = o->channel,
+					       .keys = o->ts_keys,
+					       .n_keys = o->n_ts_keys,
+					       .expires_hours = o->expires_hours};
+		struct eq_timestamp ts;
+		if ((r = eq_gen_timestamp(&to, &ts, &e))) {
+			eq_publish_report_done(&rep);
+			eq_error_prefix(&e, r, "published, but the timestamp was not refreshed (devices with a root see "
+					       "the release once 'eqota-gen timestamp' succeeds)");
+			return fail(&e);
+		}
+	} else {
+		struct eq_root *root = NULL;
+		if (eq_gen_root_newest(o->repo, &root, NULL) == EQ_OK)
+			eq_log(EQ_LOG_WARNING,
+			       "this repository has a root: devices see the new release once 'eqota-gen timestamp' (or "
+			       "publish --timestamp-key) signs a timestamp for it");
+		eq_root_free(root);
 	}
 	char bytes[32];
 	human(rep.bytes_written, bytes, sizeof(bytes));
@@ -429,13 +506,81 @@ static eq_err check_files(const char *repo, const struct eq_manifest *m, bool de
 	return EQ_OK;
 }
 
+/* verify --root: as a device with that installed root checks, from the
+ * root chain through the timestamp to the manifest and its files. */
+static int verify_root(const struct opts *o)
+{
+	struct eq_error e;
+	int64_t clock = (int64_t)time(NULL);
+	if (o->at && !eq_manifest_parse_time(o->at, &clock))
+		return usage_error("--at '%s': expected YYYY-MM-DDTHH:MM:SSZ", o->at);
+	struct eq_manifest *m = NULL;
+	uint64_t root_version = 0;
+	eq_err r;
+	if (o->release) {
+		/* An earlier release: no timestamp names it; the newest root's
+		 * release role must have signed it (what provision checks). */
+		struct eq_trust_result res;
+		if ((r = eq_gen_verify_trusted(o->repo, o->root, o->board, o->channel, clock, &res, &root_version, &e)))
+			return fail(&e);
+		eq_trust_result_done(&res);
+		struct eq_root *root = NULL;
+		if ((r = eq_gen_root_newest(o->repo, &root, &e)))
+			return fail(&e);
+		struct eq_repo_history h;
+		int rc = load_history(o, &h);
+		if (rc) {
+			eq_root_free(root);
+			return rc;
+		}
+		const struct eq_repo_release *rel = find_release(&h, o->release);
+		EQ_AUTOFREE char *mpath =
+			rel ? eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64 "/manifest.json", o->repo, o->board,
+					  o->channel, rel->number)
+			    : NULL;
+		struct eq_manifest_policy pol = {.board = o->board,
+						 .channel = o->channel,
+						 .number = rel ? rel->number : 0,
+						 .now = clock,
+						 .check_expiry = false};
+		eq_repo_history_done(&h);
+		r = mpath ? eq_manifest_load_verified_file(mpath, NULL, eq_root_role(root, EQ_ROLE_RELEASE), &pol, &m, &e)
+			  : EQ_ERR_NOTFOUND;
+		eq_root_free(root);
+		if (r == EQ_ERR_NOTFOUND && !mpath)
+			return EXIT_FAILURE;
+		if (r)
+			return fail(&e);
+	} else {
+		struct eq_trust_result res;
+		if ((r = eq_gen_verify_trusted(o->repo, o->root, o->board, o->channel, clock, &res, &root_version, &e)))
+			return fail(&e);
+		m = res.m;
+		res.m = NULL;
+		eq_trust_result_done(&res);
+	}
+	struct eq_manifest_header hd;
+	r = eq_manifest_get_header(m, &hd, &e);
+	if (!r)
+		r = check_files(o->repo, m, o->deep, &e);
+	if (!r)
+		printf("%s/boards/%s/%s: root chain to version %" PRIu64 ", %ssignature, board, channel and expiry OK; "
+		       "release '%s' (number %" PRIu64 "), %zu packages, every %s present\n",
+		       o->repo, o->board, o->channel, root_version, o->release ? "" : "timestamp, ", hd.release, hd.number,
+		       eq_manifest_package_count(m), o->deep ? "object and delta hash-checked and" : "object and delta");
+	eq_manifest_free(m);
+	return r ? fail(&e) : 0;
+}
+
 static int cmd_verify(const struct opts *o)
 {
 	NEED(repo, "--repo DIR");
 	NEED(board, "--board B");
 	NEED(channel, "--channel C");
-	if (!o->n_keys == !o->trust)
-		return usage_error("give either --key NAME.pub (repeatable) or --trust FILE%s", "");
+	if ((o->n_keys > 0) + !!o->trust + !!o->root != 1)
+		return usage_error("give one of --root FILE, --key NAME.pub (repeatable) or --trust FILE%s", "");
+	if (o->root)
+		return verify_root(o);
 	struct eq_error e;
 	struct eq_manifest_trust *trust = NULL;
 	eq_err r = o->trust ? eq_manifest_trust_load(o->trust, &trust, &e)
@@ -524,6 +669,102 @@ static int cmd_trust(const struct opts *o)
 	eq_free(json);
 	eq_manifest_trust_free(t);
 	return r ? fail(&e) : 0;
+}
+
+/* --revoke takes a key id or the .pub file of the key. */
+static int revoke_id(const char *arg, char out[EQ_MANIFEST_KEYID_LEN + 1])
+{
+	if (eq_is_sha256_hex(arg)) {
+		snprintf(out, EQ_MANIFEST_KEYID_LEN + 1, "%s", arg);
+		return 0;
+	}
+	struct eq_manifest_trust *t = NULL;
+	struct eq_error e;
+	const char *paths[1] = {arg};
+	if (eq_manifest_trust_from_pubkeys(paths, 1, 1, &t, &e))
+		return fail(&e);
+	snprintf(out, EQ_MANIFEST_KEYID_LEN + 1, "%s", eq_manifest_trust_keyid(t, 0));
+	eq_manifest_trust_free(t);
+	return 0;
+}
+
+static int cmd_root(const char *sub, const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	if (!o->n_keys)
+		return usage_error("missing %s", "--key R.key (the root role's private keys that sign)");
+	bool init = !strcmp(sub, "init"), revoke = !strcmp(sub, "revoke");
+	if (!init && !revoke && strcmp(sub, "rotate"))
+		return usage_error("root: unknown subcommand '%s' (init, rotate or revoke)", sub);
+	if (revoke != !!o->revoke)
+		return usage_error(revoke ? "root revoke: missing --revoke KEYID|NAME.pub%s"
+					  : "--revoke belongs to 'root revoke'%s",
+				   "");
+	char keyid[EQ_MANIFEST_KEYID_LEN + 1] = "";
+	if (revoke) {
+		int rc = revoke_id(o->revoke, keyid);
+		if (rc)
+			return rc;
+	}
+	struct eq_root_opts ro = {.repo = o->repo,
+				  .sign_keys = o->keys,
+				  .n_sign = o->n_keys,
+				  .revoke_keyid = revoke ? keyid : NULL,
+				  .expires_days = o->expires_given ? o->expires : 0};
+	for (int i = 0; i < EQ_ROLE_COUNT; i++) {
+		ro.roles[i].pubs = o->role_pubs[i];
+		ro.roles[i].n_pubs = o->n_role_pubs[i];
+		ro.roles[i].threshold = o->role_threshold[i];
+	}
+	struct eq_error e;
+	uint64_t v = 0;
+	if (eq_gen_root_write(&ro, init, &v, &e))
+		return fail(&e);
+	struct eq_root *root = NULL;
+	if (eq_gen_root_newest(o->repo, &root, &e))
+		return fail(&e);
+	printf("wrote %s/root/%" PRIu64 ".root.json (+ .sig)\n", o->repo, v);
+	for (int i = 0; i < EQ_ROLE_COUNT; i++) {
+		const struct eq_manifest_trust *t = eq_root_role(root, (enum eq_role)i);
+		printf("  %-9s threshold %u of %zu:", eq_role_name((enum eq_role)i), eq_manifest_trust_threshold(t),
+		       eq_manifest_trust_key_count(t));
+		for (size_t k = 0; k < eq_manifest_trust_key_count(t); k++)
+			printf(" %.16s", eq_manifest_trust_keyid(t, k));
+		printf("\n");
+	}
+	struct eq_root_info info;
+	eq_root_get_info(root, &info);
+	char exp[EQ_MANIFEST_TIME_LEN + 1];
+	eq_manifest_format_time(info.expires, exp);
+	printf("  expires %s\n", exp);
+	if (init)
+		printf("install it on devices as the file [repository] root names, with its .sig beside it\n");
+	eq_root_free(root);
+	return 0;
+}
+
+static int cmd_timestamp(const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	NEED(board, "--board B");
+	NEED(channel, "--channel C");
+	if (!o->n_keys)
+		return usage_error("missing %s", "--key T.key (the timestamp role's private key)");
+	struct eq_timestamp_opts to = {.repo = o->repo,
+				       .board = o->board,
+				       .channel = o->channel,
+				       .keys = o->keys,
+				       .n_keys = o->n_keys,
+				       .expires_hours = o->expires_hours};
+	struct eq_timestamp ts;
+	struct eq_error e;
+	if (eq_gen_timestamp(&to, &ts, &e))
+		return fail(&e);
+	char exp[EQ_MANIFEST_TIME_LEN + 1];
+	eq_manifest_format_time(ts.expires, exp);
+	printf("wrote %s/boards/%s/%s/timestamp.json version %" PRIu64 ": release number %" PRIu64 ", expires %s\n",
+	       o->repo, o->board, o->channel, ts.version, ts.number, exp);
+	return 0;
 }
 
 static void qa_print(void *ctx, const char *file, const char *path, uint64_t count)
@@ -639,6 +880,14 @@ int main(int argc, char **argv)
 	argv += i;
 	if (!strcmp(cmd, "equiv"))
 		return cmd_equiv(argc, argv);
+	const char *sub = NULL;
+	if (!strcmp(cmd, "root")) {
+		if (argc < 2 || argv[1][0] == '-')
+			return usage_error("root: missing subcommand (init, rotate or revoke)%s", "");
+		sub = argv[1];
+		argc--;
+		argv++;
+	}
 	struct opts o = {0};
 	int rc = parse_opts(argc, argv, &o);
 	if (rc)
@@ -657,5 +906,9 @@ int main(int argc, char **argv)
 		return cmd_trust(&o);
 	if (!strcmp(cmd, "qa"))
 		return cmd_qa(&o);
+	if (sub)
+		return cmd_root(sub, &o);
+	if (!strcmp(cmd, "timestamp"))
+		return cmd_timestamp(&o);
 	return usage_error("unknown command '%s'", cmd);
 }

@@ -452,6 +452,24 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 	if (!r)
 		r = eq_manifest_sign(json, json_len, (const struct eq_manifest_key *const *)keys, o->n_keys, &sig,
 				     &sig_len, err);
+	/* A repository with a root: devices accept only a manifest signed by
+	 * its release role, so nothing else is published. */
+	if (!r) {
+		struct eq_root *root = NULL;
+		r = eq_gen_root_newest(o->repo, &root, err);
+		if (r == EQ_ERR_NOTFOUND) {
+			r = EQ_OK;
+		} else if (!r) {
+			struct eq_root_info info;
+			eq_root_get_info(root, &info);
+			if ((r = eq_manifest_verify(json, json_len, sig, sig_len, eq_root_role(root, EQ_ROLE_RELEASE), err)))
+				eq_error_prefix(err, r,
+						"the keys given (--key) do not meet the release role of root version %" PRIu64
+						"; the release is not published",
+						info.version);
+			eq_root_free(root);
+		}
+	}
 	EQ_AUTOFREE char *rdir = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel,
 					     c->rep.number);
 	if (!r && !rdir)

@@ -2,7 +2,7 @@
 # Both need eqota-gen (EQ_HOST_TOOLS) to publish; agent_update moves the
 # agent's clock with the EQ_TEST_NOW test hook (EQ_TEST_HOOKS).
 if(NOT TARGET eqota-gen)
-  foreach(t integration.agent_update integration.agent_https)
+  foreach(t integration.agent_update integration.agent_https integration.agent_trust)
     eq_add_skipped_test(${t} integration "needs eqota-gen to publish its releases: configure with -DEQ_HOST_TOOLS=ON")
   endforeach()
 else()
@@ -15,7 +15,14 @@ else()
   if(NOT EQ_TEST_HOOKS)
     eq_add_skipped_test(integration.agent_update integration
       "needs the EQ_TEST_NOW test hook (manifest expiry): configure with -DEQ_TEST_HOOKS=ON")
+    eq_add_skipped_test(integration.agent_trust integration
+      "needs the EQ_TEST_NOW test hook (timestamp expiry): configure with -DEQ_TEST_HOOKS=ON")
   else()
+    # Root mode: root chain, timestamp, rotation, revocation, rollback, freeze.
+    add_test(NAME integration.agent_trust
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_trust.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>
+              $<TARGET_FILE:eq-simboot> ${PROJECT_SOURCE_DIR})
+    set_tests_properties(integration.agent_trust PROPERTIES LABELS integration TIMEOUT 600)
     add_test(NAME integration.agent_update
       COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_update.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>
               $<TARGET_FILE:eq-simboot> ${PROJECT_SOURCE_DIR})

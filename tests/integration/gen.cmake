@@ -9,4 +9,8 @@ if(TARGET eqota-gen)
   add_test(NAME integration.gen_refuse
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_refuse.sh $<TARGET_FILE:eqota-gen>)
   set_tests_properties(integration.gen_refuse PROPERTIES LABELS integration TIMEOUT 300)
+  # Root of trust, rotation, revocation and timestamps on the publisher's side.
+  add_test(NAME integration.gen_trust
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_trust.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(integration.gen_trust PROPERTIES LABELS integration TIMEOUT 300)
 endif()

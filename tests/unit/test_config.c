@@ -247,7 +247,7 @@ static void test_required(void **state)
 		{"url = ", "eqota.conf: [repository] url is required"},
 		{"board = ", "eqota.conf: [repository] board is required"},
 		{"channel = ", "eqota.conf: [repository] channel is required"},
-		{"key = ", "eqota.conf: [repository] needs one of key or trust"},
+		{"key = ", "eqota.conf: [repository] needs one of root, key or trust"},
 		{"A = ", "eqota.conf: [slots] A is required"},
 		{"B = ", "eqota.conf: [slots] B is required"},
 		{"backend = ", "eqota.conf: [bootloader] backend is required"},

@@ -36,8 +36,9 @@ struct eq_config {
 	char *url;          /* base URL of the repository (http, https, file) */
 	char *board;
 	char *channel;
-	char *key;          /* a PEM public key, or NULL when trust is set */
-	char *trust;        /* root-of-trust file, or NULL when key is set */
+	char *root;         /* installed root document (root mode), or NULL */
+	char *key;          /* a PEM public key (legacy mode), or NULL */
+	char *trust;        /* root-of-trust file (legacy mode), or NULL; one of the three is set */
 	char *ca_file;      /* CA bundle for https, NULL: system default */
 	unsigned connect_timeout_s;   /* default 15 */
 	unsigned low_speed_time_s;    /* abort below min_rate for this long, default 60 */
@@ -132,6 +133,15 @@ EQ_API eq_err eq_fetch_manifest_commit(struct eq_fetcher *f, struct eq_error *er
 EQ_API eq_err eq_fetch_release_manifest(struct eq_fetcher *f, uint64_t number, uint8_t **ret_manifest,
 					size_t *ret_manifest_len, uint8_t **ret_sig, size_t *ret_sig_len,
 					struct eq_error *err) EQ_MUST_CHECK;
+/*
+ * GETs the file @rel of the repository (a root, a timestamp, a manifest of
+ * root mode) into memory, at most @max bytes (EQ_ERR_LIMIT past them,
+ * without reading on), with the fetcher's retries and deadlines.
+ * EQ_ERR_NOTFOUND for HTTP 404/410 or a missing file: URL. The caller
+ * frees *ret with eq_free() and verifies before parsing.
+ */
+EQ_API eq_err eq_fetch_file(struct eq_fetcher *f, const char *rel, size_t max, uint8_t **ret, size_t *ret_len,
+			    struct eq_error *err) EQ_MUST_CHECK;
 /* Forgets the validators so that the next eq_fetch_manifest() is a full GET. */
 EQ_API void eq_fetch_manifest_forget(struct eq_fetcher *f);
 
@@ -404,6 +414,15 @@ struct eq_status {
 	struct eq_slot_info slot[EQ_BL_SLOTS];
 	struct eq_state state;
 	struct eq_fetch_stats fetched;   /* of this process */
+	/* Root mode only (root_mode false otherwise): what the trust store
+	 * accepted. ts_version 0: no timestamp yet. */
+	struct {
+		bool root_mode;
+		uint64_t root_version;
+		int64_t root_expires;
+		uint64_t ts_version;
+		int64_t ts_expires;
+	} trust;
 };
 EQ_API eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_error *err) EQ_MUST_CHECK;
 

@@ -406,6 +406,209 @@ EQ_API eq_err eq_manifest_load_verified_file(const char *manifest_path, const ch
 					     const struct eq_manifest_policy *policy, struct eq_manifest **ret_m,
 					     struct eq_error *err) EQ_MUST_CHECK;
 
+/* ---- root of trust: root and timestamp documents ----------------------
+ *
+ * docs/manifest-format.md ("Root and timestamp") and docs/security.md are
+ * the reference. A repository in root mode has:
+ *   root/<N>.root.json (+ .sig)   root version N: keys, roles, thresholds
+ *   boards/<b>/<c>/timestamp.json (+ .sig)  binds the current manifest
+ * Root N+1 is valid only when signed by a threshold of root N's root role
+ * AND of its own root role; the release role signs manifests, the
+ * timestamp role signs timestamps. All three documents use the signature
+ * file format of manifest.json.sig over their exact bytes.
+ */
+
+#define EQ_ROOT_MAX_BYTES (64u * 1024u)      /* N.root.json */
+#define EQ_ROOT_MAX_KEYS 32u                 /* distinct keys in one root */
+#define EQ_ROOT_CHAIN_MAX 1024u              /* root versions one refresh may walk */
+#define EQ_TIMESTAMP_MAX_BYTES (16u * 1024u) /* timestamp.json */
+
+enum eq_role { EQ_ROLE_ROOT = 0, EQ_ROLE_RELEASE, EQ_ROLE_TIMESTAMP, EQ_ROLE_COUNT };
+
+/* "root", "release", "timestamp" */
+EQ_API const char *eq_role_name(enum eq_role role);
+
+/* A parsed root document. Opaque; free with eq_root_free(). */
+struct eq_root;
+
+struct eq_root_info {
+	uint64_t version; /* 1..2^53; root N+1 follows root N */
+	int64_t issued;   /* seconds since the epoch, UTC */
+	int64_t expires;  /* > issued */
+};
+
+/*
+ * Builds root document bytes from @info and the three role key sets
+ * (threshold and keys of each; a key may serve several roles). The same
+ * input always gives the same bytes. *ret_data is NUL-terminated, caller
+ * frees with eq_free(). EQ_ERR_INVAL (version 0, expires <= issued, more
+ * than EQ_ROOT_MAX_KEYS distinct keys), EQ_ERR_NOMEM.
+ */
+EQ_API eq_err eq_root_to_json(const struct eq_root_info *info, const struct eq_manifest_trust *const roles[EQ_ROLE_COUNT],
+			      uint8_t **ret_data, size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Parses a root document WITHOUT checking a signature (host tools, fuzzers,
+ * and eq_root_verify_next() after it checked the old root's signatures).
+ * Strict like the manifest: unknown keys, a keyid that does not match its
+ * PEM, a role naming a key not in "keys", a threshold above its role's keys
+ * are EQ_ERR_PARSE / EQ_ERR_VERIFY; "format" other than 1 and "type" other
+ * than "root" are EQ_ERR_UNSUPPORTED / EQ_ERR_PARSE. Free with eq_root_free().
+ */
+EQ_API eq_err eq_root_parse_unverified(const uint8_t *data, size_t len, struct eq_root **ret_root,
+				       struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * A root the device starts from (the one installed in its image): parsed,
+ * and its signature file must meet its own root role's threshold (a root
+ * that cannot sign itself could never be rotated). @sig_path NULL means
+ * @path + ".sig". Errors prefixed with the file name.
+ */
+EQ_API eq_err eq_root_load_file(const char *path, const char *sig_path, struct eq_root **ret_root,
+				struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * The step of a root rotation: @data/@sig must be signed by a threshold of
+ * @cur's root role (checked before parsing), parse as a root whose version
+ * is exactly @cur's + 1, be signed by a threshold of its own root role too,
+ * and not be issued before @cur. Expiry is not checked here: only the
+ * newest root of a chain must be unexpired (a device that was off for a
+ * year walks through expired intermediate roots). EQ_ERR_VERIFY (a
+ * signature), EQ_ERR_STATE ("root version 5, expected 4"; issued earlier),
+ * parse errors. On success *ret_next is new, freed with eq_root_free().
+ */
+EQ_API eq_err eq_root_verify_next(const struct eq_root *cur, const uint8_t *data, size_t len, const uint8_t *sig,
+				  size_t sig_len, struct eq_root **ret_next, struct eq_error *err) EQ_MUST_CHECK;
+
+EQ_API void eq_root_free(struct eq_root *root);
+EQ_API void eq_root_get_info(const struct eq_root *root, struct eq_root_info *ret);
+/* The keys and threshold of @role in @root; owned by @root. */
+EQ_API const struct eq_manifest_trust *eq_root_role(const struct eq_root *root, enum eq_role role);
+
+/*
+ * Copies @trust, leaving out the key @keyid if it is there (NULL: none;
+ * *ret_removed, if not NULL, says whether it was), with @threshold (0:
+ * @trust's). EQ_ERR_STATE when the keys left are fewer than the threshold
+ * (revoking would make the role unusable: add a key first). Used to revoke
+ * a key or change a threshold; free the copy with eq_manifest_trust_free().
+ */
+EQ_API eq_err eq_manifest_trust_copy(const struct eq_manifest_trust *trust, const char *keyid, unsigned threshold,
+				     struct eq_manifest_trust **ret_copy, bool *ret_removed,
+				     struct eq_error *err) EQ_MUST_CHECK;
+
+/* The signed timestamp of one board and channel. */
+struct eq_timestamp {
+	uint64_t version;                       /* 1..2^53, grows with every timestamp */
+	char board[EQ_MANIFEST_NAME_MAX + 1];
+	char channel[EQ_MANIFEST_NAME_MAX + 1];
+	int64_t issued;
+	int64_t expires;                        /* > issued; hours, not weeks */
+	uint64_t number;                        /* the manifest's release number */
+	char sha256[EQ_MANIFEST_HASH_LEN + 1];  /* of manifest.json's exact bytes */
+	uint64_t size;                          /* of manifest.json, 1..EQ_MANIFEST_MAX_BYTES */
+};
+
+/* Timestamp document bytes (deterministic); caller frees *ret_data with
+ * eq_free(). EQ_ERR_INVAL names the bad field. */
+EQ_API eq_err eq_timestamp_to_json(const struct eq_timestamp *ts, uint8_t **ret_data, size_t *ret_len,
+				   struct eq_error *err) EQ_MUST_CHECK;
+/* Parses a timestamp document without checking a signature (strict). */
+EQ_API eq_err eq_timestamp_parse_unverified(const uint8_t *data, size_t len, struct eq_timestamp *ret,
+					    struct eq_error *err) EQ_MUST_CHECK;
+/* Checks the signatures of @data under @root's timestamp role, then parses. */
+EQ_API eq_err eq_timestamp_load_verified(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
+					 const struct eq_root *root, struct eq_timestamp *ret,
+					 struct eq_error *err) EQ_MUST_CHECK;
+
+/* ---- the device's trust store ------------------------------------------
+ *
+ * What a device has accepted, kept in a folder of its own (the agent uses
+ * <data-dir>/trust): every root it accepted after the installed one
+ * (root/<N>.root.json + .sig) and the newest timestamp (timestamp.json +
+ * .sig). Opening re-verifies the chain from the installed root, so a
+ * damaged or planted file in that folder never adds trust; it only ends
+ * the chain early.
+ */
+struct eq_trust;
+
+/*
+ * Opens the store in @dir (created if missing) starting from the installed
+ * root @root_path (eq_root_load_file()). A stored root that does not verify
+ * ends the chain there (logged by the caller from *ret's warning, see
+ * eq_trust_warning()). Free with eq_trust_free().
+ */
+EQ_API eq_err eq_trust_open(const char *dir, const char *root_path, struct eq_trust **ret,
+			    struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_trust_free(struct eq_trust *t);
+
+/* A problem eq_trust_open() or eq_trust_refresh() worked around (a stored
+ * file that did not verify), "" if none; owned by @t. */
+EQ_API const char *eq_trust_warning(const struct eq_trust *t);
+
+/* The newest accepted root; owned by @t, valid until the next refresh. */
+EQ_API const struct eq_root *eq_trust_root(const struct eq_trust *t);
+
+/* The newest root's release role: what a new manifest must be signed by. */
+EQ_API const struct eq_manifest_trust *eq_trust_release_keys(const struct eq_trust *t);
+
+/*
+ * Every release key of every root in the accepted chain, threshold 1. Only
+ * for manifests the agent itself wrote into a slot after verifying them (a
+ * revoked key must stop new installs, not the boot of an installed slot).
+ */
+EQ_API const struct eq_manifest_trust *eq_trust_installed_keys(const struct eq_trust *t);
+
+/*
+ * The device's idea of "now": the later of @clock and the newest issue time
+ * it accepted (root or timestamp). A device without a real-time clock that
+ * boots in 1970 thus never accepts what expired before metadata it saw.
+ */
+EQ_API int64_t eq_trust_now(const struct eq_trust *t, int64_t clock);
+
+/* The newest accepted timestamp (version 0 when none yet); owned by @t. */
+EQ_API const struct eq_timestamp *eq_trust_timestamp(const struct eq_trust *t);
+
+/*
+ * Reads one file of the repository for eq_trust_refresh(): @path is
+ * relative to the repository ("root/3.root.json"); at most @max bytes (more
+ * is EQ_ERR_LIMIT, without reading them all); EQ_ERR_NOTFOUND when the
+ * server says the file does not exist (404/410), any other code for other
+ * failures. @expect_sha256 is NULL or the hash the bytes must have (a
+ * fetcher may answer from a cache holding those bytes). *ret_data is
+ * freed by the caller with eq_free().
+ */
+typedef eq_err (*eq_trust_fetch_fn)(void *ctx, const char *path, size_t max, const char *expect_sha256,
+				    uint8_t **ret_data, size_t *ret_len, struct eq_error *err);
+
+/* What eq_trust_refresh() verified. Free with eq_trust_result_done(). */
+struct eq_trust_result {
+	uint8_t *manifest, *sig;   /* the exact bytes of manifest.json and its .sig */
+	size_t manifest_len, sig_len;
+	struct eq_manifest *m;     /* parsed from them */
+	uint64_t roots_walked;     /* root versions accepted by this refresh */
+};
+EQ_API void eq_trust_result_done(struct eq_trust_result *res);
+
+/*
+ * The device's update check in root mode, in TUF's order:
+ *   1. walks root/<N+1>.root.json... (eq_root_verify_next()) until the
+ *      server has no next version, at most EQ_ROOT_CHAIN_MAX per call, and
+ *      stores each accepted root at once;
+ *   2. the newest root must be unexpired at eq_trust_now();
+ *   3. boards/<board>/<channel>/timestamp.json, signed by the timestamp
+ *      role, for this board and channel, not older (version, issued) than
+ *      the newest accepted, unexpired; it is stored;
+ *   4. manifest.json, at most the timestamp's size and with its sha256,
+ *      then its .sig under the release role, and the policy (board,
+ *      channel, the timestamp's release number, expiry at eq_trust_now()).
+ * @clock is the system clock (seconds since the epoch). Errors name the
+ * file; EQ_ERR_EXPIRED for expired metadata, EQ_ERR_STATE for rollback
+ * and mix-and-match, EQ_ERR_VERIFY for signatures and hashes.
+ */
+EQ_API eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, const char *board,
+			       const char *channel, int64_t clock, struct eq_trust_result *ret,
+			       struct eq_error *err) EQ_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

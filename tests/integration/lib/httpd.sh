@@ -84,6 +84,10 @@ accesslog.format = "%m %U %>s %b %{Range}i"
 mimetype.assign = ( "" => "application/octet-stream" )
 index-file.names = ( )
 dir-listing.activate = "disable"
+# A file replaced within the same second (a republish, a new timestamp)
+# must be served with its new content: lighttpd's stat cache would serve the
+# old length and bytes.
+server.stat-cache-engine = "disable"
 ${HTTPD_EXTRA_CONF:-}
 CONF
 		lighttpd -D -f "$logdir/lighttpd.conf" >>"$logdir/lighttpd.out" 2>&1 &

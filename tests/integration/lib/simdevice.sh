@@ -6,8 +6,9 @@
 # Source it, then:
 #   simdevice_make DIR URL BOARD KEY [SECTION.KEY=VALUE ...]
 #       creates DIR/A, DIR/B and DIR/data and writes DIR/eqota.conf for a
-#       device of BOARD on channel stable that trusts KEY (a .pub file) and
-#       polls URL. Each SECTION.KEY=VALUE adds a line to that section
+#       device of BOARD on channel stable that trusts KEY (a .pub file, or
+#       an installed root document when it ends in .root.json: root mode)
+#       and polls URL. Each SECTION.KEY=VALUE adds a line to that section
 #       ("repository.retries=1", "health.check=/bin/true"); the sections
 #       are written once each, so the strict INI parser sees no repeats.
 #       An empty VALUE leaves the line out (callers pass optional ones).
@@ -28,8 +29,10 @@ simdevice_make() {
 		extra[$sec]+="${kv%%=*} = ${kv#*=}"$'\n'
 	done
 	{
-		printf '[repository]\nurl = %s\nboard = %s\nchannel = stable\nkey = %s\n%s' \
-			"$url" "$board" "$key" "${extra[repository]:-}"
+		local trust=key
+		case "$key" in *.root.json) trust=root ;; esac
+		printf '[repository]\nurl = %s\nboard = %s\nchannel = stable\n%s = %s\n%s' \
+			"$url" "$board" "$trust" "$key" "${extra[repository]:-}"
 		printf '[slots]\ntype = dir\nA = %s/A\nB = %s/B\n%s' "$dir" "$dir" "${extra[slots]:-}"
 		printf '[bootloader]\nbackend = file\npath = %s/bootenv\ncmdline = %s/cmdline\n%s' \
 			"$dir" "$dir" "${extra[bootloader]:-}"

@@ -438,6 +438,70 @@ EQ_API eq_err eq_gen_list_packages(const char *dir, char ***ret_paths, size_t *r
 				   struct eq_error *err) EQ_MUST_CHECK;
 
 
+/* ====================================================================== */
+/* ==== Root of trust and timestamp (gen_root.c) ======================== */
+/* ====================================================================== */
+
+/* One role of a new root: .pub files and a threshold. No files keeps the
+ * previous root's keys (threshold 0 keeps its threshold too). */
+struct eq_root_role_opts {
+	const char *const *pubs;
+	size_t n_pubs;
+	unsigned threshold; /* 0: 1 for new keys, else unchanged */
+};
+
+struct eq_root_opts {
+	const char *repo;
+	const char *const *sign_keys; /* private keys that sign the new root */
+	size_t n_sign;
+	struct eq_root_role_opts roles[EQ_ROLE_COUNT];
+	const char *revoke_keyid; /* rotate: drop this key from every role */
+	unsigned expires_days;    /* default 365 */
+	int64_t now;              /* 0: the clock (tests pass a time) */
+};
+
+/*
+ * Writes <repo>/root/<N>.root.json and .sig: N = 1 with @init (every role
+ * needs keys; refused when a root exists), else the newest root + 1 (the
+ * chain from root/1 is verified first; roles not given are copied, minus
+ * @revoke_keyid). Before anything is written the new root is checked as a
+ * device would check it (eq_root_verify_next()): signed by a threshold of
+ * the old root role and of the new one. *ret_version gets N.
+ */
+EQ_API eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_version,
+				struct eq_error *err) EQ_MUST_CHECK;
+
+/* The newest root of @repo, the chain from root/1.root.json verified step
+ * by step. EQ_ERR_NOTFOUND when the repository has no root. */
+EQ_API eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_error *err) EQ_MUST_CHECK;
+
+struct eq_timestamp_opts {
+	const char *repo, *board, *channel;
+	const char *const *keys; /* the timestamp role's private keys */
+	size_t n_keys;
+	unsigned expires_hours; /* default 24; never past the manifest's expiry */
+	int64_t now;            /* 0: the clock */
+};
+
+/*
+ * Writes boards/<b>/<c>/timestamp.json and .sig for the manifest there,
+ * with the version after the published one. The manifest must verify under
+ * the newest root's release role; the result must verify under its
+ * timestamp role. @ret (may be NULL) receives what was written.
+ */
+EQ_API eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *ret,
+			       struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Checks @repo's board/channel exactly as a device with the installed root
+ * @root_path does (eq_trust_refresh() over the files, with a throw-away
+ * trust store): root chain, timestamp, manifest. @clock is "now".
+ * *ret as eq_trust_refresh(); *ret_root_version the newest root.
+ */
+EQ_API eq_err eq_gen_verify_trusted(const char *repo, const char *root_path, const char *board, const char *channel,
+				    int64_t clock, struct eq_trust_result *ret, uint64_t *ret_root_version,
+				    struct eq_error *err) EQ_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,326 @@
+/*
+ * The publisher's side of the root of trust: creating and rotating root
+ * documents, refreshing a channel's timestamp, and checking a repository
+ * the way a device does (eq_trust_refresh() over the files).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <eq/gen.h>
+
+static int64_t clock_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+/* Signs @data with the private keys at @paths into a signature file. */
+static eq_err sign_with(const uint8_t *data, size_t len, const char *const *paths, size_t n, uint8_t **ret_sig,
+			size_t *ret_len, struct eq_error *err)
+{
+	struct eq_manifest_key *keys[EQ_MANIFEST_MAX_SIGNATURES] = {NULL};
+	if (n < 1 || n > EQ_MANIFEST_MAX_SIGNATURES)
+		return eq_error_set(err, EQ_ERR_INVAL, "need 1 to %u signing keys, got %zu", EQ_MANIFEST_MAX_SIGNATURES,
+				    n);
+	eq_err r = EQ_OK;
+	size_t got = 0;
+	for (; !r && got < n; got++) {
+		if ((r = eq_manifest_key_load(paths[got], &keys[got], err)))
+			break;
+	}
+	if (!r)
+		r = eq_manifest_sign(data, len, (const struct eq_manifest_key *const *)keys, n, ret_sig, ret_len, err);
+	for (size_t i = 0; i < n; i++)
+		eq_manifest_key_free(keys[i]);
+	return r;
+}
+
+static eq_err write_pair(const char *path, const uint8_t *d, size_t dl, const uint8_t *s, size_t sl,
+			 struct eq_error *err)
+{
+	EQ_AUTOFREE char *sp = eq_asprintf("%s.sig", path);
+	if (!sp)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	/* The signature first: a device that fetches between the two writes
+	 * sees the old document with a signature that does not fit, refuses
+	 * it and tries again at the next poll. */
+	eq_err r = eq_file_replace_atomic(sp, s, sl, 0644, err);
+	if (!r)
+		r = eq_file_replace_atomic(path, d, dl, 0644, err);
+	return r;
+}
+
+static eq_err read_pair(const char *path, size_t max, uint8_t **d, size_t *dl, uint8_t **s, size_t *sl,
+			struct eq_error *err)
+{
+	EQ_AUTOFREE char *sp = eq_asprintf("%s.sig", path);
+	if (!sp)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	eq_err r = eq_file_read_all(path, max, d, dl, err);
+	if (!r && (r = eq_file_read_all(sp, EQ_MANIFEST_SIG_MAX_BYTES, s, sl, err))) {
+		eq_free(*d);
+		*d = NULL;
+	}
+	return r;
+}
+
+eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_error *err)
+{
+	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", repo);
+	if (!first)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	struct eq_root *cur = NULL;
+	eq_err r = eq_root_load_file(first, NULL, &cur, err);
+	if (r == EQ_ERR_NOTFOUND)
+		return eq_error_set(err, EQ_ERR_NOTFOUND, "%s has no root/1.root.json: run 'eqota-gen root init' first",
+				    repo);
+	if (r)
+		return r;
+	for (unsigned steps = 1; steps < EQ_ROOT_CHAIN_MAX * 64u; steps++) {
+		struct eq_root_info info;
+		eq_root_get_info(cur, &info);
+		EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", repo, info.version + 1);
+		uint8_t *d = NULL, *s = NULL;
+		size_t dl = 0, sl = 0;
+		struct eq_root *next = NULL;
+		r = path ? read_pair(path, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err)
+			 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		if (r == EQ_ERR_NOTFOUND) {
+			r = EQ_OK;
+			break;
+		}
+		if (!r && (r = eq_root_verify_next(cur, d, dl, s, sl, &next, err)))
+			eq_error_prefix(err, r, "%s", path);
+		eq_free(d);
+		eq_free(s);
+		if (r)
+			break;
+		eq_root_free(cur);
+		cur = next;
+	}
+	if (r) {
+		eq_root_free(cur);
+		return r;
+	}
+	*ret = cur;
+	return EQ_OK;
+}
+
+/* The role @ro of the new root: from .pub files when given, else @keep's. */
+static eq_err role_for(const struct eq_root_opts *o, int ro, const struct eq_root *keep,
+		       struct eq_manifest_trust **ret, struct eq_error *err)
+{
+	const struct eq_root_role_opts *ropt = &o->roles[ro];
+	eq_err r;
+	if (ropt->n_pubs) {
+		unsigned th = ropt->threshold ? ropt->threshold : 1;
+		r = eq_manifest_trust_from_pubkeys(ropt->pubs, ropt->n_pubs, th, ret, err);
+		if (r)
+			return eq_error_prefix(err, r, "%s role", eq_role_name((enum eq_role)ro));
+		return EQ_OK;
+	}
+	if (!keep)
+		return eq_error_set(err, EQ_ERR_INVAL, "the %s role needs at least one public key",
+				    eq_role_name((enum eq_role)ro));
+	const struct eq_manifest_trust *old = eq_root_role(keep, (enum eq_role)ro);
+	if ((r = eq_manifest_trust_copy(old, o->revoke_keyid, ropt->threshold, ret, NULL, err)))
+		return eq_error_prefix(err, r, "the %s role", eq_role_name((enum eq_role)ro));
+	return EQ_OK;
+}
+
+eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_version, struct eq_error *err)
+{
+	struct eq_root *cur = NULL;
+	struct eq_manifest_trust *roles[EQ_ROLE_COUNT] = {NULL};
+	uint8_t *doc = NULL, *sig = NULL;
+	size_t dl = 0, sl = 0;
+	eq_err r = EQ_OK;
+	EQ_AUTOFREE char *rdir = eq_asprintf("%s/root", o->repo);
+	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", o->repo);
+	if (!rdir || !first)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if (init) {
+		if (access(first, F_OK) == 0)
+			return eq_error_set(err, EQ_ERR_STATE,
+					    "%s exists: this repository has a root already (use 'root rotate')", first);
+		if (o->revoke_keyid)
+			return eq_error_set(err, EQ_ERR_INVAL, "nothing to revoke in a new root");
+	} else if ((r = eq_gen_root_newest(o->repo, &cur, err))) {
+		return r;
+	}
+	bool changed = init || o->revoke_keyid;
+	for (int ro = 0; !r && ro < EQ_ROLE_COUNT; ro++) {
+		r = role_for(o, ro, cur, &roles[ro], err);
+		changed = changed || o->roles[ro].n_pubs || o->roles[ro].threshold;
+	}
+	struct eq_root_info info = {.version = 1, .issued = o->now ? o->now : clock_now()};
+	if (!r && !changed && !o->expires_days)
+		r = eq_error_set(err, EQ_ERR_INVAL, "nothing changes: give new keys, a threshold, --revoke or --expires");
+	if (!r && cur) {
+		struct eq_root_info ci;
+		eq_root_get_info(cur, &ci);
+		info.version = ci.version + 1;
+		if (info.issued < ci.issued)
+			info.issued = ci.issued; /* devices refuse a root issued before its predecessor */
+	}
+	info.expires = info.issued + (int64_t)(o->expires_days ? o->expires_days : 365) * 86400;
+	if (!r)
+		r = eq_root_to_json(&info, (const struct eq_manifest_trust *const *)roles, &doc, &dl, err);
+	if (!r)
+		r = sign_with(doc, dl, o->sign_keys, o->n_sign, &sig, &sl, err);
+	/* Refuse to publish what devices would refuse: the same checks. */
+	if (!r) {
+		struct eq_root *check = NULL;
+		if (cur)
+			r = eq_root_verify_next(cur, doc, dl, sig, sl, &check, err);
+		else if (!(r = eq_root_parse_unverified(doc, dl, &check, err)) &&
+			 (r = eq_manifest_verify(doc, dl, sig, sl, eq_root_role(check, EQ_ROLE_ROOT), err)))
+			eq_error_prefix(err, r, "not signed by its own root role");
+		eq_root_free(check);
+		if (r)
+			eq_error_prefix(err, r,
+					cur ? "root version %" PRIu64 " not written: sign with a threshold of the old root "
+					      "role and of the new one (--key)"
+					    : "root version %" PRIu64 " not written: sign with the new root role's keys (--key)",
+					info.version);
+	}
+	if (!r)
+		r = eq_mkdir_p(rdir, 0755, err);
+	if (!r) {
+		EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", o->repo, info.version);
+		r = path ? write_pair(path, doc, dl, sig, sl, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	}
+	if (!r && ret_version)
+		*ret_version = info.version;
+	for (int ro = 0; ro < EQ_ROLE_COUNT; ro++)
+		eq_manifest_trust_free(roles[ro]);
+	eq_root_free(cur);
+	eq_free(doc);
+	eq_free(sig);
+	return r;
+}
+
+eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *ret, struct eq_error *err)
+{
+	EQ_AUTOFREE char *dir = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
+	EQ_AUTOFREE char *mpath = dir ? eq_asprintf("%s/manifest.json", dir) : NULL;
+	EQ_AUTOFREE char *tpath = dir ? eq_asprintf("%s/timestamp.json", dir) : NULL;
+	if (!tpath)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	struct eq_root *root = NULL;
+	eq_err r = eq_gen_root_newest(o->repo, &root, err);
+	if (r)
+		return r;
+	uint8_t *md = NULL, *ms = NULL, *doc = NULL, *sig = NULL, *old = NULL;
+	size_t ml = 0, msl = 0, dl = 0, sl = 0, ol = 0;
+	struct eq_manifest *m = NULL;
+	struct eq_timestamp ts;
+	memset(&ts, 0, sizeof(ts));
+	ts.issued = o->now ? o->now : clock_now();
+	/* The manifest it names must be one devices accept: signed by the
+	 * release role of the newest root, for this board and channel. */
+	if ((r = read_pair(mpath, EQ_MANIFEST_MAX_BYTES, &md, &ml, &ms, &msl, err)))
+		goto out;
+	struct eq_manifest_policy pol = {
+		.board = o->board, .channel = o->channel, .now = ts.issued, .check_expiry = true};
+	if ((r = eq_manifest_load_verified(md, ml, ms, msl, eq_root_role(root, EQ_ROLE_RELEASE), &pol, &m, err))) {
+		eq_error_prefix(err, r, "%s", mpath);
+		goto out;
+	}
+	struct eq_manifest_header h;
+	if ((r = eq_manifest_get_header(m, &h, err)))
+		goto out;
+	/* The version grows from the one published (whatever it says, as long
+	 * as it parses): devices refuse a lower one. */
+	ts.version = 1;
+	r = eq_file_read_all(tpath, EQ_TIMESTAMP_MAX_BYTES, &old, &ol, err);
+	if (r == EQ_OK) {
+		struct eq_timestamp prev;
+		if ((r = eq_timestamp_parse_unverified(old, ol, &prev, err))) {
+			eq_error_prefix(err, r, "%s (remove it to start again at version 1)", tpath);
+			goto out;
+		}
+		ts.version = prev.version + 1;
+		if (ts.issued < prev.issued)
+			ts.issued = prev.issued;
+	} else if (r != EQ_ERR_NOTFOUND) {
+		goto out;
+	}
+	r = EQ_OK;
+	snprintf(ts.board, sizeof(ts.board), "%s", o->board);
+	snprintf(ts.channel, sizeof(ts.channel), "%s", o->channel);
+	ts.expires = ts.issued + (int64_t)(o->expires_hours ? o->expires_hours : 24) * 3600;
+	if (ts.expires > h.expires)
+		ts.expires = h.expires; /* never vouch past the manifest's own expiry */
+	if (ts.expires <= ts.issued) {
+		r = eq_error_set(err, EQ_ERR_EXPIRED, "%s expires before the timestamp would be issued", mpath);
+		goto out;
+	}
+	ts.number = h.number;
+	ts.size = ml;
+	uint8_t dg[EQ_SHA256_LEN];
+	eq_sha256(md, ml, dg);
+	eq_hex_encode(dg, sizeof(dg), ts.sha256);
+	if ((r = eq_timestamp_to_json(&ts, &doc, &dl, err)) ||
+	    (r = sign_with(doc, dl, o->keys, o->n_keys, &sig, &sl, err)))
+		goto out;
+	struct eq_timestamp check;
+	if ((r = eq_timestamp_load_verified(doc, dl, sig, sl, root, &check, err))) {
+		eq_error_prefix(err, r, "%s not written: sign with the timestamp role's keys (--key)", tpath);
+		goto out;
+	}
+	if ((r = write_pair(tpath, doc, dl, sig, sl, err)))
+		goto out;
+	if (ret)
+		*ret = ts;
+out:
+	eq_manifest_free(m);
+	eq_root_free(root);
+	eq_free(md);
+	eq_free(ms);
+	eq_free(doc);
+	eq_free(sig);
+	eq_free(old);
+	return r;
+}
+
+/* ---- verify as a device does ------------------------------------------- */
+
+static eq_err file_fetch(void *ctx, const char *path, size_t max, const char *expect, uint8_t **ret, size_t *ret_len,
+			 struct eq_error *err)
+{
+	(void)expect;
+	EQ_AUTOFREE char *full = eq_asprintf("%s/%s", (const char *)ctx, path);
+	if (!full)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	return eq_file_read_all(full, max, ret, ret_len, err);
+}
+
+eq_err eq_gen_verify_trusted(const char *repo, const char *root_path, const char *board, const char *channel,
+			     int64_t clock, struct eq_trust_result *ret, uint64_t *ret_root_version,
+			     struct eq_error *err)
+{
+	char dir[] = "/tmp/eqota-gen-verify-XXXXXX";
+	if (!mkdtemp(dir))
+		return eq_error_errno(err, EQ_ERR_IO, "cannot create a temporary folder");
+	struct eq_trust *t = NULL;
+	EQ_AUTOFREE char *ctx = eq_strdup(repo);
+	eq_err r = ctx ? eq_trust_open(dir, root_path, &t, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if (!r)
+		r = eq_trust_refresh(t, file_fetch, ctx, board, channel, clock, ret, err);
+	if (!r && ret_root_version) {
+		struct eq_root_info info;
+		eq_root_get_info(eq_trust_root(t), &info);
+		*ret_root_version = info.version;
+	}
+	eq_trust_free(t);
+	struct eq_error e2;
+	if (eq_rm_rf(dir, &e2) != EQ_OK && !r)
+		r = eq_error_set(err, EQ_ERR_IO, "%s", e2.msg);
+	return r;
+}

@@ -1,0 +1,415 @@
+/*
+ * The device's trust store and the update check of root mode
+ * (eq_trust_refresh): root chain, timestamp, then the manifest the
+ * timestamp names. What is stored here only ever narrows what a device
+ * accepts: every stored root is verified again from the installed one.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "manifest_priv.h"
+
+struct eq_trust {
+	char *dir;
+	struct eq_root *root;		       /* newest accepted */
+	struct eq_manifest_trust *installed;   /* release keys over the chain, newest first */
+	struct eq_manifest_trust *ts_keys;     /* timestamp keys over the chain, the same way */
+	struct eq_timestamp ts;		       /* version 0: none accepted yet */
+	int64_t newest_issued;
+	char warning[EQ_ERROR_MSG_MAX + 64];
+};
+
+void eq_trust_free(struct eq_trust *t)
+{
+	if (!t)
+		return;
+	eq_root_free(t->root);
+	eq_manifest_trust_free(t->installed);
+	eq_manifest_trust_free(t->ts_keys);
+	eq_free(t->dir);
+	eq_free(t);
+}
+
+const char *eq_trust_warning(const struct eq_trust *t)
+{
+	return t->warning;
+}
+
+const struct eq_root *eq_trust_root(const struct eq_trust *t)
+{
+	return t->root;
+}
+
+const struct eq_manifest_trust *eq_trust_release_keys(const struct eq_trust *t)
+{
+	return eq_root_role(t->root, EQ_ROLE_RELEASE);
+}
+
+const struct eq_manifest_trust *eq_trust_installed_keys(const struct eq_trust *t)
+{
+	return t->installed;
+}
+
+const struct eq_timestamp *eq_trust_timestamp(const struct eq_trust *t)
+{
+	return &t->ts;
+}
+
+int64_t eq_trust_now(const struct eq_trust *t, int64_t clock)
+{
+	return clock > t->newest_issued ? clock : t->newest_issued;
+}
+
+void eq_trust_result_done(struct eq_trust_result *res)
+{
+	if (!res)
+		return;
+	eq_manifest_free(res->m);
+	eq_free(res->manifest);
+	eq_free(res->sig);
+	memset(res, 0, sizeof(*res));
+}
+
+/* @role's keys first, then those of @prev (NULL: none) while they fit:
+ * the cap drops the oldest keys, never the current ones. */
+static eq_err key_union(const struct eq_manifest_trust *role, const struct eq_manifest_trust *prev,
+			struct eq_manifest_trust **ret, struct eq_error *err)
+{
+	struct eq_manifest_trust *u = eqm_trust_new(1);
+	if (!u)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	eq_err r = EQ_OK;
+	for (size_t i = 0; !r && i < eq_manifest_trust_key_count(role); i++)
+		r = eqm_trust_add(u, eqm_trust_key(role, i), EQM_TRUST_CAP, err);
+	for (size_t i = 0; !r && prev && i < eq_manifest_trust_key_count(prev); i++) {
+		r = eqm_trust_add(u, eqm_trust_key(prev, i), EQM_TRUST_CAP, err);
+		if (r == EQ_ERR_LIMIT)
+			r = EQ_OK;
+	}
+	if (r) {
+		eq_manifest_trust_free(u);
+		return r;
+	}
+	*ret = u;
+	return EQ_OK;
+}
+
+/* Makes @next the newest root (taking it). */
+static eq_err adopt_root(struct eq_trust *t, struct eq_root *next, struct eq_error *err)
+{
+	struct eq_manifest_trust *rel = NULL, *ts = NULL;
+	eq_err r = key_union(eq_root_role(next, EQ_ROLE_RELEASE), t->installed, &rel, err);
+	if (!r && (r = key_union(eq_root_role(next, EQ_ROLE_TIMESTAMP), t->ts_keys, &ts, err))) {
+		eq_manifest_trust_free(rel);
+		rel = NULL;
+	}
+	if (r)
+		return r;
+	eq_manifest_trust_free(t->installed);
+	eq_manifest_trust_free(t->ts_keys);
+	t->installed = rel;
+	t->ts_keys = ts;
+	eq_root_free(t->root);
+	t->root = next;
+	struct eq_root_info info;
+	eq_root_get_info(next, &info);
+	if (info.issued > t->newest_issued)
+		t->newest_issued = info.issued;
+	return EQ_OK;
+}
+
+/* Root version @v as stored in the store: EQ_ERR_NOTFOUND ends the chain. */
+static eq_err read_stored_root(const struct eq_trust *t, uint64_t v, uint8_t **d, size_t *dl, uint8_t **s,
+			       size_t *sl, struct eq_error *err)
+{
+	EQ_AUTOFREE char *p = eq_asprintf("%s/root/%" PRIu64 ".root.json", t->dir, v);
+	EQ_AUTOFREE char *ps = p ? eq_asprintf("%s.sig", p) : NULL;
+	if (!ps)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	eq_err r = eq_file_read_all(p, EQ_ROOT_MAX_BYTES, d, dl, err);
+	if (r)
+		return r;
+	if ((r = eq_file_read_all(ps, EQ_MANIFEST_SIG_MAX_BYTES, s, sl, err))) {
+		eq_free(*d);
+		*d = NULL;
+	}
+	return r;
+}
+
+/* The signature file goes first: a root file is never there without the
+ * signature written for it (a stale one fails verification, which only
+ * ends the chain). */
+static eq_err store_pair(const struct eq_trust *t, const char *rel, const uint8_t *d, size_t dl, const uint8_t *s,
+			 size_t sl, struct eq_error *err)
+{
+	EQ_AUTOFREE char *p = eq_asprintf("%s/%s", t->dir, rel);
+	EQ_AUTOFREE char *ps = p ? eq_asprintf("%s.sig", p) : NULL;
+	if (!ps)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	eq_err r = eq_file_replace_atomic(ps, s, sl, 0644, err);
+	if (!r)
+		r = eq_file_replace_atomic(p, d, dl, 0644, err);
+	return r;
+}
+
+static uint64_t root_version(const struct eq_root *root)
+{
+	struct eq_root_info info;
+	eq_root_get_info(root, &info);
+	return info.version;
+}
+
+eq_err eq_trust_open(const char *dir, const char *root_path, struct eq_trust **ret, struct eq_error *err)
+{
+	assert(dir && root_path && ret);
+	struct eq_trust *t = eq_calloc(1, sizeof(*t));
+	if (!t)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	struct eq_root *root = NULL;
+	eq_err r;
+	/* All here, before the first goto: cleanup variables must not be
+	 * jumped over. */
+	EQ_AUTOFREE char *rdir = eq_asprintf("%s/root", dir);
+	EQ_AUTOFREE char *tp = eq_asprintf("%s/timestamp.json", dir);
+	EQ_AUTOFREE char *tsp = tp ? eq_asprintf("%s.sig", tp) : NULL;
+	if (!(t->dir = eq_strdup(dir)) || !rdir || !tsp) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	if ((r = eq_mkdir_p(rdir, 0755, err)))
+		goto fail;
+	if ((r = eq_root_load_file(root_path, NULL, &root, err)))
+		goto fail;
+	if ((r = adopt_root(t, root, err))) {
+		eq_root_free(root);
+		goto fail;
+	}
+	/* The stored chain, each step verified as it was when fetched. A
+	 * stored root at or below the installed version is simply not used:
+	 * a newer image may ship a newer root. */
+	for (unsigned steps = 0; steps < EQ_ROOT_CHAIN_MAX; steps++) {
+		uint64_t v = root_version(t->root) + 1;
+		uint8_t *d = NULL, *s = NULL;
+		size_t dl = 0, sl = 0;
+		struct eq_error e;
+		struct eq_root *next = NULL;
+		eq_err rr = read_stored_root(t, v, &d, &dl, &s, &sl, &e);
+		if (rr == EQ_OK)
+			rr = eq_root_verify_next(t->root, d, dl, s, sl, &next, &e);
+		eq_free(d);
+		eq_free(s);
+		if (rr == EQ_ERR_NOTFOUND)
+			break;
+		if (rr == EQ_OK && (rr = adopt_root(t, next, &e)))
+			eq_root_free(next);
+		if (rr) {
+			snprintf(t->warning, sizeof(t->warning), "stored root version %" PRIu64 " ignored: %s", v, e.msg);
+			break;
+		}
+	}
+	/* The newest accepted timestamp, checked with every timestamp key of
+	 * the chain (it may predate a rotation of that key, and its version
+	 * must still hold back a replayed older one). A damaged file is
+	 * dropped: the next refresh accepts any timestamp the root vouches for. */
+	uint8_t *d = NULL, *s = NULL;
+	size_t dl = 0, sl = 0;
+	struct eq_error e;
+	eq_err rr = eq_file_read_all(tp, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &e);
+	if (rr == EQ_OK)
+		rr = eq_file_read_all(tsp, EQ_MANIFEST_SIG_MAX_BYTES, &s, &sl, &e);
+	if (rr == EQ_OK && !(rr = eq_manifest_verify(d, dl, s, sl, t->ts_keys, &e)))
+		rr = eq_timestamp_parse_unverified(d, dl, &t->ts, &e);
+	eq_free(d);
+	eq_free(s);
+	if (rr == EQ_OK) {
+		if (t->ts.issued > t->newest_issued)
+			t->newest_issued = t->ts.issued;
+	} else {
+		memset(&t->ts, 0, sizeof(t->ts));
+		if (rr != EQ_ERR_NOTFOUND && !t->warning[0])
+			snprintf(t->warning, sizeof(t->warning), "stored timestamp ignored: %s", e.msg);
+	}
+	*ret = t;
+	return EQ_OK;
+fail:
+	eq_trust_free(t);
+	return r;
+}
+
+static eq_err fetch_pair(eq_trust_fetch_fn fetch, void *ctx, const char *rel, size_t max, uint8_t **d, size_t *dl,
+			 uint8_t **s, size_t *sl, struct eq_error *err)
+{
+	EQ_AUTOFREE char *srel = eq_asprintf("%s.sig", rel);
+	if (!srel)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	eq_err r = fetch(ctx, rel, max, NULL, d, dl, err);
+	if (r)
+		return r;
+	if ((r = fetch(ctx, srel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, s, sl, err))) {
+		eq_free(*d);
+		*d = NULL;
+		if (r == EQ_ERR_NOTFOUND)
+			r = eq_error_set(err, EQ_ERR_VERIFY, "%s: not in the repository", srel);
+	}
+	return r;
+}
+
+static eq_err walk_roots(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, uint64_t *walked,
+			 struct eq_error *err)
+{
+	for (unsigned steps = 0; steps < EQ_ROOT_CHAIN_MAX; steps++) {
+		uint64_t v = root_version(t->root) + 1;
+		char rel[64];
+		snprintf(rel, sizeof(rel), "root/%" PRIu64 ".root.json", v);
+		uint8_t *d = NULL, *s = NULL;
+		size_t dl = 0, sl = 0;
+		struct eq_root *next = NULL;
+		eq_err r = fetch_pair(fetch, ctx, rel, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err);
+		if (r == EQ_ERR_NOTFOUND)
+			return EQ_OK;
+		if (!r)
+			r = eq_root_verify_next(t->root, d, dl, s, sl, &next, err);
+		/* Stored before it is used, so that a power cut never leaves the
+		 * device trusting a root it cannot prove on the next start. */
+		if (!r && (r = store_pair(t, rel, d, dl, s, sl, err)) == EQ_OK && (r = adopt_root(t, next, err)))
+			eq_root_free(next);
+		else if (r)
+			eq_root_free(next);
+		eq_free(d);
+		eq_free(s);
+		if (r)
+			return eq_error_prefix(err, r, "%s", rel);
+		(*walked)++;
+	}
+	return EQ_OK;
+}
+
+static eq_err check_timestamp(const struct eq_trust *t, const struct eq_timestamp *ts, const char *board,
+			      const char *channel, int64_t now, struct eq_error *err)
+{
+	char q[80];
+	if (strcmp(ts->board, board) != 0) {
+		eqm_quote(q, sizeof(q), board);
+		return eq_error_set(err, EQ_ERR_STATE, "timestamp is for board '%s', this device is '%s'", ts->board, q);
+	}
+	if (strcmp(ts->channel, channel) != 0) {
+		eqm_quote(q, sizeof(q), channel);
+		return eq_error_set(err, EQ_ERR_STATE, "timestamp is for channel '%s', this device follows '%s'",
+				    ts->channel, q);
+	}
+	const struct eq_timestamp *old = &t->ts;
+	if (old->version && strcmp(old->board, ts->board) == 0 && strcmp(old->channel, ts->channel) == 0) {
+		if (ts->version < old->version)
+			return eq_error_set(err, EQ_ERR_STATE,
+					    "timestamp version %" PRIu64 " is older than the version %" PRIu64
+					    " this device accepted (rollback or freeze attack, or a stale mirror)",
+					    ts->version, old->version);
+		if (ts->issued < old->issued)
+			return eq_error_set(err, EQ_ERR_STATE,
+					    "timestamp was issued before the one this device accepted (version %" PRIu64
+					    ")",
+					    old->version);
+		if (ts->version == old->version &&
+		    (ts->number != old->number || strcmp(ts->sha256, old->sha256) != 0 || ts->issued != old->issued))
+			return eq_error_set(err, EQ_ERR_STATE,
+					    "timestamp version %" PRIu64
+					    " differs from the one of that version this device accepted",
+					    ts->version);
+	}
+	if (now >= ts->expires) {
+		char exp[EQ_MANIFEST_TIME_LEN + 1], n[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(ts->expires, exp);
+		eq_manifest_format_time(now, n);
+		return eq_error_set(err, EQ_ERR_EXPIRED, "timestamp expired at %s (now %s)", exp, n);
+	}
+	return EQ_OK;
+}
+
+eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, const char *board,
+			const char *channel, int64_t clock, struct eq_trust_result *ret, struct eq_error *err)
+{
+	assert(t && fetch && board && channel && ret);
+	struct eq_trust_result res;
+	memset(&res, 0, sizeof(res));
+	eq_err r = walk_roots(t, fetch, ctx, &res.roots_walked, err);
+	if (r)
+		return r;
+	struct eq_root_info info;
+	eq_root_get_info(t->root, &info);
+	int64_t now = eq_trust_now(t, clock);
+	if (now >= info.expires) {
+		char exp[EQ_MANIFEST_TIME_LEN + 1], n[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(info.expires, exp);
+		eq_manifest_format_time(now, n);
+		return eq_error_set(err, EQ_ERR_EXPIRED,
+				    "root version %" PRIu64 " expired at %s (now %s) and the repository has no newer one",
+				    info.version, exp, n);
+	}
+
+	EQ_AUTOFREE char *dir = eq_asprintf("boards/%s/%s", board, channel);
+	EQ_AUTOFREE char *ts_rel = dir ? eq_asprintf("%s/timestamp.json", dir) : NULL;
+	EQ_AUTOFREE char *m_rel = dir ? eq_asprintf("%s/manifest.json", dir) : NULL;
+	EQ_AUTOFREE char *s_rel = dir ? eq_asprintf("%s/manifest.json.sig", dir) : NULL;
+	if (!ts_rel || !m_rel || !s_rel)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	uint8_t *d = NULL, *s = NULL;
+	size_t dl = 0, sl = 0;
+	struct eq_timestamp ts;
+	r = fetch_pair(fetch, ctx, ts_rel, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &s, &sl, err);
+	if (r == EQ_ERR_NOTFOUND)
+		r = eq_error_set(err, EQ_ERR_VERIFY, "not in the repository (a repository with a root needs "
+						     "'eqota-gen timestamp')");
+	if (!r)
+		r = eq_timestamp_load_verified(d, dl, s, sl, t->root, &ts, err);
+	if (!r)
+		r = check_timestamp(t, &ts, board, channel, now, err);
+	if (!r && ts.version != t->ts.version) {
+		if (!(r = store_pair(t, "timestamp.json", d, dl, s, sl, err))) {
+			t->ts = ts;
+			if (ts.issued > t->newest_issued)
+				t->newest_issued = ts.issued;
+		}
+	}
+	eq_free(d);
+	eq_free(s);
+	if (r)
+		return eq_error_prefix(err, r, "%s", ts_rel);
+	now = eq_trust_now(t, clock);
+
+	/* The timestamp bounds the download (endless data) and names the
+	 * exact bytes (a stale or swapped manifest never reaches the parser). */
+	r = fetch(ctx, m_rel, (size_t)ts.size, ts.sha256, &res.manifest, &res.manifest_len, err);
+	if (r == EQ_ERR_NOTFOUND)
+		r = eq_error_set(err, EQ_ERR_VERIFY, "not in the repository, yet the timestamp names it");
+	if (!r) {
+		uint8_t h[EQ_SHA256_LEN];
+		char hex[EQ_MANIFEST_HASH_LEN + 1];
+		eq_sha256(res.manifest, res.manifest_len, h);
+		eq_hex_encode(h, sizeof(h), hex);
+		if (res.manifest_len != ts.size || strcmp(hex, ts.sha256) != 0)
+			r = eq_error_set(err, EQ_ERR_VERIFY,
+					 "%zu bytes with sha256 %s, but timestamp version %" PRIu64
+					 " names %" PRIu64 " bytes with sha256 %s",
+					 res.manifest_len, hex, ts.version, ts.size, ts.sha256);
+	}
+	if (!r) {
+		r = fetch(ctx, s_rel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, &res.sig, &res.sig_len, err);
+		if (r == EQ_ERR_NOTFOUND)
+			r = eq_error_set(err, EQ_ERR_VERIFY, "manifest.json.sig: not in the repository");
+	}
+	if (!r) {
+		struct eq_manifest_policy pol = {
+			.board = board, .channel = channel, .number = ts.number, .now = now, .check_expiry = true};
+		r = eq_manifest_load_verified(res.manifest, res.manifest_len, res.sig, res.sig_len,
+					      eq_trust_release_keys(t), &pol, &res.m, err);
+	}
+	if (r) {
+		eq_trust_result_done(&res);
+		return eq_error_prefix(err, r, "%s", m_rel);
+	}
+	*ret = res;
+	return EQ_OK;
+}

@@ -1,0 +1,26 @@
+# shellcheck shell=bash
+# tarpkg.sh: tiny tarball packages for tests that need releases fast
+# (eqota-gen publishes .tar packages like any other).
+#
+# Source it, then:
+#   tarpkg FILE PATH CONTENT   writes the tarball FILE holding the folders
+#                              of PATH and the file PATH (mode 0644, owner
+#                              0) with CONTENT. The package's name and
+#                              version come from FILE's name
+#                              (NAME_VERSION.tar). Needs python3.
+
+tarpkg() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import io, sys, tarfile
+out, path, body = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+parts = path.split("/")
+with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as t:
+    for i in range(1, len(parts)):
+        d = tarfile.TarInfo("/".join(parts[:i]))
+        d.type, d.mode = tarfile.DIRTYPE, 0o755
+        t.addfile(d)
+    f = tarfile.TarInfo(path)
+    f.mode, f.size = 0o644, len(body)
+    t.addfile(f, io.BytesIO(body))
+PY
+}
