@@ -45,8 +45,13 @@ dev=$out/device
 mkdir -p "$out/image"
 cp repo/root/1.root.json repo/root/1.root.json.sig "$out/image/"
 simdevice_make "$dev" "$HTTPD_URL" qemux86-64 "$out/image/1.root.json" health.check=/bin/true health.timeout=60
+# A simulated reboot needs a new kernel boot id, or the agent (rightly) says
+# "not rebooted yet" and confirms nothing: the build setup.sh makes reads it
+# from this file (EQ_TEST_BOOT_ID_FILE, a test hook; a real reboot has one).
+export EQ_TEST_BOOT_ID_FILE=$dev/boot_id
+boot() { cat /proc/sys/kernel/random/uuid > "$dev/boot_id"; "$simboot" --env "$dev/bootenv" --cmdline "$dev/cmdline"; }
 "$eqota" --config "$dev/eqota.conf" provision --slot A
-echo "boot: slot $("$simboot" --env "$dev/bootenv" --cmdline "$dev/cmdline")"
+echo "boot: slot $(boot)"
 
 step "publish release 2: every package rebuilt (new taskhashes), a few really changed"
 "$gen" publish "${B[@]}" --release 2026.12-2 --packages "$cache/release2" \
@@ -62,7 +67,7 @@ rc=0
 "$eqota" --config "$dev/eqota.conf" update || rc=$?
 t1=$(date +%s.%N)
 [ $rc -eq 3 ] || { echo "demo: update ended with exit status $rc" >&2; exit 1; }
-echo "boot: slot $("$simboot" --env "$dev/bootenv" --cmdline "$dev/cmdline")"
+echo "boot: slot $(boot)"
 "$eqota" --config "$dev/eqota.conf" mark-good
 "$eqota" --config "$dev/eqota.conf" status
 
