@@ -203,18 +203,6 @@ static void uboot_close(struct eq_bl *bl)
 	bl->priv = NULL;
 }
 
-/* CRC-32 (IEEE 802.3, reflected), the environment's checksum. */
-static uint32_t env_crc32(const uint8_t *p, size_t n)
-{
-	uint32_t c = 0xffffffffu;
-	for (size_t i = 0; i < n; i++) {
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-	}
-	return ~c;
-}
-
 /*
  * libubootenv 0.3.2 walks the variables of a copy whose CRC holds with
  * strlen() and strdup() and no bound, so a copy whose strings are not ended
@@ -244,7 +232,7 @@ static eq_err check_copies_ended(const struct eq_bl *bl, const struct uboot *u, 
 		bool ended = true;
 		if (got == (ssize_t)c->size &&
 		    ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24) ==
-			    env_crc32(b + hdr, c->size - hdr)) {
+			    eq_crc32(b + hdr, c->size - hdr)) {
 			ended = false;
 			for (const uint8_t *p = b + hdr, *end = b + c->size; p < end;) {
 				if (*p == 0) {

@@ -66,17 +66,6 @@ static void setup(void)
 	atexit(cleanup);
 }
 
-static uint32_t crc32_of(const uint8_t *p, size_t n)
-{
-	uint32_t c = 0xffffffffu;
-	for (size_t i = 0; i < n; i++) {
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-	}
-	return ~c;
-}
-
 static void write_copy(const char *path, const uint8_t *d, size_t n, bool redundant, bool bad_crc)
 {
 	static uint8_t img[ENV_SIZE];
@@ -88,7 +77,7 @@ static void write_copy(const char *path, const uint8_t *d, size_t n, bool redund
 		n--;
 	}
 	memcpy(img + hdr, d, n < ENV_SIZE - hdr ? n : ENV_SIZE - hdr);
-	uint32_t c = crc32_of(img + hdr, ENV_SIZE - hdr) ^ (bad_crc ? 1u : 0u);
+	uint32_t c = eq_crc32(img + hdr, ENV_SIZE - hdr) ^ (bad_crc ? 1u : 0u);
 	for (int i = 0; i < 4; i++)
 		img[i] = (uint8_t)(c >> (8 * i));
 	put(path, img, sizeof(img));

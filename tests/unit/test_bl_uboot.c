@@ -151,17 +151,6 @@ static struct eq_bl *open_bl(void)
 
 /* ---- the copies' bytes ------------------------------------------------------ */
 
-static uint32_t crc32_of(const uint8_t *p, size_t n)
-{
-	uint32_t c = 0xffffffffu;
-	for (size_t i = 0; i < n; i++) {
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-	}
-	return ~c;
-}
-
 static size_t hdr(void)
 {
 	return redundant ? 5 : 4;
@@ -190,7 +179,7 @@ static bool copy_valid(unsigned i)
 	static uint8_t b[ENV_SIZE];
 	read_copy(i, b);
 	uint32_t stored = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-	return stored == crc32_of(b + hdr(), ENV_SIZE - hdr());
+	return stored == eq_crc32(b + hdr(), ENV_SIZE - hdr());
 }
 
 static uint8_t copy_flag(unsigned i)
@@ -256,7 +245,7 @@ static void make_copy(unsigned i, const char *lines, uint8_t flag)
 	b[p] = 0;
 	if (redundant)
 		b[4] = flag;
-	uint32_t c = crc32_of(b + hdr(), ENV_SIZE - hdr());
+	uint32_t c = eq_crc32(b + hdr(), ENV_SIZE - hdr());
 	for (int k = 0; k < 4; k++)
 		b[k] = (uint8_t)(c >> (8 * k));
 	write_copy(i, b);
@@ -868,7 +857,7 @@ static void test_unterminated(void **state)
 	b[hdr() + 14] = 0; /* one string ended, the rest 'x' up to the end */
 	if (redundant)
 		b[4] = 1;
-	uint32_t c = crc32_of(b + hdr(), ENV_SIZE - hdr());
+	uint32_t c = eq_crc32(b + hdr(), ENV_SIZE - hdr());
 	for (int k = 0; k < 4; k++)
 		b[k] = (uint8_t)(c >> (8 * k));
 	write_copy(0, b);
@@ -902,7 +891,7 @@ static void test_too_small(void **state)
 	const char *v = "filler=0123456789012345678901234567890123456789";
 	memcpy(b + 4, v, strlen(v) + 1);
 	b[4 + strlen(v) + 1] = 0;
-	uint32_t c = crc32_of(b + 4, sizeof(b) - 4);
+	uint32_t c = eq_crc32(b + 4, sizeof(b) - 4);
 	for (int k = 0; k < 4; k++)
 		b[k] = (uint8_t)(c >> (8 * k));
 	write_file(dev_path[0], b, sizeof(b));

@@ -108,6 +108,15 @@ static void test_buf_limit(void **state)
 	eq_buf_done(&b);
 }
 
+/* The check values of CRC-32/ISO-HDLC (the zlib and U-Boot one). */
+static void test_crc32_vectors(void **state)
+{
+	(void)state;
+	assert_int_equal(eq_crc32("", 0), 0x00000000u);
+	assert_int_equal(eq_crc32("123456789", 9), 0xcbf43926u);
+	assert_int_equal(eq_crc32("The quick brown fox jumps over the lazy dog", 43), 0x414fa339u);
+}
+
 static void test_sha256_vectors(void **state)
 {
 	(void)state;
@@ -177,7 +186,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_error_null_same_code),
 		cmocka_unit_test(test_buf_limit),
-		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_atomic_replace),
+		cmocka_unit_test(test_crc32_vectors), cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_atomic_replace),
 		cmocka_unit_test(test_alloc_hook),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);

@@ -198,6 +198,10 @@ EQ_API void eq_sha256(const void *data, size_t len, uint8_t out[EQ_SHA256_LEN]);
 EQ_API eq_err eq_sha256_file(const char *path, uint8_t out[EQ_SHA256_LEN], uint64_t *ret_size,
 			     struct eq_error *err) EQ_MUST_CHECK;
 
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32() and U-Boot's
+ * environment use) of @len bytes. Bitwise: for small buffers only. */
+EQ_API uint32_t eq_crc32(const void *data, size_t len);
+
 /* Lower-case hex of @len bytes into @out (2*len+1 bytes, NUL-terminated). */
 EQ_API void eq_hex_encode(const uint8_t *in, size_t len, char *out);
 /* Value of one hex digit (either case), -1 for anything else. */
