@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	check(c.url && c.board && c.channel && c.slot_a && c.slot_b && c.bl_backend, "required keys set");
-	check((c.key != NULL) != (c.trust != NULL), "exactly one of key and trust");
+	check((c.root != NULL) + (c.key != NULL) + (c.trust != NULL) == 1, "exactly one of root, key and trust");
 	check(c.mkfs && c.cmdline && c.data_dir, "defaults set");
 	check(c.connect_timeout_s >= 1 && c.connect_timeout_s <= 600, "connect-timeout range");
 	check(c.low_speed_time_s >= 1 && c.low_speed_time_s <= 3600, "low-speed-time range");
