@@ -325,17 +325,13 @@ eq_err eq_root_parse_unverified(const uint8_t *data, size_t len, struct eq_root 
 	return EQ_OK;
 }
 
-eq_err eq_root_load_file(const char *path, const char *sig_path, struct eq_root **ret_root, struct eq_error *err)
+eq_err eq_root_load_file(const char *path, struct eq_root **ret_root, struct eq_error *err)
 {
 	uint8_t *data = NULL, *sig = NULL;
 	size_t len = 0, sig_len = 0;
-	char *def = NULL;
 	struct eq_root *root = NULL;
 	eq_err r;
-	if (!sig_path && !(sig_path = def = eq_asprintf("%s.sig", path)))
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	if ((r = eq_file_read_all(path, EQ_ROOT_MAX_BYTES, &data, &len, err)) ||
-	    (r = eq_file_read_all(sig_path, EQ_MANIFEST_SIG_MAX_BYTES, &sig, &sig_len, err)))
+	if ((r = eq_signed_file_read(path, EQ_ROOT_MAX_BYTES, &data, &len, &sig, &sig_len, err)))
 		goto out;
 	if ((r = eq_root_parse_unverified(data, len, &root, err)))
 		goto prefix;
@@ -352,7 +348,6 @@ out:
 	eq_root_free(root);
 	eq_free(data);
 	eq_free(sig);
-	eq_free(def);
 	return r;
 }
 

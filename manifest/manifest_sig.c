@@ -418,6 +418,34 @@ eq_err eq_manifest_trust_to_json(const struct eq_manifest_trust *trust, uint8_t 
 	return EQ_OK;
 }
 
+/* ---- signed files ------------------------------------------------------- */
+
+eq_err eq_signed_file_read(const char *path, size_t max, uint8_t **ret_data, size_t *ret_len, uint8_t **ret_sig,
+			   size_t *ret_sig_len, struct eq_error *err)
+{
+	EQ_AUTOFREE char *sp = eq_asprintf("%s.sig", path);
+	if (!sp)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	eq_err r = eq_file_read_all(path, max, ret_data, ret_len, err);
+	if (!r && (r = eq_file_read_all(sp, EQ_MANIFEST_SIG_MAX_BYTES, ret_sig, ret_sig_len, err))) {
+		eq_free(*ret_data);
+		*ret_data = NULL;
+	}
+	return r;
+}
+
+eq_err eq_signed_file_write(const char *path, const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
+			    struct eq_error *err)
+{
+	EQ_AUTOFREE char *sp = eq_asprintf("%s.sig", path);
+	if (!sp)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	eq_err r = eq_file_replace_atomic(sp, sig, sig_len, 0644, err);
+	if (!r)
+		r = eq_file_replace_atomic(path, data, len, 0644, err);
+	return r;
+}
+
 /* ---- verification ------------------------------------------------------- */
 
 eq_err eq_manifest_verify(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,

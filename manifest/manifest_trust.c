@@ -121,38 +121,14 @@ static eq_err adopt_root(struct eq_trust *t, struct eq_root *next, struct eq_err
 	return EQ_OK;
 }
 
-/* Root version @v as stored in the store: EQ_ERR_NOTFOUND ends the chain. */
-static eq_err read_stored_root(const struct eq_trust *t, uint64_t v, uint8_t **d, size_t *dl, uint8_t **s,
-			       size_t *sl, struct eq_error *err)
-{
-	EQ_AUTOFREE char *p = eq_asprintf("%s/root/%" PRIu64 ".root.json", t->dir, v);
-	EQ_AUTOFREE char *ps = p ? eq_asprintf("%s.sig", p) : NULL;
-	if (!ps)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	eq_err r = eq_file_read_all(p, EQ_ROOT_MAX_BYTES, d, dl, err);
-	if (r)
-		return r;
-	if ((r = eq_file_read_all(ps, EQ_MANIFEST_SIG_MAX_BYTES, s, sl, err))) {
-		eq_free(*d);
-		*d = NULL;
-	}
-	return r;
-}
-
-/* The signature file goes first: a root file is never there without the
- * signature written for it (a stale one fails verification, which only
- * ends the chain). */
+/* A pair of the store, @rel below its folder; the signature goes first, so
+ * a file is never there without the signature written for it (a stale one
+ * fails verification, which only ends the chain). */
 static eq_err store_pair(const struct eq_trust *t, const char *rel, const uint8_t *d, size_t dl, const uint8_t *s,
 			 size_t sl, struct eq_error *err)
 {
 	EQ_AUTOFREE char *p = eq_asprintf("%s/%s", t->dir, rel);
-	EQ_AUTOFREE char *ps = p ? eq_asprintf("%s.sig", p) : NULL;
-	if (!ps)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	eq_err r = eq_file_replace_atomic(ps, s, sl, 0644, err);
-	if (!r)
-		r = eq_file_replace_atomic(p, d, dl, 0644, err);
-	return r;
+	return p ? eq_signed_file_write(p, d, dl, s, sl, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 }
 
 static uint64_t root_version(const struct eq_root *root)
@@ -174,14 +150,13 @@ eq_err eq_trust_open(const char *dir, const char *root_path, struct eq_trust **r
 	 * jumped over. */
 	EQ_AUTOFREE char *rdir = eq_asprintf("%s/root", dir);
 	EQ_AUTOFREE char *tp = eq_asprintf("%s/timestamp.json", dir);
-	EQ_AUTOFREE char *tsp = tp ? eq_asprintf("%s.sig", tp) : NULL;
-	if (!(t->dir = eq_strdup(dir)) || !rdir || !tsp) {
+	if (!(t->dir = eq_strdup(dir)) || !rdir || !tp) {
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
 	if ((r = eq_mkdir_p(rdir, 0755, err)))
 		goto fail;
-	if ((r = eq_root_load_file(root_path, NULL, &root, err)))
+	if ((r = eq_root_load_file(root_path, &root, err)))
 		goto fail;
 	if ((r = adopt_root(t, root, err))) {
 		eq_root_free(root);
@@ -196,7 +171,9 @@ eq_err eq_trust_open(const char *dir, const char *root_path, struct eq_trust **r
 		size_t dl = 0, sl = 0;
 		struct eq_error e;
 		struct eq_root *next = NULL;
-		eq_err rr = read_stored_root(t, v, &d, &dl, &s, &sl, &e);
+		EQ_AUTOFREE char *p = eq_asprintf("%s/root/%" PRIu64 ".root.json", t->dir, v);
+		eq_err rr = p ? eq_signed_file_read(p, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, &e)
+			      : eq_error_set(&e, EQ_ERR_NOMEM, "out of memory");
 		if (rr == EQ_OK)
 			rr = eq_root_verify_next(t->root, d, dl, s, sl, &next, &e);
 		eq_free(d);
@@ -217,9 +194,7 @@ eq_err eq_trust_open(const char *dir, const char *root_path, struct eq_trust **r
 	uint8_t *d = NULL, *s = NULL;
 	size_t dl = 0, sl = 0;
 	struct eq_error e;
-	eq_err rr = eq_file_read_all(tp, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &e);
-	if (rr == EQ_OK)
-		rr = eq_file_read_all(tsp, EQ_MANIFEST_SIG_MAX_BYTES, &s, &sl, &e);
+	eq_err rr = eq_signed_file_read(tp, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &s, &sl, &e);
 	if (rr == EQ_OK && !(rr = eq_manifest_verify(d, dl, s, sl, t->ts_keys, &e)))
 		rr = eq_timestamp_parse_unverified(d, dl, &t->ts, &e);
 	eq_free(d);

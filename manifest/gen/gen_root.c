@@ -40,42 +40,13 @@ static eq_err sign_with(const uint8_t *data, size_t len, const char *const *path
 	return r;
 }
 
-static eq_err write_pair(const char *path, const uint8_t *d, size_t dl, const uint8_t *s, size_t sl,
-			 struct eq_error *err)
-{
-	EQ_AUTOFREE char *sp = eq_asprintf("%s.sig", path);
-	if (!sp)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	/* The signature first: a device that fetches between the two writes
-	 * sees the old document with a signature that does not fit, refuses
-	 * it and tries again at the next poll. */
-	eq_err r = eq_file_replace_atomic(sp, s, sl, 0644, err);
-	if (!r)
-		r = eq_file_replace_atomic(path, d, dl, 0644, err);
-	return r;
-}
-
-static eq_err read_pair(const char *path, size_t max, uint8_t **d, size_t *dl, uint8_t **s, size_t *sl,
-			struct eq_error *err)
-{
-	EQ_AUTOFREE char *sp = eq_asprintf("%s.sig", path);
-	if (!sp)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	eq_err r = eq_file_read_all(path, max, d, dl, err);
-	if (!r && (r = eq_file_read_all(sp, EQ_MANIFEST_SIG_MAX_BYTES, s, sl, err))) {
-		eq_free(*d);
-		*d = NULL;
-	}
-	return r;
-}
-
 eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_error *err)
 {
 	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", repo);
 	if (!first)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	struct eq_root *cur = NULL;
-	eq_err r = eq_root_load_file(first, NULL, &cur, err);
+	eq_err r = eq_root_load_file(first, &cur, err);
 	if (r == EQ_ERR_NOTFOUND)
 		return eq_error_set(err, EQ_ERR_NOTFOUND, "%s has no root/1.root.json: run 'eqota-gen root init' first",
 				    repo);
@@ -88,7 +59,7 @@ eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_erro
 		uint8_t *d = NULL, *s = NULL;
 		size_t dl = 0, sl = 0;
 		struct eq_root *next = NULL;
-		r = path ? read_pair(path, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err)
+		r = path ? eq_signed_file_read(path, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err)
 			 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		if (r == EQ_ERR_NOTFOUND) {
 			r = EQ_OK;
@@ -193,7 +164,7 @@ eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_
 		r = eq_mkdir_p(rdir, 0755, err);
 	if (!r) {
 		EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", o->repo, info.version);
-		r = path ? write_pair(path, doc, dl, sig, sl, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		r = path ? eq_signed_file_write(path, doc, dl, sig, sl, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	}
 	if (!r && ret_version)
 		*ret_version = info.version;
@@ -224,7 +195,7 @@ eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *
 	ts.issued = o->now ? o->now : clock_now();
 	/* The manifest it names must be one devices accept: signed by the
 	 * release role of the newest root, for this board and channel. */
-	if ((r = read_pair(mpath, EQ_MANIFEST_MAX_BYTES, &md, &ml, &ms, &msl, err)))
+	if ((r = eq_signed_file_read(mpath, EQ_MANIFEST_MAX_BYTES, &md, &ml, &ms, &msl, err)))
 		goto out;
 	struct eq_manifest_policy pol = {
 		.board = o->board, .channel = o->channel, .now = ts.issued, .check_expiry = true};
@@ -274,7 +245,7 @@ eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *
 		eq_error_prefix(err, r, "%s not written: sign with the timestamp role's keys (--key)", tpath);
 		goto out;
 	}
-	if ((r = write_pair(tpath, doc, dl, sig, sl, err)))
+	if ((r = eq_signed_file_write(tpath, doc, dl, sig, sl, err)))
 		goto out;
 	if (ret)
 		*ret = ts;

@@ -368,6 +368,18 @@ EQ_API const char *eq_manifest_trust_keyid(const struct eq_manifest_trust *trust
 EQ_API eq_err eq_manifest_verify(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
 				 const struct eq_manifest_trust *trust, struct eq_error *err) EQ_MUST_CHECK;
 
+/*
+ * A signed file and its signature file beside it (@path + ".sig"): read
+ * both (@path at most @max bytes, the .sig at most EQ_MANIFEST_SIG_MAX_BYTES;
+ * the caller frees both with eq_free(); nothing is returned on error), or
+ * write both atomically, the signature first, so a reader that sees the new
+ * file never finds an older signature file beside it.
+ */
+EQ_API eq_err eq_signed_file_read(const char *path, size_t max, uint8_t **ret_data, size_t *ret_len,
+				  uint8_t **ret_sig, size_t *ret_sig_len, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_signed_file_write(const char *path, const uint8_t *data, size_t len, const uint8_t *sig,
+				   size_t sig_len, struct eq_error *err) EQ_MUST_CHECK;
+
 /* ---- the device entry point ------------------------------------------- */
 
 /* What eq_manifest_load_verified() checks besides the signatures. */
@@ -461,11 +473,10 @@ EQ_API eq_err eq_root_parse_unverified(const uint8_t *data, size_t len, struct e
 /*
  * A root the device starts from (the one installed in its image): parsed,
  * and its signature file must meet its own root role's threshold (a root
- * that cannot sign itself could never be rotated). @sig_path NULL means
+ * that cannot sign itself could never be rotated). The signature file is
  * @path + ".sig". Errors prefixed with the file name.
  */
-EQ_API eq_err eq_root_load_file(const char *path, const char *sig_path, struct eq_root **ret_root,
-				struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_root_load_file(const char *path, struct eq_root **ret_root, struct eq_error *err) EQ_MUST_CHECK;
 
 /*
  * The step of a root rotation: @data/@sig must be signed by a threshold of
