@@ -34,7 +34,7 @@ static eq_err reserve(struct eq_buf *b, size_t extra, struct eq_error *err)
 	size_t cap = b->cap ? b->cap : 256;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	if (cap > b->max + 1)
+	if (b->max < SIZE_MAX && cap > b->max + 1) /* max + 1 would wrap for an unbounded buffer */
 		cap = b->max + 1;
 	uint8_t *d = eq_realloc(b->data, cap);
 	if (!d)

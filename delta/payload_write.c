@@ -270,6 +270,78 @@ eq_err eq_payload_builder_add(struct eq_payload_builder *b, const struct eq_payl
 	return add_entry(b, e, data_fd, data_offset, NO_ROOT, NULL, err);
 }
 
+eq_err eq_payload_builder_remove(struct eq_payload_builder *b, const char *path, bool *ret_removed,
+				 struct eq_error *err)
+{
+	path = skip_dot_slash(path);
+	size_t at = SIZE_MAX, heir = SIZE_MAX, n_links = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct bent *e = &b->ents[i];
+		if (!strcmp(e->path, path)) {
+			at = i;
+		} else if (e->type == EQ_ENTRY_HARDLINK && !strcmp(e->link, path)) {
+			n_links++;
+			if (heir == SIZE_MAX || strcmp(e->path, b->ents[heir].path) < 0)
+				heir = i;
+		}
+	}
+	if (ret_removed)
+		*ret_removed = at != SIZE_MAX;
+	if (at == SIZE_MAX)
+		return EQ_OK;
+	/* Everything that can fail comes first, so a failure leaves the
+	 * builder as it was: the new path set (it borrows the entries' paths)
+	 * and the new link targets of the other hard links. */
+	struct tar_strset paths;
+	tar_strset_init(&paths);
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < b->n && !r; i++) {
+		bool added;
+		if (i != at)
+			r = tar_strset_add(&paths, b->ents[i].path, &added, err);
+	}
+	char **links = NULL;
+	if (!r && n_links > 1 && !(links = eq_calloc(n_links - 1, sizeof(*links))))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory removing an entry");
+	for (size_t k = 0; !r && k + 1 < n_links; k++)
+		if (!(links[k] = eq_strdup(b->ents[heir].path)))
+			r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory removing an entry");
+	if (r) {
+		for (size_t k = 0; links && k + 1 < n_links; k++)
+			eq_free(links[k]);
+		eq_free(links);
+		tar_strset_done(&paths);
+		return r;
+	}
+	if (heir != SIZE_MAX) {
+		/* The heir takes over the file: data source, metadata, xattrs. */
+		size_t k = 0;
+		for (size_t i = 0; i < b->n; i++) {
+			struct bent *e = &b->ents[i];
+			if (i != heir && i != at && e->type == EQ_ENTRY_HARDLINK && !strcmp(e->link, path)) {
+				eq_free(e->link);
+				e->link = links[k++];
+			}
+		}
+		struct bent *h = &b->ents[heir], *gone = &b->ents[at];
+		char *hpath = h->path;
+		eq_free(h->link);
+		free_xattrs(h->xattrs, h->n_xattrs);
+		*h = *gone;
+		h->path = hpath;
+		gone->link = NULL;
+		gone->xattrs = NULL;
+		gone->n_xattrs = 0;
+	}
+	eq_free(links);
+	bent_done(&b->ents[at]);
+	memmove(&b->ents[at], &b->ents[at + 1], (b->n - at - 1) * sizeof(*b->ents));
+	b->n--;
+	tar_strset_done(&b->paths);
+	b->paths = paths;
+	return EQ_OK;
+}
+
 /* ---- entries found on disk --------------------------------------------- */
 
 /*

@@ -6,6 +6,8 @@
 # with release 1, publishes release 2, updates the device, reboots it (boot
 # script emulator), confirms the new slot and reports what it cost.
 # Usage: scripts/demo.sh [OUT_DIR]     (default: out/demo, git-ignored)
+# With EQ_HASHSERV=HOST:PORT (or unix://PATH) the equivalence store is that
+# bitbake-hashserv instead of the embedded SQLite file out/demo/equiv.db.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$top/out/demo}
@@ -26,6 +28,12 @@ out=$(cd "$out" && pwd)
 cd "$out"
 trap httpd_stop EXIT
 step() { printf '\n== %s\n' "$*"; }
+if [ -n "${EQ_HASHSERV:-}" ]; then
+  EQUIV=(--hashserv "$EQ_HASHSERV")
+  echo "equivalence store: the bitbake-hashserv at $EQ_HASHSERV"
+else
+  EQUIV=(--store equiv.db)
+fi
 
 step "demo keys (never ship them): an offline root key, a release key, a timestamp key"
 for k in demo-root demo-release demo-timestamp; do "$gen" keygen --out "$k"; done
@@ -34,7 +42,7 @@ B=(--repo repo --board qemux86-64 --channel stable)
   --timestamp-pub demo-timestamp.pub
 step "publish release 1 ($(ls "$cache/release1" | wc -l) packages)"
 "$gen" publish "${B[@]}" --release 2026.12-1 --packages "$cache/release1" \
-  --build-index "$cache/release1.index" --key demo-release.key --timestamp-key demo-timestamp.key --store equiv.db
+  --build-index "$cache/release1.index" --key demo-release.key --timestamp-key demo-timestamp.key "${EQUIV[@]}"
 
 step "serve the repository with lighttpd on loopback"
 httpd_start "$out/repo" "$out/httpd"
@@ -55,7 +63,7 @@ echo "boot: slot $(boot)"
 
 step "publish release 2: every package rebuilt (new taskhashes), a few really changed"
 "$gen" publish "${B[@]}" --release 2026.12-2 --packages "$cache/release2" \
-  --build-index "$cache/release2.index" --key demo-release.key --timestamp-key demo-timestamp.key --store equiv.db
+  --build-index "$cache/release2.index" --key demo-release.key --timestamp-key demo-timestamp.key "${EQUIV[@]}"
 "$gen" verify "${B[@]}" --root "$out/image/1.root.json" --deep
 
 step "the device checks, updates, reboots into slot B and confirms it"

@@ -20,8 +20,9 @@ static const char usage_text[] =
 	"  keygen  --out NAME                       write NAME.key (0600) and NAME.pub\n"
 	"  publish --repo DIR --board B --channel C --release R --packages DIR --key NAME.key\n"
 	"          [--key K2.key ...] [--build-index FILE] [--deltas-from N] [--store DB]\n"
-	"          [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
+	"          [--hashserv ADDR] [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
 	"          [--timestamp-key T.key ...] [--expires-hours H]\n"
+	"          [--path-owner PATH=PACKAGE ...] [--path-owners FILE]\n"
 	"  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
 	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
 	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
@@ -38,6 +39,8 @@ static const char usage_text[] =
 	"  equiv   report --method M --taskhash T --outhash O [--unihash U] [--store DB]\n"
 	"  equiv   get    --method M --taskhash T [--store DB]\n"
 	"  equiv   list   [--method M] [--store DB]\n"
+	"  equiv   import --repo DIR (--root FILE | --key NAME.pub ... | --trust FILE | --unverified)\n"
+	"                 [--store DB] [--method M] [--json]   rebuild a store from the manifests\n"
 	"\n"
 	"Exit status: 0 success, 1 failure, 2 usage error, 3 qa findings.\n";
 
@@ -62,7 +65,7 @@ static int fail(const struct eq_error *e)
 /* Options shared by the subcommands; each uses the ones it documents. */
 struct opts {
 	const char *repo, *board, *channel, *release, *packages, *out, *build_index, *store, *trust, *from, *to;
-	const char *build_dir, *method, *taskhash, *outhash, *unihash, *at, *root, *revoke;
+	const char *build_dir, *method, *taskhash, *outhash, *unihash, *at, *root, *revoke, *hashserv;
 	const char *keys[EQ_MANIFEST_MAX_SIGNATURES];
 	size_t n_keys;
 	const char *role_pubs[EQ_ROLE_COUNT][EQ_MANIFEST_TRUST_MAX_KEYS];
@@ -74,13 +77,17 @@ struct opts {
 	bool expires_given;
 	int level;
 	enum eq_publish_policy policy;
-	bool json, deep;
+	bool json, deep, unverified;
+	const char *path_owners[EQ_PATH_OWNER_ARGS_MAX];
+	size_t n_path_owners;
+	const char *path_owners_file;
 };
 
 enum {
 	O_REPO = 256, O_BOARD, O_CHANNEL, O_RELEASE, O_PACKAGES, O_KEY, O_OUT, O_INDEX, O_DELTAS_FROM, O_STORE,
 	O_EXPIRES, O_TRUST, O_FROM, O_TO, O_JSON, O_BUILD_DIR, O_METHOD, O_TASKHASH, O_OUTHASH, O_UNIHASH, O_LEVEL,
-	O_DEEP, O_AT, O_THRESHOLD, O_POLICY, O_ROOT, O_REVOKE, O_TS_KEY, O_HOURS,
+	O_DEEP, O_AT, O_THRESHOLD, O_POLICY, O_ROOT, O_REVOKE, O_TS_KEY, O_HOURS, O_HASHSERV,
+	O_UNVERIFIED, O_PATH_OWNER, O_PATH_OWNERS,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -115,12 +122,16 @@ static const struct option long_opts[] = {
 	{"revoke", required_argument, NULL, O_REVOKE},
 	{"timestamp-key", required_argument, NULL, O_TS_KEY},
 	{"expires-hours", required_argument, NULL, O_HOURS},
+	{"hashserv", required_argument, NULL, O_HASHSERV},
 	{"root-pub", required_argument, NULL, O_ROLE_PUB + EQ_ROLE_ROOT},
 	{"release-pub", required_argument, NULL, O_ROLE_PUB + EQ_ROLE_RELEASE},
 	{"timestamp-pub", required_argument, NULL, O_ROLE_PUB + EQ_ROLE_TIMESTAMP},
 	{"root-threshold", required_argument, NULL, O_ROLE_TH + EQ_ROLE_ROOT},
 	{"release-threshold", required_argument, NULL, O_ROLE_TH + EQ_ROLE_RELEASE},
 	{"timestamp-threshold", required_argument, NULL, O_ROLE_TH + EQ_ROLE_TIMESTAMP},
+	{"unverified", no_argument, NULL, O_UNVERIFIED},
+	{"path-owner", required_argument, NULL, O_PATH_OWNER},
+	{"path-owners", required_argument, NULL, O_PATH_OWNERS},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -160,6 +171,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_TO: o->to = optarg; break;
 		case O_JSON: o->json = true; break;
 		case O_DEEP: o->deep = true; break;
+		case O_UNVERIFIED: o->unverified = true; break;
 		case O_BUILD_DIR: o->build_dir = optarg; break;
 		case O_METHOD: o->method = optarg; break;
 		case O_TASKHASH: o->taskhash = optarg; break;
@@ -168,6 +180,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_AT: o->at = optarg; break;
 		case O_ROOT: o->root = optarg; break;
 		case O_REVOKE: o->revoke = optarg; break;
+		case O_HASHSERV: o->hashserv = optarg; break;
 		case O_TS_KEY:
 			if (o->n_ts_keys == EQ_MANIFEST_MAX_SIGNATURES)
 				return usage_error("too many --timestamp-key options (at most 16)%s", "");
@@ -226,6 +239,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return usage_error("--policy '%s': expected default or strict", optarg);
 			o->policy = strcmp(optarg, "strict") ? EQ_POLICY_DEFAULT : EQ_POLICY_STRICT;
 			break;
+		case O_PATH_OWNER:
+			if (o->n_path_owners == EQ_PATH_OWNER_ARGS_MAX)
+				return usage_error("too many --path-owner options (at most 256; use --path-owners FILE)%s", "");
+			o->path_owners[o->n_path_owners++] = optarg;
+			break;
+		case O_PATH_OWNERS: o->path_owners_file = optarg; break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return -1;
@@ -276,6 +295,8 @@ static int cmd_publish(const struct opts *o)
 	NEED(packages, "--packages DIR");
 	if (!o->n_keys)
 		return usage_error("missing %s", "--key NAME.key");
+	if (o->hashserv && o->store)
+		return usage_error("--store and --hashserv exclude each other%s", "");
 	struct eq_progress_printer pp;
 	eq_progress_printer_init(&pp, STDERR_FILENO);
 	struct eq_publish_opts po = {
@@ -288,10 +309,14 @@ static int cmd_publish(const struct opts *o)
 		.n_keys = o->n_keys,
 		.build_index = o->build_index,
 		.store_path = o->store,
+		.hashserv = o->hashserv,
 		.deltas_from = o->deltas_from,
 		.expires_days = o->expires,
 		.level = o->level,
 		.policy = o->policy,
+		.path_owners = o->path_owners,
+		.n_path_owners = o->n_path_owners,
+		.path_owners_file = o->path_owners_file,
 		.progress = eq_log_get_level() >= EQ_LOG_NOTICE ? eq_progress_print : NULL,
 		.progress_ctx = &pp,
 	};
@@ -802,10 +827,58 @@ static eq_err list_print(void *ctx, const struct eq_store_entry *x, struct eq_er
 	return EQ_OK;
 }
 
+static void import_conflict(void *ctx, const struct eq_repo_pkg_ref *ref, const char *what)
+{
+	(void)ctx;
+	eq_log(EQ_LOG_WARNING, "%s: package '%s' of release '%s' (%s/%s number %" PRIu64 "): %s; the store's is kept",
+	       ref->path, ref->pkg->name, ref->release, ref->board, ref->channel, ref->number, what);
+}
+
+/* equiv import: rebuild a store from what a repository's manifests say. */
+static int equiv_import(const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	if ((o->n_keys > 0) + !!o->trust + !!o->root + o->unverified != 1)
+		return usage_error("equiv import: give one of --root FILE, --key NAME.pub (repeatable), --trust FILE "
+				   "or --unverified%s", "");
+	struct eq_error e;
+	struct eq_manifest_trust *trust = NULL;
+	if (o->trust || o->n_keys) {
+		eq_err r = o->trust ? eq_manifest_trust_load(o->trust, &trust, &e)
+				    : eq_manifest_trust_from_pubkeys(o->keys, o->n_keys, 1, &trust, &e);
+		if (r)
+			return fail(&e);
+	}
+	if (o->unverified)
+		eq_log(EQ_LOG_WARNING, "importing from '%s' without checking signatures: whoever could write it "
+		       "chooses which packages devices skip", o->repo);
+	struct eq_repo_walk_opts wo = {.trust = trust, .root_path = o->root, .unverified = o->unverified};
+	struct eq_store *s = NULL;
+	struct eq_import_report rep = {0};
+	eq_err r = eq_store_open(o->store, &s, &e);
+	if (!r)
+		r = eq_gen_equiv_import(s, o->method, o->repo, &wo, import_conflict, NULL, &rep, &e);
+	eq_store_close(s);
+	eq_manifest_trust_free(trust);
+	if (r)
+		return fail(&e);
+	if (o->json)
+		printf("{\"manifests\":%zu,\"packages\":%zu,\"added\":%zu,\"present\":%zu,\"conflicts\":%zu,"
+		       "\"outhashes_added\":%zu,\"published_added\":%zu}\n",
+		       rep.manifests, rep.packages, rep.added, rep.present, rep.conflicts, rep.outhashes_added,
+		       rep.published_added);
+	else
+		printf("imported %zu packages from %zu manifests of %s: %zu mappings added, %zu already present, "
+		       "%zu conflicts; %zu outhashes and %zu published payloads recorded\n",
+		       rep.packages, rep.manifests, o->repo, rep.added, rep.present, rep.conflicts, rep.outhashes_added,
+		       rep.published_added);
+	return 0;
+}
+
 static int cmd_equiv(int argc, char **argv)
 {
 	if (argc < 2)
-		return usage_error("equiv needs report, get or list%s", "");
+		return usage_error("equiv needs report, get, list or import%s", "");
 	const char *sub = argv[1];
 	struct opts o = {0};
 	int rc = parse_opts(argc - 1, argv + 1, &o);
@@ -813,30 +886,33 @@ static int cmd_equiv(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	struct eq_error e;
 	EQ_AUTOFREE char *def = NULL;
-	if (!o.store) {
+	if (o.hashserv && o.store)
+		return usage_error("--store and --hashserv exclude each other%s", "");
+	if (!o.store && !o.hashserv) {
 		if (eq_store_default_path(&def, &e))
 			return fail(&e);
 		o.store = def;
 	}
 	struct eq_store *s = NULL;
+	struct eq_equiv *q = NULL;
+	struct eq_equiv_opts qo = {.store_path = o.store, .hashserv = o.hashserv};
 	int ret = 0;
 	if (!strcmp(sub, "report")) {
 		if (!o.method || !o.taskhash || !o.outhash)
 			return usage_error("equiv report needs --method, --taskhash and --outhash%s", "");
-		char uni[EQ_SHA256_HEX_LEN + 1];
-		unsigned flags = 0;
-		if (eq_store_open(o.store, &s, &e) ||
-		    eq_store_report(s, o.method, o.taskhash, o.outhash, o.unihash, NULL, NULL, uni, &flags, &e))
+		struct eq_equiv_item it = {.taskhash = o.taskhash, .outhash = o.outhash, .proposed = o.unihash};
+		if (eq_equiv_open(&qo, &q, &e) || eq_equiv_report_many(q, o.method, &it, 1, &e))
 			ret = fail(&e);
 		else
-			printf("%s%s\n", uni, flags & EQ_STORE_INHERITED ? " (equivalent to an earlier taskhash)" : "");
+			printf("%s%s\n", it.unihash,
+			       it.flags & EQ_STORE_INHERITED ? " (equivalent to an earlier taskhash)" : "");
 	} else if (!strcmp(sub, "get")) {
 		if (!o.method || !o.taskhash)
 			return usage_error("equiv get needs --method and --taskhash%s", "");
 		char uni[EQ_SHA256_HEX_LEN + 1];
-		eq_err r = eq_store_open(o.store, &s, &e);
+		eq_err r = eq_equiv_open(&qo, &q, &e);
 		if (!r)
-			r = eq_store_get(s, o.method, o.taskhash, uni, &e);
+			r = eq_equiv_get(q, o.method, o.taskhash, uni, &e);
 		if (r == EQ_ERR_NOTFOUND) {
 			printf("unknown\n");
 			ret = EXIT_FAILURE;
@@ -846,12 +922,20 @@ static int cmd_equiv(int argc, char **argv)
 			printf("%s\n", uni);
 		}
 	} else if (!strcmp(sub, "list")) {
+		if (o.hashserv)
+			return usage_error("equiv list reads a local store: the hashserv protocol has no listing "
+					   "(use bitbake-hashclient there)%s", "");
 		if (eq_store_open(o.store, &s, &e) || eq_store_list(s, o.method, list_print, NULL, &e))
 			ret = fail(&e);
+	} else if (!strcmp(sub, "import")) {
+		if (o.hashserv)
+			return usage_error("equiv import fills a local store (--store DB)%s", "");
+		ret = equiv_import(&o);
 	} else {
 		return usage_error("unknown equiv command '%s'", sub);
 	}
 	eq_store_close(s);
+	eq_equiv_close(q);
 	return ret;
 }
 

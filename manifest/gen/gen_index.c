@@ -72,6 +72,43 @@ static bool valid_name(const char *n)
 	return true;
 }
 
+static int cmp_by_taskhash(const void *a, const void *b)
+{
+	const struct index_entry *x = *(const struct index_entry *const *)a, *y = *(const struct index_entry *const *)b;
+	int c = memcmp(x->taskhash, y->taskhash, EQ_SHA256_HEX_LEN);
+	return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/*
+ * Two packages under one taskhash get one unihash, so the publisher would
+ * serve one package's bytes under the other's name. Yocto makes this the
+ * natural mistake: every package of a recipe shares the recipe's task hashes.
+ */
+static eq_err check_taskhashes(struct eq_build_index *idx, const char *path, struct eq_error *err)
+{
+	if (idx->n < 2)
+		return EQ_OK;
+	const struct index_entry **v = eq_calloc(idx->n, sizeof(*v));
+	if (!v)
+		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", path);
+	for (size_t i = 0; i < idx->n; i++)
+		v[i] = &idx->entries[i];
+	qsort(v, idx->n, sizeof(*v), cmp_by_taskhash);
+	eq_err r = EQ_OK;
+	for (size_t i = 1; i < idx->n && !r; i++) {
+		if (memcmp(v[i - 1]->taskhash, v[i]->taskhash, EQ_SHA256_HEX_LEN))
+			continue;
+		r = eq_error_set(err, EQ_ERR_PARSE,
+				 "%s:%zu: package '%s' has the taskhash of package '%s' (line %zu): every package needs "
+				 "its own taskhash, or one gets the other's unihash and bytes. All packages of a Yocto "
+				 "recipe share its task hashes: hash the recipe's unihash with the package name "
+				 "(docs/yocto.md)",
+				 path, v[i]->line, v[i]->name, v[i - 1]->name, v[i - 1]->line);
+	}
+	eq_free(v);
+	return r;
+}
+
 static eq_err parse(struct eq_build_index *idx, const char *path, size_t len, struct eq_error *err)
 {
 	const char *nul = memchr(idx->text, '\0', len);
@@ -143,7 +180,7 @@ static eq_err parse(struct eq_build_index *idx, const char *path, size_t len, st
 					    path, idx->entries[i].line, idx->entries[i].name,
 					    idx->entries[i - 1].line);
 	}
-	return EQ_OK;
+	return check_taskhashes(idx, path, err);
 }
 
 eq_err eq_build_index_load(const char *path, struct eq_build_index **ret, struct eq_error *err)

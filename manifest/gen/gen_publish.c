@@ -18,8 +18,11 @@ struct pub_ctx {
 	char *tmpdir;
 	int lock_fd;
 	struct eq_repo_history hist;
-	struct eq_store *store;
+	struct eq_equiv *equiv;
 	struct eq_build_index *index;
+	struct eq_path_table *paths; /* who ships which path (gen_conflict.c) */
+	struct eq_buf unindexed; /* names the build index does not list */
+	bool unindexed_more;     /* ... and more than fit */
 	struct eq_manifest *m;
 	struct eq_publish_report rep;
 	char **files;
@@ -37,8 +40,10 @@ static void ctx_done(struct pub_ctx *c)
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
 	eq_repo_history_done(&c->hist);
-	eq_store_close(c->store);
+	eq_equiv_close(c->equiv);
 	eq_build_index_free(c->index);
+	eq_path_table_free(c->paths);
+	eq_buf_done(&c->unindexed);
 	eq_manifest_free(c->m);
 	for (size_t i = 0; i < c->n_files; i++)
 		eq_free(c->files[i]);
@@ -295,56 +300,104 @@ static eq_err check_payload(struct pub_ctx *c, const char *path, const char *wha
 	return r;
 }
 
-static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish_pkg *out, struct eq_error *err)
+/* One package between reading and its unihash: the report of a whole batch
+ * is one round of messages to a hashserv instead of one per package. */
+struct prep {
+	const char *file;    /* borrowed from pub_ctx.files */
+	struct eq_pkg *pkg;
+	char *payload;       /* temporary payload file */
+	uint64_t psize;
+	char outhash[EQ_SHA256_HEX_LEN + 1];
+	char taskhash[EQ_SHA256_HEX_LEN + 1];
+};
+
+/* Packages read ahead before their unihashes are asked for. The payloads
+ * of a batch wait on disk, so this also bounds the temporary space. */
+#define PUBLISH_BATCH 64
+
+static void prep_done(struct prep *p)
 {
-	struct eq_pkg *pkg = NULL;
-	eq_err r = eq_pkg_read(file, NULL, &pkg, err);
+	if (p->payload) {
+		(void)unlink(p->payload);
+		eq_free(p->payload);
+	}
+	eq_pkg_free(p->pkg);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Names of packages the build index does not list, for one warning. */
+static eq_err note_unindexed(struct pub_ctx *c, const char *name, struct eq_error *err)
+{
+	c->rep.default_taskhashes++;
+	if (c->unindexed.len > 512) {
+		c->unindexed_more = true;
+		return EQ_OK;
+	}
+	eq_err r = eq_buf_append(&c->unindexed, c->unindexed.len ? ", " : "", c->unindexed.len ? 2 : 0, err);
+	if (!r)
+		r = eq_buf_append(&c->unindexed, name, strlen(name), err);
+	return r;
+}
+
+/* Reads the package, writes and checks its payload, finds its taskhash. */
+static eq_err prepare_one(struct pub_ctx *c, const char *file, struct prep *p, struct eq_error *err)
+{
+	p->file = file;
+	eq_err r = eq_pkg_read(file, NULL, &p->pkg, err);
 	if (r)
 		return r;
-	const struct eq_pkg_info *info = eq_pkg_get_info(pkg);
+	const struct eq_pkg_info *info = eq_pkg_get_info(p->pkg);
+	if ((r = eq_path_table_apply(c->paths, info->name, eq_pkg_get_builder(p->pkg), NULL, err)))
+		return r;
 	int pfd = -1;
-	EQ_AUTOFREE char *payload = NULL;
-	EQ_AUTOFREE char *stored_payload = NULL;
-	r = tmp_file(c, "payload", &pfd, &payload, err);
+	r = tmp_file(c, "payload", &pfd, &p->payload, err);
 	if (r)
-		goto out;
+		return r;
 	uint8_t psha[EQ_SHA256_LEN];
-	uint64_t psize;
-	r = eq_pkg_write_payload(pkg, eq_fd_write, &pfd, psha, &psize, err);
+	r = eq_pkg_write_payload(p->pkg, eq_fd_write, &pfd, psha, &p->psize, err);
 	close(pfd);
 	if (!r)
-		r = check_payload(c, payload, file, err);
+		r = check_payload(c, p->payload, file, err);
 	if (r)
-		goto out;
-	char outhash[EQ_SHA256_HEX_LEN + 1];
-	eq_hex_encode(psha, EQ_SHA256_LEN, outhash);
+		return r;
+	eq_hex_encode(psha, EQ_SHA256_LEN, p->outhash);
+	const char *t = c->index ? eq_build_index_lookup(c->index, info->name) : NULL;
+	if (t) {
+		snprintf(p->taskhash, sizeof(p->taskhash), "%s", t);
+		return eq_path_table_taskhash(c->paths, info->name, p->taskhash, err);
+	}
+	/* Packages from outside the build (a vendor's .deb, a prebuilt
+	 * firmware tarball) are normal in a release: their content decides. */
+	eq_pkg_default_taskhash(info, psha, p->taskhash);
+	return c->index ? note_unindexed(c, info->name, err) : EQ_OK;
+}
 
-	char taskhash[EQ_SHA256_HEX_LEN + 1];
-	if (c->index) {
-		const char *t = eq_build_index_lookup(c->index, info->name);
-		if (!t) {
-			r = eq_error_set(err, EQ_ERR_NOTFOUND, "build index '%s' has no taskhash for package '%s'",
-					 c->o->build_index, info->name);
+/* Publishes a prepared package whose unihash is known. */
+static eq_err finish_one(struct pub_ctx *c, struct prep *p, const char *unihash, struct eq_publish_pkg *out,
+			 struct eq_error *err)
+{
+	const struct eq_pkg_info *info = eq_pkg_get_info(p->pkg);
+	EQ_AUTOFREE char *stored_payload = NULL;
+	struct eq_store_published pub = {0};
+	snprintf(pub.payload_sha256, sizeof(pub.payload_sha256), "%s", p->outhash);
+	pub.payload_size = p->psize;
+	struct eq_store_published known;
+	bool same_package = false;
+	eq_err r = eq_equiv_get_published(c->equiv, EQ_PAYLOAD_METHOD, unihash, info->name, &known, &same_package, err);
+	const char *target = p->payload;
+	out->state = EQ_PUB_REUSED;
+	if (r == EQ_OK && strcmp(known.payload_sha256, p->outhash)) {
+		/* Another package's bytes must never go out under this name:
+		 * that happens when two packages were given one taskhash. */
+		if (!same_package) {
+			r = eq_error_set(err, EQ_ERR_STATE,
+					 "package '%s' (taskhash %s) has unihash %s, which was published with the "
+					 "payload of another package: two packages were given one taskhash. Give every "
+					 "package its own taskhash (for Yocto: hash the recipe's unihash with the package "
+					 "name, docs/yocto.md)",
+					 info->name, p->taskhash, unihash);
 			goto out;
 		}
-		snprintf(taskhash, sizeof(taskhash), "%s", t);
-	} else {
-		eq_pkg_default_taskhash(info, psha, taskhash);
-	}
-	char unihash[EQ_SHA256_HEX_LEN + 1];
-	r = eq_store_report(c->store, EQ_PAYLOAD_METHOD, taskhash, outhash, NULL, info->name, info->version, unihash,
-			    NULL, err);
-	if (r)
-		goto out;
-
-	struct eq_store_published pub = {0};
-	snprintf(pub.payload_sha256, sizeof(pub.payload_sha256), "%s", outhash);
-	pub.payload_size = psize;
-	struct eq_store_published known;
-	r = eq_store_get_published(c->store, EQ_PAYLOAD_METHOD, unihash, &known, err);
-	const char *target = payload;
-	out->state = EQ_PUB_REUSED;
-	if (r == EQ_OK && strcmp(known.payload_sha256, outhash)) {
 		/* Same inputs, other bytes: keep serving what devices may already
 		 * run, as BitBake reuses the sstate object of a unihash. */
 		out->state = EQ_PUB_NOT_REPRODUCIBLE;
@@ -358,7 +411,7 @@ static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish
 		}
 		/* What devices get is the stored payload: it passes the rules
 		 * too, or nothing is published (it may predate them). */
-		r = check_payload(c, stored_payload, file, err);
+		r = check_payload(c, stored_payload, p->file, err);
 		if (r) {
 			eq_error_prefix(err, r, "the payload published earlier for package '%s'", info->name);
 			goto out;
@@ -373,18 +426,19 @@ static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish
 		}
 		if (!file_has_size(obj, known.object_size)) {
 			/* Known to the store but not in this repository: write it here. */
-			r = write_object(c, payload, &pub, err);
+			r = write_object(c, p->payload, &pub, err);
 			if (r)
 				goto out;
 			out->state = EQ_PUB_NEW;
 		}
 	} else if (r == EQ_ERR_NOTFOUND) {
-		r = write_object(c, payload, &pub, err);
+		r = write_object(c, p->payload, &pub, err);
 		if (r)
 			goto out;
 		struct eq_store_published winner;
 		bool inserted;
-		r = eq_store_set_published(c->store, EQ_PAYLOAD_METHOD, unihash, &pub, &winner, &inserted, err);
+		r = eq_equiv_set_published(c->equiv, EQ_PAYLOAD_METHOD, unihash, info->name, &pub, &winner, &inserted,
+					   err);
 		if (r)
 			goto out;
 		out->state = EQ_PUB_NEW;
@@ -398,6 +452,9 @@ static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish
 		goto out;
 	}
 
+	r = eq_path_table_add(c->paths, info->name, p->file, target, err);
+	if (r)
+		goto out;
 	struct delta_list dl = {.n = 0};
 	r = make_deltas(c, info->name, pub.payload_sha256, target, pub.object_size, &dl, err);
 	if (r)
@@ -412,7 +469,7 @@ static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish
 		.deltas = dl.v,
 		.n_deltas = dl.n,
 	};
-	snprintf(mp.taskhash, sizeof(mp.taskhash), "%s", taskhash);
+	snprintf(mp.taskhash, sizeof(mp.taskhash), "%s", p->taskhash);
 	snprintf(mp.unihash, sizeof(mp.unihash), "%s", unihash);
 	snprintf(mp.payload.sha256, sizeof(mp.payload.sha256), "%s", pub.payload_sha256);
 	snprintf(mp.object.sha256, sizeof(mp.object.sha256), "%s", pub.object_sha256);
@@ -420,19 +477,69 @@ static eq_err publish_one(struct pub_ctx *c, const char *file, struct eq_publish
 	r = eq_manifest_add_package(c->m, &mp, err);
 	if (r)
 		goto out;
-	out->equivalent = strcmp(unihash, taskhash) != 0;
+	out->equivalent = strcmp(unihash, p->taskhash) != 0;
 	c->rep.equivalent += out->equivalent;
 	out->name = eq_strdup(info->name);
 	out->version = eq_strdup(info->version);
 	if (!out->name || !out->version)
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 out:
-	if (payload)
-		(void)unlink(payload);
 	if (stored_payload)
 		(void)unlink(stored_payload);
-	eq_pkg_free(pkg);
 	return r;
+}
+
+/* Publishes files [first, first + n) of the run: read them all, report
+ * them in one call, then write objects, deltas and manifest entries. */
+static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq_progress *pr, double t0,
+			    struct eq_error *err)
+{
+	struct prep p[PUBLISH_BATCH] = {0};
+	struct eq_equiv_item items[PUBLISH_BATCH] = {0};
+	size_t failed = first;
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < n && !r; i++) {
+		failed = first + i;
+		r = prepare_one(c, c->files[first + i], &p[i], err);
+		if (r)
+			break;
+		const struct eq_pkg_info *info = eq_pkg_get_info(p[i].pkg);
+		items[i] = (struct eq_equiv_item){.taskhash = p[i].taskhash, .outhash = p[i].outhash,
+						  .pn = info->name, .pv = info->version};
+	}
+	if (!r) {
+		r = eq_equiv_report_many(c->equiv, EQ_PAYLOAD_METHOD, items, n, err);
+		if (r) /* the message names the store or server */
+			failed = SIZE_MAX;
+	}
+	for (size_t i = 0; i < n && !r; i++) {
+		failed = first + i;
+		struct stat st;
+		const char *base = strrchr(p[i].file, '/');
+		pr->item = base ? base + 1 : p[i].file;
+		if (stat(p[i].file, &st) == 0)
+			pr->bytes_done += (uint64_t)st.st_size;
+		r = finish_one(c, &p[i], items[i].unihash, &c->rep.pkgs[first + i], err);
+		c->rep.n_packages = first + i + 1;
+		if (r)
+			break;
+		pr->items_done = first + i + 1;
+		pr->elapsed_s = eq_now_s() - t0;
+		if (c->o->progress)
+			c->o->progress(pr, c->o->progress_ctx);
+	}
+	if (r && failed != SIZE_MAX)
+		eq_error_prefix(err, r, "%s", c->files[failed]);
+	for (size_t i = 0; i < n; i++)
+		prep_done(&p[i]);
+	return r;
+}
+
+/* Lines of eq_path_table_check(): every shared path, before the error. */
+static void path_note(void *ctx, bool error, const char *msg)
+{
+	(void)ctx;
+	eq_log(error ? EQ_LOG_ERR : EQ_LOG_WARNING, "%s", msg);
 }
 
 static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
@@ -543,15 +650,11 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 					    o->release, o->board, o->channel, c->hist.v[i].number);
 	if (o->build_index && (r = eq_build_index_load(o->build_index, &c->index, err)))
 		return r;
-	EQ_AUTOFREE char *def = NULL;
-	const char *store = o->store_path;
-	if (!store) {
-		if ((r = eq_store_default_path(&def, err)))
-			return r;
-		store = def;
-	}
-	if ((r = eq_store_open(store, &c->store, err)))
-		return eq_error_prefix(err, r, "equivalence store '%s'", store);
+	if ((r = eq_path_table_new(o->path_owners, o->n_path_owners, o->path_owners_file, &c->paths, err)))
+		return r;
+	struct eq_equiv_opts eo = {.store_path = o->store_path, .hashserv = o->hashserv, .repo = o->repo};
+	if ((r = eq_equiv_open(&eo, &c->equiv, err)))
+		return r;
 	if ((r = eq_gen_list_packages(o->packages_dir, &c->files, &c->n_files, err)))
 		return r;
 	if (c->n_files == 0)
@@ -564,6 +667,7 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report *ret, struct eq_error *err)
 {
 	struct pub_ctx c = {.o = o, .lock_fd = -1};
+	eq_buf_init(&c.unindexed, 4096);
 	double t0 = eq_now_s();
 	eq_err r = prepare(&c, err);
 	if (r)
@@ -586,23 +690,24 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 		goto out;
 	}
 	struct eq_progress pr = {.what = "publish", .items_total = c.n_files};
-	for (size_t i = 0; i < c.n_files; i++) {
-		const char *base = strrchr(c.files[i], '/');
-		pr.item = base ? base + 1 : c.files[i];
-		struct stat st;
-		if (stat(c.files[i], &st) == 0)
-			pr.bytes_done += (uint64_t)st.st_size;
-		r = publish_one(&c, c.files[i], &c.rep.pkgs[i], err);
-		c.rep.n_packages = i + 1;
-		if (r) {
-			eq_error_prefix(err, r, "%s", c.files[i]);
-			goto out;
-		}
-		pr.items_done = i + 1;
-		pr.elapsed_s = eq_now_s() - t0;
-		if (o->progress)
-			o->progress(&pr, o->progress_ctx);
+	for (size_t i = 0; i < c.n_files && !r; i += PUBLISH_BATCH) {
+		size_t n = c.n_files - i < PUBLISH_BATCH ? c.n_files - i : PUBLISH_BATCH;
+		r = publish_batch(&c, i, n, &pr, t0, err);
 	}
+	if (r)
+		goto out;
+	if (c.rep.default_taskhashes)
+		eq_log(EQ_LOG_WARNING, "build index '%s' lists no taskhash for %zu of %zu packages (%.*s%s): they get "
+		       "default taskhashes from their content",
+		       o->build_index, c.rep.default_taskhashes, c.n_files, (int)c.unindexed.len,
+		       (const char *)c.unindexed.data, c.unindexed_more ? ", ..." : "");
+	bool check_paths = true;
+#ifdef EQ_TEST_HOOKS
+	/* Test hook: a hostile release (two packages, one path) for the device's tests. */
+	check_paths = !secure_getenv("EQ_TEST_PUBLISH_UNCHECKED");
+#endif
+	if (check_paths && (r = eq_path_table_check(c.paths, path_note, NULL, err)))
+		goto out;
 	r = write_manifest(&c, err);
 out:
 	c.rep.seconds = eq_now_s() - t0;

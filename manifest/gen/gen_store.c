@@ -776,3 +776,47 @@ eq_err eq_store_set_published(struct eq_store *s, const char *method, const char
 		*ret_inserted = c.inserted;
 	return EQ_OK;
 }
+
+/* ---- output owners ---------------------------------------------------- */
+
+struct owner_ctx {
+	const char *method, *outhash, *pn;
+	bool found;
+};
+
+static eq_err owner_body(struct eq_store *s, void *vctx, struct eq_error *err)
+{
+	struct owner_ctx *c = vctx;
+	sqlite3_stmt *st = NULL;
+	const char *k[] = {c->method, c->outhash, c->pn};
+	eq_err r = prepare(s, "SELECT 1 FROM outhashes WHERE method = ?1 AND outhash = ?2 AND pn = ?3 LIMIT 1", &st,
+			   err);
+	if (r == EQ_OK)
+		r = bind_texts(s, st, k, 3, err);
+	if (r == EQ_OK) {
+		int rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			c->found = true;
+		else if (rc != SQLITE_DONE)
+			r = db_fail(s, rc, "read", err);
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+eq_err eq_store_output_of(struct eq_store *s, const char *method, const char *outhash, const char *pn,
+			  bool *ret_found, struct eq_error *err)
+{
+	eq_err r = check_method(method, err);
+	if (r == EQ_OK)
+		r = check_hash("outhash", outhash, err);
+	if (r == EQ_OK)
+		r = check_meta("pn", pn, err);
+	if (r != EQ_OK)
+		return r;
+	struct owner_ctx c = {.method = method, .outhash = outhash, .pn = pn};
+	r = run_txn(s, false, owner_body, &c, err);
+	if (r == EQ_OK)
+		*ret_found = c.found;
+	return r;
+}

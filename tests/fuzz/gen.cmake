@@ -7,3 +7,6 @@
 if(TARGET eq_gen)
   eq_add_fuzz_target(gen_package LIBS eq_gen FUZZ_ARGS -malloc_limit_mb=4096)
 endif()
+# The bitbake-hashserv client (gen_hashserv.c): everything a server, or
+# whatever answers at its address, sends on one connection.
+eq_add_fuzz_target(hashserv LIBS eq_gen)

@@ -111,6 +111,27 @@ grep -q "not reproducible" <<<"$out" && pass "non-reproducible rebuild reported"
 "$gen" diff --repo repo3 "${G[@]}" --from a --to b | grep -q "^kept *foo" &&
   pass "non-reproducible rebuild keeps serving the first object" || fail "object replaced"
 
+# One taskhash for two packages (every package of a Yocto recipe shares the
+# recipe's hashes): refused in one index, and across releases the second
+# package must never be served the first one's bytes.
+T=$(echo recipe | sha256sum | cut -c1-64)
+mkpkg bar 1.0 bar-bytes c3
+printf 'foo %s\nbar %s\n' "$T" "$T" > shared.index
+expect_fail "two packages, one taskhash in an index" "package 'bar' has the taskhash of package 'foo' (line 1)" \
+  "$gen" -q publish --repo repo6 "${G[@]}" --key rel.key --store store6.db --level 3 --release a --packages c1 --build-index shared.index
+echo "foo $T" > foo.index; echo "bar $T" > bar.index
+"$gen" -q publish --repo repo6 "${G[@]}" --key rel.key --store store6.db --level 3 --release a --packages c1 --build-index foo.index >/dev/null
+expect_fail "a package served another package's payload" "which was published with the payload of another package" \
+  "$gen" -q publish --repo repo6 "${G[@]}" --key rel.key --store store6.db --level 3 --release b --packages c3 --build-index bar.index
+[ "$(ls repo6/boards/demo/test/releases)" = 1 ] && pass "nothing published for the refused release" || fail "refused release published"
+
+# A partial index: packages it does not list get default taskhashes, named in a warning.
+mkdir c4 && cp c1/*.deb c3/*.deb c4/
+out=$("$gen" publish --repo repo7 "${G[@]}" --key rel.key --store store7.db --level 3 --release a --packages c4 --build-index foo.index 2>&1) &&
+  grep -q "lists no taskhash for 1 of 2 packages (bar)" <<<"$out" &&
+  [ "$("$gen" show --repo repo7 "${G[@]}" --json | python3 -c 'import json,sys; m={p["name"]:p["taskhash"] for p in json.load(sys.stdin)["packages"]}; print(m["foo"])')" = "$T" ] &&
+  pass "partial index: listed packages keep their taskhash, the others get defaults, with a warning" || fail "partial index: $out"
+
 # verify: the good case, then each failure with its own message.
 "$gen" verify --repo repo "${B[@]}" --key rel.pub --deep >/dev/null && pass "verify accepts the release" || fail "verify"
 "$gen" keygen --out other >/dev/null

@@ -238,6 +238,31 @@ static void test_published(void **state)
 	expect_inval(eq_store_set_published(f->s, "m3", u, &b, &got, &inserted, &e), &e, "object_sha256");
 }
 
+/* eq_store_output_of(): the publisher's guard against serving one package's
+ * bytes under another package's name. */
+static void test_output_of(void **state)
+{
+	struct fx *f = *state;
+	char t1[65], t2[65], o1[65], u[65];
+	struct eq_error e;
+	bool found = true;
+	h('t', 1, t1), h('t', 2, t2), h('o', 1, o1);
+	assert_int_equal(eq_store_output_of(f->s, M, o1, "bash", &found, &e), EQ_OK);
+	assert_false(found);
+	assert_int_equal(eq_store_report(f->s, M, t1, o1, NULL, "bash", "5.2", u, NULL, &e), EQ_OK);
+	assert_int_equal(eq_store_output_of(f->s, M, o1, "bash", &found, &e), EQ_OK);
+	assert_true(found);
+	assert_int_equal(eq_store_output_of(f->s, M, o1, "curl", &found, &e), EQ_OK);
+	assert_false(found);
+	assert_int_equal(eq_store_output_of(f->s, "other", o1, "bash", &found, &e), EQ_OK);
+	assert_false(found);
+	/* A row reported without a name names no package. */
+	assert_int_equal(eq_store_report(f->s, M, t2, o1, NULL, NULL, NULL, u, NULL, &e), EQ_OK);
+	assert_int_equal(eq_store_output_of(f->s, M, o1, "curl", &found, &e), EQ_OK);
+	assert_false(found);
+	expect_inval(eq_store_output_of(f->s, M, "xyz", "bash", &found, &e), &e, "outhash");
+}
+
 static void test_reopen_and_foreign(void **state)
 {
 	struct fx *f = *state;
@@ -491,6 +516,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_published, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output_of, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_foreign, setup, teardown),
 		cmocka_unit_test(test_default_path),
 		cmocka_unit_test_setup_teardown(test_concurrent_processes, setup, teardown),

@@ -117,6 +117,20 @@ EQ_API eq_err eq_payload_builder_add_paths(struct eq_payload_builder *b, const c
 EQ_API size_t eq_payload_builder_count(const struct eq_payload_builder *b);
 
 /*
+ * Removes the entry @path (as added: relative, a leading "./" is ignored)
+ * so the payload is written without it; nothing else changes (a removed
+ * directory's children stay). When entries of the payload are hard links to
+ * @path, the first of them in path order becomes the file in its place
+ * (same data, metadata and xattrs) and the others link to it. The
+ * publisher uses this to leave a path a package shares with another to its
+ * owner (eqota-gen publish --path-owner). *ret_removed (may be NULL) tells
+ * whether the path was there; a missing path is not an error.
+ * EQ_ERR_NOMEM only; on failure the builder is unchanged.
+ */
+EQ_API eq_err eq_payload_builder_remove(struct eq_payload_builder *b, const char *path, bool *ret_removed,
+					struct eq_error *err) EQ_MUST_CHECK;
+
+/*
  * Writes the canonical payload to @sink. On success returns its SHA-256 and
  * size. A file whose size changed since it was added is an error.
  */

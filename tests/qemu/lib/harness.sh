@@ -207,9 +207,15 @@ prepare() {
 }
 
 pub() { # pub CHANNEL RELEASE PKGDIR
+	# The board package's files (bin/sh -> busybox and the other applet
+	# links) win over a user's package that ships the same path (dash's
+	# bin/sh): the image is the board's, and a release ships a path once.
+	local owners=$bwork/path-owners-$2
+	dpkg-deb -c "$3"/eqota-board-"$board"_*.deb |
+		awk -v o="eqota-board-$board" '$1 !~ /^d/ { p = $6; sub(/^\.\//, "", p); print p, o }' > "$owners"
 	"$gen" -q publish --repo "$bwork/repo" --board "$board" --channel "$1" --release "$2" \
 		--packages "$3" --key "$bwork/keys/test-release.key" --store "$bwork/store.db" \
-		--level "${EQ_QEMU_ZSTD_LEVEL:-9}" --expires 3650
+		--level "${EQ_QEMU_ZSTD_LEVEL:-9}" --expires 3650 --path-owners "$owners"
 }
 
 # The factory image: slot A filled by `eqota provision` on the host (dir

@@ -162,6 +162,161 @@ EQ_API eq_err eq_store_set_published(struct eq_store *s, const char *method, con
 				     const struct eq_store_published *pub, struct eq_store_published *ret,
 				     bool *ret_inserted, struct eq_error *err) EQ_MUST_CHECK;
 
+/*
+ * Whether @outhash was ever reported for a package named @pn (*ret_found).
+ * The publisher asks before it serves a stored payload under a package's
+ * name: only that package's own earlier output may stand in for it.
+ */
+EQ_API eq_err eq_store_output_of(struct eq_store *s, const char *method, const char *outhash, const char *pn,
+				 bool *ret_found, struct eq_error *err) EQ_MUST_CHECK;
+
+/* ====================================================================== */
+/* ==== bitbake-hashserv client (gen_hashserv.c) ======================== */
+/* ====================================================================== */
+
+/*
+ * A client of BitBake's hash equivalence server, protocol OEHASHEQUIV 1.1
+ * (docs/equivalence-store.md). One connection, used by one thread at a time.
+ * Whatever the server answers is checked: every answer must match its
+ * request and every unihash must be 64 lower-case hex digits.
+ */
+struct eq_hashserv;
+
+/* Default wait for a connection and for each answer. */
+#define EQ_HASHSERV_TIMEOUT_MS 30000u
+/* Longest message (or line) accepted from a server, chunks joined. */
+#define EQ_HASHSERV_MAX_MESSAGE (1024u * 1024u)
+
+struct eq_hashserv_opts {
+	unsigned timeout_ms;  /* 0: EQ_HASHSERV_TIMEOUT_MS */
+	const char *username; /* NULL or "": no login */
+	const char *token;
+};
+
+/*
+ * Connects to @addr ("HOST:PORT", "[IPV6]:PORT" or "unix://PATH", as
+ * BB_HASHSERVE), says OEHASHEQUIV 1.1, logs in when a username is given
+ * and pings. "ws://" and "wss://" are EQ_ERR_UNSUPPORTED. Errors name the
+ * address: EQ_ERR_INVAL (malformed address), EQ_ERR_NETWORK (refused,
+ * timeout, closed), EQ_ERR_UNSUPPORTED (not a hashserv speaking 1.1),
+ * EQ_ERR_VERIFY (login refused). Free *ret with eq_hashserv_close().
+ */
+EQ_API eq_err eq_hashserv_open(const char *addr, const struct eq_hashserv_opts *o, struct eq_hashserv **ret,
+			       struct eq_error *err) EQ_MUST_CHECK;
+/* The same over a connected stream socket @fd (tests, inetd-style use);
+ * @fd stays the caller's and is never reconnected. */
+EQ_API eq_err eq_hashserv_open_fd(int fd, const struct eq_hashserv_opts *o, struct eq_hashserv **ret,
+				  struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_hashserv_close(struct eq_hashserv *h); /* NULL is a no-op */
+EQ_API const char *eq_hashserv_addr(const struct eq_hashserv *h);
+
+/*
+ * Every call below reconnects first when an earlier error closed the
+ * connection, and redoes its whole work once when the connection drops in
+ * the middle (get and report are idempotent). An {"invoke-error"} answer
+ * (a missing permission, say) is EQ_ERR_STATE quoting the server.
+ */
+EQ_API eq_err eq_hashserv_ping(struct eq_hashserv *h, struct eq_error *err) EQ_MUST_CHECK;
+
+/* get of @n taskhashes in stream mode, all in flight at once: ret[i] gets
+ * the unihash, or "" when the server does not know taskhashes[i]. */
+EQ_API eq_err eq_hashserv_get_many(struct eq_hashserv *h, const char *method, const char *const *taskhashes, size_t n,
+				   char (*ret)[EQ_SHA256_HEX_LEN + 1], struct eq_error *err) EQ_MUST_CHECK;
+
+struct eq_hashserv_report {
+	const char *taskhash, *outhash;
+	const char *unihash;                      /* proposed; NULL: the taskhash */
+	const char *pn, *pv;                      /* sent as PN and PV when not NULL */
+	char ret_unihash[EQ_SHA256_HEX_LEN + 1];  /* the server's answer */
+};
+
+/*
+ * @n report messages, all in flight at once, answers in order. A read-only
+ * server, or a user without @report, answers without recording anything:
+ * the caller finds out with a get (eq_equiv_report_many() does).
+ */
+EQ_API eq_err eq_hashserv_report_many(struct eq_hashserv *h, const char *method, struct eq_hashserv_report *v,
+				      size_t n, struct eq_error *err) EQ_MUST_CHECK;
+/* report-equiv (needs @read and @report); @ret_unihash: what the server
+ * holds for @taskhash afterwards. */
+EQ_API eq_err eq_hashserv_report_equiv(struct eq_hashserv *h, const char *method, const char *taskhash,
+				       const char *unihash, char ret_unihash[EQ_SHA256_HEX_LEN + 1],
+				       struct eq_error *err) EQ_MUST_CHECK;
+
+/* ====================================================================== */
+/* ==== Equivalence backend (gen_equiv.c) =============================== */
+/* ====================================================================== */
+
+/*
+ * What publish and `eqota-gen equiv` talk to: the local store above, or a
+ * bitbake-hashserv (eq_hashserv_*) shared with the build farm. Both give
+ * the same answers for report and get. What a unihash was published as
+ * comes from the local store's `published` table, or, with a hashserv
+ * (which has no such table), from the manifests of the repository being
+ * published, so each repository keeps "one unihash, one payload".
+ */
+struct eq_equiv;
+
+struct eq_equiv_opts {
+	const char *store_path; /* local store; NULL: eq_store_default_path() */
+	const char *hashserv;   /* non-NULL: use this server instead (eq_hashserv_open() address) */
+	const char *repo;       /* with hashserv: the repository whose manifests tell what is published;
+				 * NULL: nothing is known to be published */
+	unsigned timeout_ms;    /* hashserv: 0 for the client's default */
+};
+
+/*
+ * Opens the backend. With a hashserv the login comes from the environment,
+ * never the command line: EQOTA_HASHSERV_USERNAME and EQOTA_HASHSERV_TOKEN,
+ * else BitBake's BB_HASHSERVE_USERNAME and BB_HASHSERVE_PASSWORD.
+ * Free with eq_equiv_close().
+ */
+EQ_API eq_err eq_equiv_open(const struct eq_equiv_opts *o, struct eq_equiv **ret, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API void eq_equiv_close(struct eq_equiv *e);
+/* "store '/path'" or "hashserv 'HOST:PORT'", for messages; owned by @e. */
+EQ_API const char *eq_equiv_name(const struct eq_equiv *e);
+/* True for a hashserv backend. */
+EQ_API bool eq_equiv_is_remote(const struct eq_equiv *e);
+
+/* One report of eq_equiv_report_many(). */
+struct eq_equiv_item {
+	const char *taskhash, *outhash;
+	const char *proposed;  /* NULL: the taskhash */
+	const char *pn, *pv;   /* may be NULL */
+	char unihash[EQ_SHA256_HEX_LEN + 1]; /* out */
+	unsigned flags;        /* out: EQ_STORE_* (local store only; 0 with a hashserv) */
+};
+
+/*
+ * Reports @n items (eq_store_report() each, or pipelined hashserv reports)
+ * and fills their unihashes. With a hashserv the unihashes are read back
+ * with one stream get: a taskhash the server did not record (a read-only
+ * server, or a user without @report) fails the call with EQ_ERR_STATE
+ * naming the package, unless the server already knew it.
+ */
+EQ_API eq_err eq_equiv_report_many(struct eq_equiv *e, const char *method, struct eq_equiv_item *v, size_t n,
+				   struct eq_error *err) EQ_MUST_CHECK;
+/* eq_store_report_equiv() semantics on either backend. */
+EQ_API eq_err eq_equiv_report_equiv(struct eq_equiv *e, const char *method, const char *taskhash, const char *unihash,
+				    char ret_unihash[EQ_SHA256_HEX_LEN + 1], struct eq_error *err) EQ_MUST_CHECK;
+/* eq_store_get() semantics on either backend (EQ_ERR_NOTFOUND if unknown). */
+EQ_API eq_err eq_equiv_get(struct eq_equiv *e, const char *method, const char *taskhash,
+			   char ret_unihash[EQ_SHA256_HEX_LEN + 1], struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * What is published for (@method, @unihash), EQ_ERR_NOTFOUND if nothing.
+ * *ret_same_package: that payload is an output of a package named @pn
+ * (eq_store_output_of(), or a manifest of the repository that lists it
+ * under @pn), so it may stand in for @pn's non-reproducible rebuild.
+ */
+EQ_API eq_err eq_equiv_get_published(struct eq_equiv *e, const char *method, const char *unihash, const char *pn,
+				     struct eq_store_published *ret, bool *ret_same_package,
+				     struct eq_error *err) EQ_MUST_CHECK;
+/* eq_store_set_published() semantics; @pn is the package's name. */
+EQ_API eq_err eq_equiv_set_published(struct eq_equiv *e, const char *method, const char *unihash, const char *pn,
+				     const struct eq_store_published *pub, struct eq_store_published *ret,
+				     bool *ret_inserted, struct eq_error *err) EQ_MUST_CHECK;
+
 /* ====================================================================== */
 /* ==== Package reader (gen_package.c) ================================== */
 /* ====================================================================== */
@@ -352,10 +507,14 @@ struct eq_publish_opts {
 	size_t n_keys;
 	const char *build_index; /* NULL: default taskhashes */
 	const char *store_path;  /* NULL: eq_store_default_path() */
+	const char *hashserv;    /* non-NULL: this bitbake-hashserv instead of the store (eq_equiv_opts) */
 	unsigned deltas_from;    /* deltas against the last N releases (default 1) */
 	unsigned expires_days;   /* default 30 */
 	int level;               /* zstd level of objects and deltas, default 19 */
 	enum eq_publish_policy policy; /* default EQ_POLICY_DEFAULT */
+	const char *const *path_owners; /* "PATH=PACKAGE" owner rules (eq_path_table_new()) */
+	size_t n_path_owners;
+	const char *path_owners_file;   /* NULL: none */
 	eq_progress_fn progress; /* may be NULL */
 	void *progress_ctx;
 };
@@ -376,6 +535,7 @@ struct eq_publish_report {
 	uint64_t number;
 	size_t n_packages;
 	size_t objects_written, deltas_written, not_reproducible, equivalent;
+	size_t default_taskhashes; /* packages the build index does not list */
 	uint64_t bytes_written;
 	double seconds;
 	struct eq_publish_pkg *pkgs; /* n_packages entries, owned */
@@ -501,6 +661,235 @@ EQ_API eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_time
 EQ_API eq_err eq_gen_verify_trusted(const char *repo, const char *root_path, const char *board, const char *channel,
 				    int64_t clock, struct eq_trust_result *ret, uint64_t *ret_root_version,
 				    struct eq_error *err) EQ_MUST_CHECK;
+
+/* ====================================================================== */
+/* ==== Repository walker (gen_import.c) ================================ */
+/* ====================================================================== */
+
+/*
+ * Visits every package of every release manifest
+ * (boards/<b>/<c>/releases/<n>/manifest.json) of a repository, oldest
+ * first. It knows nothing about stores: `eqota-gen equiv import` feeds the
+ * local store with it, and any other consumer (a remote hashserv, "what
+ * does this repository publish for a unihash") can do the same.
+ *
+ * A repository may be a copy from a CDN, so the walker can check each
+ * manifest's signatures exactly as `eqota-gen verify` does. Whoever can
+ * write an unverified manifest chooses which unihash a payload gets, and
+ * with it which packages devices skip: reading without a check must be
+ * asked for explicitly (@unverified).
+ */
+
+/* At most this many release manifests per walk (all are held in memory). */
+#define EQ_REPO_WALK_MAX_MANIFESTS 100000u
+
+struct eq_repo_walk_opts {
+	/* Exactly one of the three: */
+	const struct eq_manifest_trust *trust; /* every manifest must meet these keys and threshold
+						* (verify --key / --trust) */
+	const char *root_path; /* an installed root document: the repository's chain root/<N+1>.root.json...
+				* is walked from it (each step eq_root_verify_next(), expiry not checked) and
+				* every manifest must be signed by the newest root's release role
+				* (the signature check of verify --root --release; no timestamp,
+				* no expiry: old releases are past theirs) */
+	bool unverified;       /* read without any signature check */
+	/* Optional filters; NULL: every board, every channel. */
+	const char *board, *channel;
+};
+
+/* One package of one manifest, for eq_repo_walk()'s callback. Every pointer
+ * is owned by the walk and valid during the callback only. */
+struct eq_repo_pkg_ref {
+	const char *board, *channel;
+	const char *release;  /* the manifest's release name */
+	const char *path;     /* the manifest file, for messages */
+	uint64_t number;      /* its release number */
+	int64_t issued;       /* its issue time, seconds since the epoch */
+	size_t manifest_index, n_manifests; /* this manifest's place in the walk, 0-based */
+	const struct eq_manifest_package *pkg;
+};
+
+/* Walk callback; anything but EQ_OK stops the walk and eq_repo_walk()
+ * returns that code. */
+typedef eq_err (*eq_repo_walk_fn)(void *ctx, const struct eq_repo_pkg_ref *ref, struct eq_error *err);
+
+/*
+ * Loads (and verifies, per @o) every release manifest of @repo, then calls
+ * @fn for each package: manifests ordered by issue time, then board,
+ * channel and release number (byte order for names), packages in manifest
+ * (name) order. Nothing is called before every manifest has loaded, so a
+ * bad manifest stops the walk before any package is seen.
+ * Each manifest's board, channel and number must be those of its folder
+ * (EQ_ERR_STATE otherwise, also unverified); folders in releases/ whose
+ * names are not decimal numbers are ignored, a channel without releases/
+ * has none.
+ * Errors name the file: EQ_ERR_NOTFOUND (no boards/ folder, a missing .sig,
+ * no root), EQ_ERR_VERIFY (a signature), EQ_ERR_PARSE (a malformed
+ * manifest or root), EQ_ERR_LIMIT (more than EQ_REPO_WALK_MAX_MANIFESTS),
+ * EQ_ERR_INVAL (not exactly one of trust, root_path, unverified), EQ_ERR_IO.
+ */
+EQ_API eq_err eq_repo_walk(const char *repo, const struct eq_repo_walk_opts *o, eq_repo_walk_fn fn, void *ctx,
+			   struct eq_error *err) EQ_MUST_CHECK;
+
+/* What eq_gen_equiv_import() did, per package visited. */
+struct eq_import_report {
+	size_t manifests, packages;
+	size_t added;     /* taskhash mappings this import gave */
+	size_t present;   /* already mapped to the manifest's unihash */
+	size_t conflicts; /* mapped to another unihash, or the unihash published with other bytes */
+	size_t outhashes_added;  /* (taskhash, outhash) rows recorded */
+	size_t published_added;  /* unihash -> payload rows recorded */
+};
+
+/* A conflict of eq_gen_equiv_import(): the store's answer is kept. @what
+ * says which ("taskhash ... is mapped to ..."); @ref names the package. */
+typedef void (*eq_import_conflict_fn)(void *ctx, const struct eq_repo_pkg_ref *ref, const char *what);
+
+/*
+ * Rebuilds the local store @s from the repository (eq_repo_walk() with @o),
+ * method @method (NULL: EQ_PAYLOAD_METHOD). For each package, oldest first:
+ *   1. report-equiv(taskhash -> unihash): insert-or-ignore;
+ *   2. report(taskhash, outhash = payload sha256, proposed = unihash, pn, pv),
+ *      so a later build with a new taskhash and the same output inherits
+ *      the unihash;
+ *   3. set_published(unihash -> payload and object), write-once.
+ * A taskhash the store maps to another unihash is a conflict: steps 2 and
+ * 3 are skipped for it. A unihash published with another payload is a
+ * conflict too. Either way the store keeps its rows and @on_conflict (may
+ * be NULL) is told. Importing twice adds nothing. @ret gets the counts,
+ * on failure too: each row is its own transaction, so what was imported
+ * before the failure stays (import again once the cause is fixed).
+ * Errors: those of eq_repo_walk() (nothing is imported then, since every
+ * manifest loads first) and of the store, prefixed with the manifest file
+ * and package.
+ */
+EQ_API eq_err eq_gen_equiv_import(struct eq_store *s, const char *method, const char *repo,
+				  const struct eq_repo_walk_opts *o, eq_import_conflict_fn on_conflict,
+				  void *conflict_ctx, struct eq_import_report *ret, struct eq_error *err) EQ_MUST_CHECK;
+
+/* ====================================================================== */
+/* ==== Paths shipped by several packages (gen_conflict.c) ============== */
+/* ====================================================================== */
+
+/*
+ * A release may ship a path once. When two packages ship one path with
+ * different content (Debian's busybox and busybox-static, both with
+ * bin/busybox), the device installs whichever comes last, and on every
+ * later update finds the other package's files no longer matching its
+ * record and downloads it in full (dpkg refuses such a pair outright).
+ *
+ * The path table collects every entry of every package's published
+ * payload and, before the manifest is written, refuses each path that
+ * several packages ship, except:
+ *  - directories: allowed; if their mode, owner or xattrs differ the
+ *    device ends with those of the last such package in name order (the
+ *    install order) and a warning says so (dpkg does not refuse this either;
+ *    it leaves an existing directory as the first package made it);
+ *  - other entries identical in every field (type, mode, owner, size,
+ *    content SHA-256, link target, device numbers, xattrs): they install
+ *    the same thing whichever comes last, and the device copies either
+ *    from its running slot without a mismatch. Not when the entry is a hard
+ *    link or the target of one: installing the other package replaces the
+ *    file by a new inode and breaks the link, which the device then finds
+ *    "modified".
+ * Owner rules say which package keeps a path ("PATH=PACKAGE"): every other
+ * package of the release is published without that entry (its payload and
+ * outhash are the package's minus the path, the same every release), so
+ * what devices install is exactly what the manifest lists.
+ */
+struct eq_path_table;
+
+/* Caps: rules from the command line and a file together, bytes of an
+ * owners file, entries in the table (all packages together). */
+#define EQ_PATH_RULES_MAX 100000u
+#define EQ_PATH_OWNER_ARGS_MAX 256u /* --path-owner options of one command line */
+#define EQ_PATH_OWNERS_FILE_MAX (16u * 1024u * 1024u)
+#define EQ_PATH_TABLE_MAX_ENTRIES 20000000u
+/* Conflicts reported through the note callback before the rest are counted. */
+#define EQ_PATH_CONFLICTS_LISTED 100u
+
+/*
+ * Creates a table with the owner rules @owners ("PATH=PACKAGE" each, from
+ * --path-owner; @n_owners may be 0) and those of @owners_file (NULL for
+ * none; one "PATH PACKAGE" per line, fields separated by spaces or tabs,
+ * '#' starts a comment line, blank lines and CRLF are fine). PATH is
+ * written as in the package (a leading "/" or "./" and a trailing "/" are
+ * dropped) and may not be empty or contain "." or ".." components;
+ * PACKAGE is a package name (1..255 printable ASCII bytes, no spaces).
+ * One path may have one owner (naming it twice with the same owner is
+ * fine). Errors: EQ_ERR_INVAL naming the argument, EQ_ERR_PARSE naming
+ * FILE:LINE, EQ_ERR_NOTFOUND/EQ_ERR_IO/EQ_ERR_LIMIT for the file.
+ * On success *ret is new; free with eq_path_table_free().
+ */
+EQ_API eq_err eq_path_table_new(const char *const *owners, size_t n_owners, const char *owners_file,
+				struct eq_path_table **ret, struct eq_error *err) EQ_MUST_CHECK;
+/* Frees the table; NULL is a no-op. */
+EQ_API void eq_path_table_free(struct eq_path_table *t);
+/* Number of owner rules. */
+EQ_API size_t eq_path_table_rule_count(const struct eq_path_table *t);
+
+/*
+ * Applies the owner rules to package @pkg_name before its payload is
+ * written: removes from @b (eq_payload_builder_remove()) every ruled path
+ * that @pkg_name ships but does not own, and remembers what it removed
+ * (for eq_path_table_taskhash() and eq_path_table_check()). Call it once
+ * per package, right after eq_pkg_read() (eq_pkg_get_builder()).
+ * *ret_removed (may be NULL) gets the number of entries removed.
+ */
+EQ_API eq_err eq_path_table_apply(struct eq_path_table *t, const char *pkg_name, struct eq_payload_builder *b,
+				  size_t *ret_removed, struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * The taskhash under which a package the rules trimmed is published: for a
+ * package eq_path_table_apply() removed nothing from, @taskhash is left as
+ * it is; else it becomes the SHA-256 (hex) of
+ *   "eqota-path-owner-v1" NUL taskhash NUL path1 NUL path2 ...
+ * (the removed paths in byte order, no trailing NUL). Needed for taskhashes
+ * from a build index: the equivalence store keeps a taskhash's first
+ * unihash, and the payload published for it may be the untrimmed one (an
+ * earlier release, or a run refused for the conflict), which would be
+ * served again. Default taskhashes hash the payload and change anyway.
+ */
+EQ_API eq_err eq_path_table_taskhash(const struct eq_path_table *t, const char *pkg_name,
+				     char taskhash[EQ_SHA256_HEX_LEN + 1], struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * Adds every entry of the payload file @payload_path (the one published
+ * for the package: after the rules, or the stored payload that stands in
+ * for a non-reproducible build) under package @pkg_name, read from package
+ * file @pkg_file (for messages; its base name is shown). Regular files are
+ * hashed. Errors: those of the payload reader, prefixed with the file;
+ * EQ_ERR_LIMIT beyond EQ_PATH_TABLE_MAX_ENTRIES.
+ */
+EQ_API eq_err eq_path_table_add(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
+				const char *payload_path, struct eq_error *err) EQ_MUST_CHECK;
+
+/* Adds one entry (what eq_path_table_add() does per entry); @sha256 is the
+ * content hash of a regular file (ignored otherwise, may be NULL then). */
+EQ_API eq_err eq_path_table_add_entry(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
+				      const struct eq_payload_entry *e, const uint8_t sha256[EQ_SHA256_LEN],
+				      struct eq_error *err) EQ_MUST_CHECK;
+
+/* A line for the user: @error true for a refused path or a bad rule (the
+ * check fails), false for a warning (it goes on). @msg is valid during the
+ * call only. */
+typedef void (*eq_path_note_fn)(void *ctx, bool error, const char *msg);
+
+/*
+ * Checks the table: every path several packages ship (rules above), then
+ * every rule: one whose owner does not ship its path although other
+ * packages did (they were published without it: no package would install
+ * it) is an error; one whose path no package ships is a warning (a rule
+ * left from an older release), as is nothing. Every problem, up to
+ * EQ_PATH_CONFLICTS_LISTED, goes to @note (may be NULL) first; then the
+ * call fails with EQ_ERR_STATE and a message naming the first one and the
+ * count, e.g. "2 paths are shipped by more than one package: bin/busybox
+ * is shipped by busybox (busybox_1.35.0-4_amd64.deb) and busybox-static
+ * (busybox-static_1.35.0-4_amd64.deb), ...; a release may ship a path once
+ * (see --path-owner)".
+ */
+EQ_API eq_err eq_path_table_check(struct eq_path_table *t, eq_path_note_fn note, void *note_ctx,
+				  struct eq_error *err) EQ_MUST_CHECK;
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,705 @@
+/*
+ * The release-wide path table: which package ships which path, the owner
+ * rules that settle a shared path, and the check that a release ships every
+ * path once (rules in eq/gen.h, user's view in docs/eqota-gen.md).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "eq/gen.h"
+
+struct rule {
+	char *path, *owner;
+	char *where;      /* "--path-owner 'P=O'" or "FILE:LINE", for messages */
+	char *taken_from; /* first package the path was removed from, or NULL */
+};
+
+/* A package seen by the table: its rules-trimmed paths and its file. */
+struct tpkg {
+	char *name;
+	char *file;     /* base name of the package file, or NULL */
+	char **removed; /* paths eq_path_table_apply() removed */
+	size_t n_removed, cap_removed;
+};
+
+struct rec {
+	char *path;
+	size_t pkg;
+	enum eq_entry_type type;
+	uint32_t mode, uid, gid, devmajor, devminor;
+	uint64_t size;
+	char *link;
+	uint8_t sha[EQ_SHA256_LEN];  /* regular files: content */
+	uint8_t xsha[EQ_SHA256_LEN]; /* xattrs, all zero without any */
+	bool linked;                 /* a hard link, or the target of one */
+};
+
+struct eq_path_table {
+	struct rule *rules; /* sorted by path after eq_path_table_new() */
+	size_t n_rules, cap_rules;
+	struct tpkg *pkgs;
+	size_t n_pkgs, cap_pkgs;
+	struct rec *recs;
+	size_t n_recs, cap_recs;
+};
+
+static void rule_done(struct rule *r)
+{
+	eq_free(r->path);
+	eq_free(r->owner);
+	eq_free(r->where);
+	eq_free(r->taken_from);
+}
+
+void eq_path_table_free(struct eq_path_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n_rules; i++)
+		rule_done(&t->rules[i]);
+	eq_free(t->rules);
+	for (size_t i = 0; i < t->n_pkgs; i++) {
+		eq_free(t->pkgs[i].name);
+		eq_free(t->pkgs[i].file);
+		for (size_t k = 0; k < t->pkgs[i].n_removed; k++)
+			eq_free(t->pkgs[i].removed[k]);
+		eq_free(t->pkgs[i].removed);
+	}
+	eq_free(t->pkgs);
+	for (size_t i = 0; i < t->n_recs; i++) {
+		eq_free(t->recs[i].path);
+		eq_free(t->recs[i].link);
+	}
+	eq_free(t->recs);
+	eq_free(t);
+}
+
+size_t eq_path_table_rule_count(const struct eq_path_table *t)
+{
+	return t->n_rules;
+}
+
+/* Grows *@v (of @size-byte elements) to hold one more. */
+static eq_err grow(void **v, size_t *cap, size_t n, size_t size, struct eq_error *err)
+{
+	if (n < *cap)
+		return EQ_OK;
+	size_t c = *cap ? *cap * 2 : 64;
+	void *p = eq_realloc(*v, c * size);
+	if (!p)
+		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	*v = p;
+	*cap = c;
+	return EQ_OK;
+}
+
+/* ---- rules ----------------------------------------------------------------- */
+
+static bool valid_pkg_name(const char *n)
+{
+	size_t len = strlen(n);
+	if (len == 0 || len > EQ_PKG_FIELD_MAX)
+		return false;
+	for (const unsigned char *p = (const unsigned char *)n; *p; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			return false;
+	return true;
+}
+
+/* The path as a payload spells it: no leading "/" or "./", no trailing
+ * "/". NULL (with @why) for a path no payload can hold. Caller frees. */
+static char *norm_path(const char *in, const char **why)
+{
+	while (in[0] == '/' || (in[0] == '.' && in[1] == '/'))
+		in += in[0] == '/' ? 1 : 2;
+	size_t len = strlen(in);
+	while (len && in[len - 1] == '/')
+		len--;
+	*why = "empty path";
+	if (!len)
+		return NULL;
+	*why = "longer than 4096 bytes";
+	if (len > 4096)
+		return NULL;
+	char *p = eq_strndup(in, len);
+	*why = NULL; /* out of memory */
+	if (!p)
+		return NULL;
+	for (const char *c = p;;) {
+		const char *s = strchr(c, '/');
+		size_t cl = s ? (size_t)(s - c) : strlen(c);
+		if (!cl || (cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.')) {
+			*why = "empty, '.' or '..' component";
+			eq_free(p);
+			return NULL;
+		}
+		if (!s)
+			break;
+		c = s + 1;
+	}
+	return p;
+}
+
+static eq_err add_rule(struct eq_path_table *t, const char *path, const char *owner, const char *where,
+		       struct eq_error *err)
+{
+	eq_err code = where[0] == '-' ? EQ_ERR_INVAL : EQ_ERR_PARSE;
+	const char *why;
+	EQ_AUTOFREE char *p = norm_path(path, &why);
+	if (!p && !why)
+		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	if (!p)
+		return eq_error_set(err, code, "%s: path '%s': %s", where, path, why);
+	if (!valid_pkg_name(owner))
+		return eq_error_set(err, code, "%s: '%s' is not a package name", where, owner);
+	for (size_t i = 0; i < t->n_rules; i++) {
+		if (strcmp(t->rules[i].path, p))
+			continue;
+		if (!strcmp(t->rules[i].owner, owner))
+			return EQ_OK;
+		return eq_error_set(err, code, "%s: '%s' already has the owner '%s' (%s); a path has one owner", where,
+				    p, t->rules[i].owner, t->rules[i].where);
+	}
+	if (t->n_rules >= EQ_PATH_RULES_MAX)
+		return eq_error_set(err, EQ_ERR_LIMIT, "%s: more than %u path owner rules", where, EQ_PATH_RULES_MAX);
+	eq_err r = grow((void **)&t->rules, &t->cap_rules, t->n_rules, sizeof(*t->rules), err);
+	if (r)
+		return r;
+	struct rule *ru = &t->rules[t->n_rules];
+	*ru = (struct rule){.owner = eq_strdup(owner), .where = eq_strdup(where)};
+	if (!ru->owner || !ru->where) {
+		rule_done(ru);
+		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	}
+	ru->path = eq_steal_ptr(p);
+	t->n_rules++;
+	return EQ_OK;
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static char *next_field(char **p)
+{
+	char *s = *p;
+	while (is_blank(*s))
+		s++;
+	if (!*s)
+		return NULL;
+	char *f = s;
+	while (*s && !is_blank(*s))
+		s++;
+	if (*s)
+		*s++ = '\0';
+	*p = s;
+	return f;
+}
+
+static eq_err load_rules(struct eq_path_table *t, const char *file, struct eq_error *err)
+{
+	uint8_t *data = NULL;
+	size_t len = 0;
+	eq_err r = eq_file_read_all(file, EQ_PATH_OWNERS_FILE_MAX, &data, &len, err);
+	if (r)
+		return eq_error_prefix(err, r, "path owners file");
+	char *text = (char *)data;
+	if (memchr(text, '\0', len)) {
+		eq_free(data);
+		return eq_error_set(err, EQ_ERR_PARSE, "%s: NUL byte", file);
+	}
+	size_t lineno = 0;
+	for (char *p = text; *p && !r;) {
+		lineno++;
+		char *line = p;
+		char *nl = strchr(p, '\n');
+		if (nl) {
+			*nl = '\0';
+			p = nl + 1;
+		} else {
+			p += strlen(p);
+		}
+		size_t ll = strlen(line);
+		if (ll && line[ll - 1] == '\r')
+			line[--ll] = '\0';
+		char *cur = line;
+		char *path = next_field(&cur);
+		if (!path || path[0] == '#')
+			continue;
+		char *owner = next_field(&cur);
+		char *extra = next_field(&cur);
+		char where[64 + 4096];
+		snprintf(where, sizeof(where), "%s:%zu", file, lineno);
+		if (!owner)
+			r = eq_error_set(err, EQ_ERR_PARSE, "%s: expected \"PATH PACKAGE\", found only '%s'", where, path);
+		else if (extra)
+			r = eq_error_set(err, EQ_ERR_PARSE, "%s: extra field '%s' after \"PATH PACKAGE\"", where, extra);
+		else
+			r = add_rule(t, path, owner, where, err);
+	}
+	eq_free(data);
+	return r;
+}
+
+static int cmp_rule(const void *a, const void *b)
+{
+	return strcmp(((const struct rule *)a)->path, ((const struct rule *)b)->path);
+}
+
+eq_err eq_path_table_new(const char *const *owners, size_t n_owners, const char *owners_file,
+			 struct eq_path_table **ret, struct eq_error *err)
+{
+	struct eq_path_table *t = eq_calloc(1, sizeof(*t));
+	if (!t)
+		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < n_owners && !r; i++) {
+		const char *eq = strrchr(owners[i], '=');
+		char where[64 + 4096];
+		snprintf(where, sizeof(where), "--path-owner '%s'", owners[i]);
+		if (!eq || eq == owners[i] || !eq[1]) {
+			r = eq_error_set(err, EQ_ERR_INVAL, "%s: expected PATH=PACKAGE", where);
+			break;
+		}
+		EQ_AUTOFREE char *path = eq_strndup(owners[i], (size_t)(eq - owners[i]));
+		if (!path)
+			r = eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+		else
+			r = add_rule(t, path, eq + 1, where, err);
+	}
+	if (!r && owners_file)
+		r = load_rules(t, owners_file, err);
+	if (r) {
+		eq_path_table_free(t);
+		return r;
+	}
+	if (t->n_rules)
+		qsort(t->rules, t->n_rules, sizeof(*t->rules), cmp_rule);
+	*ret = t;
+	return EQ_OK;
+}
+
+/* ---- packages -------------------------------------------------------------- */
+
+/* The package named @name, added when new (@file may be NULL). */
+static eq_err get_pkg(struct eq_path_table *t, const char *name, const char *file, size_t *ret_idx,
+		      struct eq_error *err)
+{
+	for (size_t i = t->n_pkgs; i-- > 0;) {
+		if (strcmp(t->pkgs[i].name, name))
+			continue;
+		if (!t->pkgs[i].file && file) {
+			const char *base = strrchr(file, '/');
+			if (!(t->pkgs[i].file = eq_strdup(base ? base + 1 : file)))
+				return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+		}
+		*ret_idx = i;
+		return EQ_OK;
+	}
+	eq_err r = grow((void **)&t->pkgs, &t->cap_pkgs, t->n_pkgs, sizeof(*t->pkgs), err);
+	if (r)
+		return r;
+	struct tpkg *p = &t->pkgs[t->n_pkgs];
+	*p = (struct tpkg){.name = eq_strdup(name)};
+	const char *base = file ? strrchr(file, '/') : NULL;
+	if (file)
+		p->file = eq_strdup(base ? base + 1 : file);
+	if (!p->name || (file && !p->file)) {
+		eq_free(p->name);
+		eq_free(p->file);
+		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	}
+	*ret_idx = t->n_pkgs++;
+	return EQ_OK;
+}
+
+eq_err eq_path_table_apply(struct eq_path_table *t, const char *pkg_name, struct eq_payload_builder *b,
+			   size_t *ret_removed, struct eq_error *err)
+{
+	size_t n = 0;
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < t->n_rules && !r; i++) {
+		struct rule *ru = &t->rules[i];
+		if (!strcmp(ru->owner, pkg_name))
+			continue;
+		bool removed;
+		r = eq_payload_builder_remove(b, ru->path, &removed, err);
+		if (r || !removed)
+			continue;
+		n++;
+		size_t pi;
+		r = get_pkg(t, pkg_name, NULL, &pi, err);
+		struct tpkg *p = &t->pkgs[pi];
+		if (!r)
+			r = grow((void **)&p->removed, &p->cap_removed, p->n_removed, sizeof(char *), err);
+		if (r)
+			break;
+		if (!(p->removed[p->n_removed] = eq_strdup(ru->path)))
+			r = eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+		else
+			p->n_removed++;
+		if (!r && !ru->taken_from && !(ru->taken_from = eq_strdup(pkg_name)))
+			r = eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	}
+	if (r)
+		return eq_error_prefix(err, r, "package '%s': path owner rules", pkg_name);
+	if (ret_removed)
+		*ret_removed = n;
+	return EQ_OK;
+}
+
+eq_err eq_path_table_taskhash(const struct eq_path_table *t, const char *pkg_name,
+			      char taskhash[EQ_SHA256_HEX_LEN + 1], struct eq_error *err)
+{
+	(void)err;
+	const struct tpkg *p = NULL;
+	for (size_t i = 0; i < t->n_pkgs && !p; i++)
+		if (!strcmp(t->pkgs[i].name, pkg_name))
+			p = &t->pkgs[i];
+	if (!p || !p->n_removed)
+		return EQ_OK;
+	/* Rules are sorted by path and applied in that order, so the removed
+	 * paths already are in byte order. */
+	struct eq_sha256 s;
+	eq_sha256_init(&s);
+	static const char tag[] = "eqota-path-owner-v1";
+	eq_sha256_update(&s, tag, sizeof(tag));
+	eq_sha256_update(&s, taskhash, strlen(taskhash));
+	for (size_t i = 0; i < p->n_removed; i++) {
+		eq_sha256_update(&s, "", 1);
+		eq_sha256_update(&s, p->removed[i], strlen(p->removed[i]));
+	}
+	uint8_t d[EQ_SHA256_LEN];
+	eq_sha256_final(&s, d);
+	eq_hex_encode(d, sizeof(d), taskhash);
+	return EQ_OK;
+}
+
+/* ---- entries --------------------------------------------------------------- */
+
+eq_err eq_path_table_add_entry(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
+			       const struct eq_payload_entry *e, const uint8_t sha256[EQ_SHA256_LEN],
+			       struct eq_error *err)
+{
+	if (t->n_recs >= EQ_PATH_TABLE_MAX_ENTRIES)
+		return eq_error_set(err, EQ_ERR_LIMIT, "path table: more than %u entries in the release",
+				    EQ_PATH_TABLE_MAX_ENTRIES);
+	size_t pi;
+	eq_err r = get_pkg(t, pkg_name, pkg_file, &pi, err);
+	if (!r)
+		r = grow((void **)&t->recs, &t->cap_recs, t->n_recs, sizeof(*t->recs), err);
+	if (r)
+		return r;
+	struct rec *o = &t->recs[t->n_recs];
+	*o = (struct rec){
+		.pkg = pi,
+		.type = e->type,
+		.mode = e->mode,
+		.uid = e->uid,
+		.gid = e->gid,
+		.linked = e->type == EQ_ENTRY_HARDLINK,
+	};
+	if (e->type == EQ_ENTRY_FILE) {
+		o->size = e->size;
+		if (sha256)
+			memcpy(o->sha, sha256, EQ_SHA256_LEN);
+	}
+	if (e->type == EQ_ENTRY_CHR || e->type == EQ_ENTRY_BLK) {
+		o->devmajor = e->devmajor;
+		o->devminor = e->devminor;
+	}
+	if (e->n_xattrs) {
+		/* Name and length-prefixed value of each, in payload order
+		 * (sorted by name). */
+		struct eq_sha256 s;
+		eq_sha256_init(&s);
+		for (size_t i = 0; i < e->n_xattrs; i++) {
+			uint64_t len = e->xattrs[i].len;
+			eq_sha256_update(&s, e->xattrs[i].name, strlen(e->xattrs[i].name) + 1);
+			eq_sha256_update(&s, &len, sizeof(len));
+			eq_sha256_update(&s, e->xattrs[i].value, e->xattrs[i].len);
+		}
+		eq_sha256_final(&s, o->xsha);
+	}
+	o->path = eq_strdup(e->path);
+	if (e->link && (e->type == EQ_ENTRY_SYMLINK || e->type == EQ_ENTRY_HARDLINK))
+		o->link = eq_strdup(e->link);
+	if (!o->path || (e->link && (e->type == EQ_ENTRY_SYMLINK || e->type == EQ_ENTRY_HARDLINK) && !o->link)) {
+		eq_free(o->path);
+		eq_free(o->link);
+		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	}
+	t->n_recs++;
+	return EQ_OK;
+}
+
+eq_err eq_path_table_add(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
+			 const char *payload_path, struct eq_error *err)
+{
+	int fd = open(payload_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", payload_path);
+	struct eq_payload_reader *rd = NULL;
+	eq_err r = eq_payload_reader_new(eq_fd_read, &fd, NULL, &rd, err);
+	EQ_AUTOFREE uint8_t *buf = r ? NULL : eq_malloc(64 * 1024);
+	if (!r && !buf)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	while (!r) {
+		const struct eq_payload_entry *e;
+		r = eq_payload_reader_next(rd, &e, err);
+		if (r || !e)
+			break;
+		uint8_t sha[EQ_SHA256_LEN] = {0};
+		if (e->type == EQ_ENTRY_FILE) {
+			struct eq_sha256 s;
+			eq_sha256_init(&s);
+			for (;;) {
+				size_t n;
+				r = eq_payload_reader_read(rd, buf, 64 * 1024, &n, err);
+				if (r || !n)
+					break;
+				eq_sha256_update(&s, buf, n);
+			}
+			eq_sha256_final(&s, sha);
+		}
+		if (!r)
+			r = eq_path_table_add_entry(t, pkg_name, pkg_file, e, sha, err);
+	}
+	eq_payload_reader_free(rd);
+	close(fd);
+	if (r)
+		return eq_error_prefix(err, r, "%s (payload of '%s')", payload_path, pkg_name);
+	return EQ_OK;
+}
+
+/* ---- check ----------------------------------------------------------------- */
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+	if (c)
+		return c;
+	return (x->pkg > y->pkg) - (x->pkg < y->pkg);
+}
+
+/* The record of (@path, @pkg), or SIZE_MAX; records are sorted. */
+static size_t find_rec(const struct eq_path_table *t, const char *path, size_t pkg)
+{
+	size_t lo = 0, hi = t->n_recs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(t->recs[mid].path, path);
+		if (!c)
+			c = (t->recs[mid].pkg > pkg) - (t->recs[mid].pkg < pkg);
+		if (!c)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return SIZE_MAX;
+}
+
+static const char *type_name(enum eq_entry_type ty)
+{
+	switch (ty) {
+	case EQ_ENTRY_FILE:
+		return "file";
+	case EQ_ENTRY_DIR:
+		return "directory";
+	case EQ_ENTRY_SYMLINK:
+		return "symlink";
+	case EQ_ENTRY_HARDLINK:
+		return "hard link";
+	case EQ_ENTRY_CHR:
+		return "character device";
+	case EQ_ENTRY_BLK:
+		return "block device";
+	case EQ_ENTRY_FIFO:
+		return "fifo";
+	}
+	return "entry";
+}
+
+/* Why @a and @b differ ("" when they are the same in every field). */
+static void what_differs(const struct rec *a, const struct rec *b, char *out, size_t n)
+{
+	if (a->type != b->type)
+		snprintf(out, n, "%s vs %s", type_name(a->type), type_name(b->type));
+	else if (a->type == EQ_ENTRY_FILE && (a->size != b->size || memcmp(a->sha, b->sha, EQ_SHA256_LEN)))
+		snprintf(out, n, "content differs");
+	else if ((a->link || b->link) && (!a->link || !b->link || strcmp(a->link, b->link)))
+		snprintf(out, n, "link '%s' vs '%s'", a->link ? a->link : "", b->link ? b->link : "");
+	else if (a->mode != b->mode)
+		snprintf(out, n, "mode %04" PRIo32 " vs %04" PRIo32, a->mode, b->mode);
+	else if (a->uid != b->uid || a->gid != b->gid)
+		snprintf(out, n, "owner %" PRIu32 ":%" PRIu32 " vs %" PRIu32 ":%" PRIu32, a->uid, a->gid, b->uid, b->gid);
+	else if (a->devmajor != b->devmajor || a->devminor != b->devminor)
+		snprintf(out, n, "device numbers differ");
+	else if (memcmp(a->xsha, b->xsha, EQ_SHA256_LEN))
+		snprintf(out, n, "xattrs differ");
+	else
+		out[0] = '\0';
+}
+
+/* "A (a.deb), B (b.deb) and C (c.deb)" for records [first, end). */
+static eq_err list_pkgs(const struct eq_path_table *t, size_t first, size_t end, struct eq_buf *out,
+			struct eq_error *err)
+{
+	eq_err r = EQ_OK;
+	for (size_t i = first; i < end && !r; i++) {
+		const struct tpkg *p = &t->pkgs[t->recs[i].pkg];
+		const char *sep = i == first ? "" : i + 1 == end ? " and " : ", ";
+		if (p->file)
+			r = eq_buf_printf(out, err, "%s%s (%s)", sep, p->name, p->file);
+		else
+			r = eq_buf_printf(out, err, "%s%s", sep, p->name);
+	}
+	return r;
+}
+
+struct problems {
+	eq_path_note_fn note;
+	void *ctx;
+	size_t n;
+	char first[EQ_ERROR_MSG_MAX];
+};
+
+/* Hands one problem (the NUL-terminated text of @b) to the note callback. */
+static void problem(struct problems *pr, bool error, struct eq_buf *b)
+{
+	const char *msg = b->data ? (const char *)b->data : "";
+	if (error && !pr->n++)
+		snprintf(pr->first, sizeof(pr->first), "%s", msg);
+	if (pr->note && (!error || pr->n <= EQ_PATH_CONFLICTS_LISTED))
+		pr->note(pr->ctx, error, msg);
+	eq_buf_reset(b);
+}
+
+static eq_err check_group(const struct eq_path_table *t, size_t first, size_t end, struct problems *pr,
+			  struct eq_buf *b, struct eq_error *err)
+{
+	const struct rec *a = &t->recs[first];
+	char why[4200] = "";
+	bool dirs = true, linked = false;
+	for (size_t i = first; i < end; i++) {
+		dirs &= t->recs[i].type == EQ_ENTRY_DIR;
+		linked |= t->recs[i].linked;
+		if (!why[0])
+			what_differs(a, &t->recs[i], why, sizeof(why));
+	}
+	eq_err r = EQ_OK;
+	if (dirs) {
+		if (!why[0])
+			return EQ_OK;
+		/* The device installs in manifest (name) order, and its last
+		 * chmod wins; dpkg keeps the first package's. Not worth a
+		 * refusal: a directory's metadata is never compared on a keep. */
+		size_t last = first;
+		for (size_t i = first; i < end; i++)
+			if (strcmp(t->pkgs[t->recs[i].pkg].name, t->pkgs[t->recs[last].pkg].name) > 0)
+				last = i;
+		r = eq_buf_printf(b, err, "directory %s is shipped by ", a->path);
+		if (!r)
+			r = list_pkgs(t, first, end, b, err);
+		if (!r)
+			r = eq_buf_printf(b, err, " with different metadata (%s): devices get %s's, continuing", why,
+					  t->pkgs[t->recs[last].pkg].name);
+		if (!r)
+			r = eq_buf_append(b, "", 1, err);
+		if (!r)
+			problem(pr, false, b);
+		return r;
+	}
+	if (!why[0] && !linked)
+		return EQ_OK;
+	r = eq_buf_printf(b, err, "%s is shipped by ", a->path);
+	if (!r)
+		r = list_pkgs(t, first, end, b, err);
+	if (!r)
+		r = eq_buf_printf(b, err, " (%s)",
+				  why[0] ? why : "identical, but a hard link: installing one breaks the other's link");
+	if (!r)
+		r = eq_buf_append(b, "", 1, err);
+	if (!r)
+		problem(pr, true, b);
+	return r;
+}
+
+static eq_err check_rules(const struct eq_path_table *t, struct problems *pr, struct eq_buf *b,
+			  struct eq_error *err)
+{
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < t->n_rules && !r; i++) {
+		const struct rule *ru = &t->rules[i];
+		size_t owner = SIZE_MAX;
+		for (size_t k = 0; k < t->n_pkgs && owner == SIZE_MAX; k++)
+			if (!strcmp(t->pkgs[k].name, ru->owner))
+				owner = k;
+		if (owner != SIZE_MAX && find_rec(t, ru->path, owner) != SIZE_MAX)
+			continue;
+		if (ru->taken_from) {
+			r = eq_buf_printf(b, err, "%s: %s does not ship %s, which was left out of %s: no package would "
+					  "install it",
+					  ru->where, ru->owner, ru->path, ru->taken_from);
+			if (!r)
+				r = eq_buf_append(b, "", 1, err);
+			if (!r)
+				problem(pr, true, b);
+		} else {
+			r = eq_buf_printf(b, err, "%s: no package of the release ships %s, ignoring", ru->where, ru->path);
+			if (!r)
+				r = eq_buf_append(b, "", 1, err);
+			if (!r)
+				problem(pr, false, b);
+		}
+	}
+	return r;
+}
+
+eq_err eq_path_table_check(struct eq_path_table *t, eq_path_note_fn note, void *note_ctx, struct eq_error *err)
+{
+	if (t->n_recs)
+		qsort(t->recs, t->n_recs, sizeof(*t->recs), cmp_rec);
+	/* A hard link's target in its own package is "linked" too. */
+	for (size_t i = 0; i < t->n_recs; i++) {
+		if (t->recs[i].type != EQ_ENTRY_HARDLINK || !t->recs[i].link)
+			continue;
+		size_t j = find_rec(t, t->recs[i].link, t->recs[i].pkg);
+		if (j != SIZE_MAX)
+			t->recs[j].linked = true;
+	}
+	struct problems pr = {.note = note, .ctx = note_ctx};
+	struct eq_buf b;
+	eq_buf_init(&b, 64 * 1024);
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < t->n_recs && !r;) {
+		size_t end = i + 1;
+		while (end < t->n_recs && !strcmp(t->recs[end].path, t->recs[i].path))
+			end++;
+		if (end - i > 1)
+			r = check_group(t, i, end, &pr, &b, err);
+		i = end;
+	}
+	if (!r)
+		r = check_rules(t, &pr, &b, err);
+	eq_buf_done(&b);
+	if (r)
+		return r;
+	if (pr.n == 1)
+		return eq_error_set(err, EQ_ERR_STATE, "%s; a release may ship a path once (see --path-owner)", pr.first);
+	if (pr.n)
+		return eq_error_set(err, EQ_ERR_STATE,
+				    "%zu paths are shipped by more than one package or ruled wrongly (each one logged): "
+				    "%s, ...; a release may ship a path once (see --path-owner)",
+				    pr.n, pr.first);
+	return EQ_OK;
+}

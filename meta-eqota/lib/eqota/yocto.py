@@ -1,0 +1,141 @@
+"""What classes/eqota.bbclass computes, as plain functions over BitBake's
+datastore, so that they can be tested against bb.data without a build.
+
+The build index (docs/equivalence-store.md in eqota) gives every package of
+an image its own taskhash. Yocto gives every package of a recipe the same
+task hashes, so the index hashes the recipe's unihash with the package name
+(package_taskhash()); the unihash is that of the recipe's
+do_package_write_<type> task as a *later* task sees it in BB_TASKDEPDATA,
+because inside that task BB_UNIHASH is still the value from before the hash
+equivalence server answered.
+"""
+import glob
+import hashlib
+import os
+
+# Bumping it gives every package a new taskhash (so a new unihash, once).
+TASKHASH_PREFIX = b"eqota-yocto-v1\0"
+
+
+class EqotaError(Exception):
+    pass
+
+
+def package_taskhash(recipe_unihash, package):
+    """sha256("eqota-yocto-v1" NUL recipe_unihash NUL package), hex."""
+    h = hashlib.sha256(TASKHASH_PREFIX)
+    h.update(recipe_unihash.encode("ascii"))
+    h.update(b"\0")
+    h.update(package.encode("utf-8"))
+    return h.hexdigest()
+
+
+def recipe_unihashes(taskdepdata, taskname):
+    """{PN: unihash} of task @taskname of every recipe in BB_TASKDEPDATA
+    (a dict of task id -> bb.TaskData, or of the older plain lists, whose
+    fields 0, 1 and 6 are pn, taskname and unihash)."""
+    if not taskdepdata:
+        raise EqotaError("BB_TASKDEPDATA is empty: eqota's index must be written by a task that runs after "
+                         "the packages were written (do_rootfs)")
+    out = {}
+    for tid, data in taskdepdata.items():
+        pn, name, unihash = data[0], data[1], data[6]
+        if name != taskname:
+            continue
+        if pn in out and out[pn] != unihash:
+            raise EqotaError("recipe %s has two %s tasks with different unihashes (%s, %s): multiconfig images "
+                             "need one index per configuration" % (pn, taskname, out[pn], unihash))
+        out[pn] = unihash
+    return out
+
+
+def pkgdata_pn(pkgdata_dir, package):
+    """The recipe (PN) that built runtime package @package, from pkgdata."""
+    path = os.path.join(pkgdata_dir, "runtime-reverse", package)
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("PN:"):
+                    return line.split(":", 1)[1].strip()
+    except OSError as e:
+        raise EqotaError("package %s: no pkgdata (%s)" % (package, e))
+    raise EqotaError("package %s: %s has no PN line" % (package, path))
+
+
+def package_file(deploy_dir, pkgtype, package, arch, version):
+    """The package file of @package in the deploy folder, relative to it."""
+    ver = version.split(":", 1)[1] if pkgtype in ("deb", "ipk") and ":" in version else version
+    if pkgtype == "rpm":
+        pattern = "*/%s-%s.*.rpm" % (glob.escape(package), glob.escape(ver))
+    else:
+        pattern = "*/%s_%s_*.%s" % (glob.escape(package), glob.escape(ver), pkgtype)
+    found = sorted(glob.glob(os.path.join(deploy_dir, pattern)))
+    if len(found) != 1:
+        raise EqotaError("package %s %s (%s): %s files match %s in %s" %
+                         (package, version, arch, len(found) or "no", pattern, deploy_dir))
+    return os.path.relpath(found[0], deploy_dir)
+
+
+def deploy_dir(d):
+    pkgtype = d.getVar("IMAGE_PKGTYPE")
+    var = {"ipk": "DEPLOY_DIR_IPK", "deb": "DEPLOY_DIR_DEB", "rpm": "DEPLOY_DIR_RPM"}.get(pkgtype)
+    if not var:
+        raise EqotaError("IMAGE_PKGTYPE '%s': eqota publishes ipk, deb or rpm packages" % pkgtype)
+    return pkgtype, d.getVar(var)
+
+
+def build_index(d, installed):
+    """Lines "PACKAGE TASKHASH" and the package files (relative to the
+    deploy folder) of the packages @installed in the image: a dict
+    package -> {"arch": ..., "ver": ...}, as oe.rootfs's
+    image_list_installed_packages() gives it."""
+    pkgtype, ddir = deploy_dir(d)
+    taskname = "do_package_write_" + pkgtype
+    unihashes = recipe_unihashes(d.getVar("BB_TASKDEPDATA", False), taskname)
+    pkgdata = d.getVar("PKGDATA_DIR")
+    lines, files = [], []
+    for package in sorted(installed):
+        info = installed[package]
+        pn = pkgdata_pn(pkgdata, package)
+        if pn not in unihashes:
+            raise EqotaError("package %s: recipe %s has no %s in BB_TASKDEPDATA" % (package, pn, taskname))
+        lines.append("%s %s" % (package, package_taskhash(unihashes[pn], package)))
+        files.append(package_file(ddir, pkgtype, package, info["arch"], info["ver"]))
+    return lines, files
+
+
+def publish_command(d, packages_dir, index_path):
+    """The eqota-gen publish command line, and the environment additions
+    (the hashserv login, read from the environment bitbake started in,
+    never from the datastore)."""
+    need = {"EQOTA_REPO": "the repository folder", "EQOTA_SIGNING_KEY": "the release signing key file"}
+    for var, what in need.items():
+        if not d.getVar(var):
+            raise EqotaError("%s is not set: %s" % (var, what))
+    cmd = ["eqota-gen", "publish",
+           "--repo", d.getVar("EQOTA_REPO"),
+           "--board", d.getVar("EQOTA_BOARD"),
+           "--channel", d.getVar("EQOTA_CHANNEL"),
+           "--release", d.getVar("EQOTA_RELEASE"),
+           "--packages", packages_dir,
+           "--build-index", index_path,
+           "--key", d.getVar("EQOTA_SIGNING_KEY"),
+           "--level", d.getVar("EQOTA_LEVEL") or "19"]
+    for k in (d.getVar("EQOTA_TIMESTAMP_KEY") or "").split():
+        cmd += ["--timestamp-key", k]
+    hashserv = d.getVar("EQOTA_HASHSERV") or ""
+    if hashserv.startswith(("ws://", "wss://")):
+        raise EqotaError("EQOTA_HASHSERV '%s': eqota-gen speaks to bitbake-hashserv over TCP or a unix socket, "
+                         "not WebSocket: set EQOTA_HASHSERV to such an address of the server" % hashserv)
+    if hashserv:
+        cmd += ["--hashserv", hashserv]
+    else:
+        cmd += ["--store", d.getVar("EQOTA_STORE")]
+    cmd += (d.getVar("EQOTA_PUBLISH_ARGS") or "").split()
+    env = {}
+    origenv = d.getVar("BB_ORIGENV", False)
+    for var in ("EQOTA_HASHSERV_USERNAME", "EQOTA_HASHSERV_TOKEN"):
+        v = origenv.getVar(var) if origenv else None
+        if v:
+            env[var] = v
+    return cmd, env

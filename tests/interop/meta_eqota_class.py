@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""meta-eqota's image class against BitBake's real datastore and parser
+(EQ_BITBAKE_DIR): classes/eqota.bbclass is parsed by bb.parse into a
+recipe's datastore, its eqota_write_index runs with bb.build.exec_func over
+a BB_TASKDEPDATA of bb.TaskData tuples, pkgdata files and real .ipk files of
+the shapes OE writes, and the index it writes goes to the real eqota-gen.
+Only oe.rootfs (OpenEmbedded-Core) is stood in for: it lists the packages
+installed in the image.
+
+Usage: meta_eqota_class.py EQOTA_GEN SOURCE_DIR
+"""
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import types
+
+gen, src = sys.argv[1], sys.argv[2]
+bbdir = os.environ.get("EQ_BITBAKE_DIR", "")
+if not bbdir or not os.path.isfile(os.path.join(bbdir, "lib", "bb", "__init__.py")):
+    print("SKIP: set EQ_BITBAKE_DIR to an openembedded/bitbake tree (see docs/yocto.md)")
+    sys.exit(77)
+sys.path.insert(0, os.path.join(bbdir, "lib"))
+sys.path.insert(0, os.path.join(src, "meta-eqota", "lib"))
+import bb  # noqa: E402
+import bb.build  # noqa: E402
+import bb.data  # noqa: E402
+import bb.parse  # noqa: E402
+from eqota import yocto  # noqa: E402
+
+fails = 0
+
+
+def check(ok, what):
+    global fails
+    print("%s: %s" % ("PASS" if ok else "FAIL", what))
+    fails += 0 if ok else 1
+
+
+def ipk(path, name, version, arch, files):
+    """A tar-container .ipk, as opkg-build makes them: debian-binary,
+    control.tar.gz and data.tar.gz in a gzipped tar."""
+    def tgz(entries):
+        b = io.BytesIO()
+        with tarfile.open(fileobj=b, mode="w:gz") as t:
+            for n, body in entries:
+                i = tarfile.TarInfo(n)
+                i.size = len(body)
+                t.addfile(i, io.BytesIO(body))
+        return b.getvalue()
+    control = ("Package: %s\nVersion: %s\nArchitecture: %s\nMaintainer: t\nDescription: t\n" %
+               (name, version, arch)).encode()
+    members = [("./debian-binary", b"2.0\n"), ("./control.tar.gz", tgz([("./control", control)])),
+               ("./data.tar.gz", tgz([("./" + p, body) for p, body in files]))]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tarfile.open(path, "w:gz") as t:
+        for n, body in members:
+            i = tarfile.TarInfo(n)
+            i.size = len(body)
+            t.addfile(i, io.BytesIO(body))
+
+
+def expect_taskhash(unihash, pkg):
+    return hashlib.sha256(b"eqota-yocto-v1\0" + unihash.encode() + b"\0" + pkg.encode()).hexdigest()
+
+
+w = tempfile.mkdtemp(prefix="eq-meta-")
+U = {pn: hashlib.sha256(pn.encode()).hexdigest() for pn in ("busybox", "zlib", "base-files")}
+STALE = hashlib.sha256(b"before the server answered").hexdigest()
+
+# BB_TASKDEPDATA as runqueue builds it for do_rootfs: task id -> bb.TaskData.
+taskdepdata = {}
+for pn in U:
+    fn = "/layers/meta/recipes/%s/%s.bb" % (pn, pn)
+    for task, uni in (("do_package", STALE), ("do_package_write_ipk", U[pn]), ("do_populate_sysroot", STALE)):
+        tid = "%s:%s" % (fn, task)
+        taskdepdata[tid] = bb.TaskData(pn, task, fn, set(), [pn], uni, uni, "hashfn", {})
+check(isinstance(next(iter(taskdepdata.values())), tuple), "BB_TASKDEPDATA entries are bb.TaskData tuples")
+
+# pkgdata: runtime-reverse/<pkg> links to runtime/<pkg>, which names PN.
+pkgdata = os.path.join(w, "pkgdata")
+os.makedirs(os.path.join(pkgdata, "runtime"))
+os.makedirs(os.path.join(pkgdata, "runtime-reverse"))
+installed = {
+    "busybox": ("busybox", "1.36.1-r0", "core2-64"),
+    "busybox-syslog": ("busybox", "1.36.1-r0", "core2-64"),
+    "libz1": ("zlib", "1:1.3.1-r0", "core2-64"),
+    "base-files": ("base-files", "3.0.14-r0", "qemux86_64"),
+}
+deploy = os.path.join(w, "deploy-ipk")
+for pkg, (pn, ver, arch) in installed.items():
+    with open(os.path.join(pkgdata, "runtime", pkg), "w") as f:
+        f.write("PN: %s\nPV: %s\nPKG:%s: %s\n" % (pn, ver.split("-")[0], pkg, pkg))
+    os.symlink("../runtime/" + pkg, os.path.join(pkgdata, "runtime-reverse", pkg))
+    filever = ver.split(":", 1)[-1]
+    ipk(os.path.join(deploy, arch, "%s_%s_%s.ipk" % (pkg, filever, arch)), pkg, ver, arch,
+        [("usr/share/%s/data" % pkg, ("%s %s" % (pkg, ver)).encode())])
+
+# Parse the class as BitBake parses it, into a tiny image recipe.
+recipe = os.path.join(w, "test-image.bb")
+with open(recipe, "w") as f:
+    f.write('PN = "test-image"\ninherit eqota\n')
+d0 = bb.data.init()
+d0.setVar("BBPATH", "%s:%s" % (bbdir, os.path.join(src, "meta-eqota")))
+d0.setVar("__bbclasstype", "recipe")
+d0.setVar("TOPDIR", w)
+d0.setVar("MACHINE", "qemux86-64")
+d0.setVar("BB_HASHSERVE", "unix://%s/hashserve.sock" % w)
+bb.parse.init_parser(d0)
+parsed = bb.parse.handle(recipe, d0)
+d = parsed[""] if isinstance(parsed, dict) else parsed
+
+check(d.getVar("__BBTASKS", False) == ["do_eqota_publish"] and
+      d.getVarFlag("do_eqota_publish", "deps") == ["do_image_complete"],
+      "do_eqota_publish runs after do_image_complete")
+check(d.getVarFlag("do_eqota_publish", "nostamp") == "1", "do_eqota_publish is nostamp (never from sstate)")
+excl = (d.getVarFlag("do_eqota_publish", "vardepsexclude") or "").split()
+check(all(v in excl for v in ("EQOTA_SIGNING_KEY", "EQOTA_TIMESTAMP_KEY", "EQOTA_HASHSERV", "BB_ORIGENV")),
+      "the key paths and the server are not part of the task's signature")
+check("eqota_write_index" in (d.getVar("ROOTFS_POSTUNINSTALL_COMMAND") or "").split(),
+      "do_rootfs writes the index (ROOTFS_POSTUNINSTALL_COMMAND)")
+check("BB_TASKDEPDATA" in (d.getVarFlag("eqota_write_index", "vardepsexclude") or "").split(),
+      "BB_TASKDEPDATA stays out of the rootfs signature")
+check(d.getVar("EQOTA_HASHSERV") == "unix://%s/hashserve.sock" % w, "EQOTA_HASHSERV defaults to BB_HASHSERVE")
+check(d.getVar("EQOTA_BOARD") == "qemux86-64" and d.getVar("EQOTA_CHANNEL") == "stable",
+      "EQOTA_BOARD defaults to MACHINE, EQOTA_CHANNEL to stable")
+
+# Run the class's eqota_write_index as do_rootfs would.
+img = os.path.join(w, "imgdeploy")
+for k, v in {"IMAGE_PKGTYPE": "ipk", "DEPLOY_DIR_IPK": deploy, "PKGDATA_DIR": pkgdata,
+             "IMGDEPLOYDIR": img, "IMAGE_NAME": "test-image-qemux86-64.rootfs-20261205",
+             "IMAGE_LINK_NAME": "test-image-qemux86-64", "T": os.path.join(w, "temp"),
+             "WORKDIR": w, "BB_UNIHASH": STALE}.items():
+    d.setVar(k, v)
+d.setVar("BB_TASKDEPDATA", taskdepdata)
+rootfs = types.ModuleType("oe.rootfs")
+rootfs.image_list_installed_packages = lambda dd: {p: {"arch": a, "ver": v, "deps": []}
+                                                   for p, (_, v, a) in installed.items()}
+sys.modules["oe"] = types.ModuleType("oe")
+sys.modules["oe.rootfs"] = rootfs
+os.makedirs(d.getVar("T"), exist_ok=True)
+bb.build.exec_func("eqota_write_index", d)
+index = os.path.join(img, "test-image-qemux86-64.eqota-index")
+lines = [l.split() for l in open(index) if not l.startswith("#")]
+got = {p: t for p, t in lines}
+want = {p: expect_taskhash(U[pn], p) for p, (pn, _, _) in installed.items()}
+check(got == want, "one line per installed package: sha256(eqota-yocto-v1, recipe's do_package_write_ipk "
+      "unihash, package name)")
+check(got["busybox"] != got["busybox-syslog"], "two packages of one recipe get different taskhashes")
+check(STALE not in open(index).read() and all(t != expect_taskhash(STALE, p) for p, t in got.items()),
+      "BB_UNIHASH and other tasks' unihashes are not used")
+files = open(index + ".files").read().split()
+check(sorted(os.path.basename(f) for f in files) ==
+      sorted("%s_%s_%s.ipk" % (p, v.split(":", 1)[-1], a) for p, (_, v, a) in installed.items()),
+      "the package files are found in the deploy folder (epoch dropped from file names)")
+
+# Bad input: a recipe missing from BB_TASKDEPDATA, pkgdata missing, no file.
+try:
+    yocto.build_index(d, {"orphan": {"arch": "core2-64", "ver": "1"}})
+    check(False, "a package without pkgdata is refused")
+except yocto.EqotaError as e:
+    check("orphan" in str(e) and "pkgdata" in str(e), "a package without pkgdata is refused: %s" % e)
+d.setVar("BB_TASKDEPDATA", {k: v for k, v in taskdepdata.items() if v.pn != "zlib"})
+try:
+    yocto.build_index(d, {"libz1": {"arch": "core2-64", "ver": "1:1.3.1-r0"}})
+    check(False, "a recipe missing from BB_TASKDEPDATA is refused")
+except yocto.EqotaError as e:
+    check("zlib" in str(e) and "do_package_write_ipk" in str(e), "a recipe missing from BB_TASKDEPDATA: %s" % e)
+d.setVar("BB_TASKDEPDATA", taskdepdata)
+try:
+    yocto.build_index(d, {"busybox": {"arch": "core2-64", "ver": "9.9-r0"}})
+    check(False, "a package file that is not there is refused")
+except yocto.EqotaError as e:
+    check("no files match" in str(e), "a package file that is not there: %s" % e)
+try:
+    yocto.recipe_unihashes({}, "do_package_write_ipk")
+    check(False, "an empty BB_TASKDEPDATA is refused")
+except yocto.EqotaError as e:
+    check("BB_TASKDEPDATA is empty" in str(e), "an empty BB_TASKDEPDATA is refused")
+
+# The publish command: key and repository required; server or local store;
+# the login from the environment bitbake started in, not the datastore.
+try:
+    yocto.publish_command(d, "/p", index)
+    check(False, "publishing without EQOTA_REPO and EQOTA_SIGNING_KEY is refused")
+except yocto.EqotaError as e:
+    check("EQOTA_REPO" in str(e) or "EQOTA_SIGNING_KEY" in str(e), "missing EQOTA_REPO/KEY refused: %s" % e)
+subprocess.run([gen, "keygen", "--out", os.path.join(w, "rel")], check=True, stdout=subprocess.DEVNULL)
+origenv = bb.data.init()
+origenv.setVar("EQOTA_HASHSERV_USERNAME", "builder")
+origenv.setVar("EQOTA_HASHSERV_TOKEN", "secret")
+d.setVar("BB_ORIGENV", origenv)
+for k, v in {"EQOTA_REPO": os.path.join(w, "repo"), "EQOTA_SIGNING_KEY": os.path.join(w, "rel.key"),
+             "EQOTA_BOARD": "qemux86-64", "EQOTA_RELEASE": "1.0", "EQOTA_LEVEL": "3"}.items():
+    d.setVar(k, v)
+cmd, env = yocto.publish_command(d, "/p", index)
+check(cmd[cmd.index("--hashserv") + 1] == "unix://%s/hashserve.sock" % w and "--store" not in cmd,
+      "publish uses the build's hashserv")
+check(env == {"EQOTA_HASHSERV_USERNAME": "builder", "EQOTA_HASHSERV_TOKEN": "secret"} and
+      "secret" not in " ".join(cmd), "the login comes from the original environment, never the command line")
+d.setVar("EQOTA_HASHSERV", "ws://farm:8686")
+try:
+    yocto.publish_command(d, "/p", index)
+    check(False, "a WebSocket hashserv is refused")
+except yocto.EqotaError as e:
+    check("WebSocket" in str(e), "a WebSocket hashserv is refused with a reason")
+
+# The index and files through the real eqota-gen (local store here; the
+# hashserv interop tests cover the server).
+d.setVar("EQOTA_HASHSERV", "")
+d.setVar("EQOTA_STORE", os.path.join(w, "equiv.db"))
+pkgs = os.path.join(w, "packages")
+os.makedirs(pkgs)
+for f in files:
+    os.link(os.path.join(deploy, f), os.path.join(pkgs, os.path.basename(f)))
+cmd, env = yocto.publish_command(d, pkgs, index)
+cmd[0] = gen
+r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+check(r.returncode == 0 and "default taskhash" not in r.stdout, "eqota-gen publishes the image with the index")
+if r.returncode:
+    print(r.stdout)
+show = subprocess.run([gen, "show", "--repo", os.path.join(w, "repo"), "--board", "qemux86-64", "--channel",
+                       "stable", "--json"], stdout=subprocess.PIPE, text=True)
+import json  # noqa: E402
+m = {p["name"]: p["taskhash"] for p in json.loads(show.stdout)["packages"]} if show.returncode == 0 else {}
+check(m == want, "the manifest carries the index's taskhashes")
+
+subprocess.run(["rm", "-rf", w])
+print("meta_eqota_class: %d failed" % fails)
+sys.exit(1 if fails else 0)

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# meta-eqota in a real OpenEmbedded-Core build folder: BitBake
+# (EQ_BITBAKE_DIR) parses oe-core (EQ_OECORE_DIR) with meta-eqota added,
+# and `bitbake -e` shows what the layer sets. BitBake refuses to run as
+# root, so it runs as an unprivileged user this test creates (eqota-bb).
+# Parse only: nothing is fetched or built.
+# Usage: meta_eqota_oecore.sh SOURCE_DIR
+set -euo pipefail
+src=$1
+skip() { echo "SKIP: $*"; exit 77; }
+[ -n "${EQ_BITBAKE_DIR:-}" ] && [ -x "$EQ_BITBAKE_DIR/bin/bitbake" ] ||
+  skip "set EQ_BITBAKE_DIR to an openembedded/bitbake tree (see docs/yocto.md)"
+[ -n "${EQ_OECORE_DIR:-}" ] && [ -f "$EQ_OECORE_DIR/meta/conf/layer.conf" ] ||
+  skip "set EQ_OECORE_DIR to an openembedded/openembedded-core tree (see docs/yocto.md)"
+# The host tools OE-Core's base class links into its HOSTTOOLS folder.
+missing=
+for t in chrpath diffstat gawk wget cpio file lz4c zstd pzstd perl python3 git patch tar xz bzip2 gzip; do
+  command -v "$t" >/dev/null || missing="$missing $t"
+done
+[ -z "$missing" ] || skip "OE-Core needs these host tools:$missing (Debian: apt-get install chrpath diffstat gawk wget cpio file lz4 zstd)"
+locale -a 2>/dev/null | grep -qi '^en_US.utf-\?8$' || skip "OE-Core needs the en_US.UTF-8 locale (Debian: locales, locale-gen)"
+
+user=$(id -un)
+if [ "$(id -u)" = 0 ]; then
+  user=eqota-bb
+  id "$user" >/dev/null 2>&1 || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$user"
+fi
+as_user() { if [ "$(id -u)" = 0 ]; then runuser -u "$user" -- "$@"; else "$@"; fi; }
+
+w=$(mktemp -d /tmp/eq-oecore.XXXXXX)
+chmod 755 "$w"
+bpid=
+cleanup() {
+  # The BitBake server this test started, and nothing else.
+  [ -f "$w/build/bitbake.lock" ] && as_user env PATH="$EQ_BITBAKE_DIR/bin:$PATH" \
+    bash -c "cd '$w/build' && bitbake --kill-server" >/dev/null 2>&1 || true
+  rm -rf "$w"
+}
+trap cleanup EXIT
+fails=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# The trees must be readable by the user; the build folder is theirs.
+for t in "$EQ_BITBAKE_DIR" "$EQ_OECORE_DIR" "$src/meta-eqota"; do
+  as_user test -r "$t" || skip "$user cannot read $t"
+done
+mkdir -p "$w/build/conf"
+cat > "$w/build/conf/bblayers.conf" <<EOF
+BBPATH = "\${TOPDIR}"
+BBFILES ?= ""
+BBLAYERS = "$EQ_OECORE_DIR/meta $src/meta-eqota"
+EOF
+cat > "$w/build/conf/local.conf" <<EOF
+MACHINE = "qemux86-64"
+DL_DIR = "$w/downloads"
+SSTATE_DIR = "$w/sstate"
+TMPDIR = "$w/tmp"
+IMAGE_CLASSES += "eqota"
+EQOTA_REPO = "$w/repo"
+EQOTA_SIGNING_KEY = "/secure/release.key"
+EQOTA_SERVER_URL = "https://updates.example.com/eqota"
+EQOTA_PUBLIC_KEY = "$w/release.pub"
+EQOTA_SLOT_A = "/dev/vda2"
+EQOTA_SLOT_B = "/dev/vda3"
+BB_NUMBER_PARSE_THREADS = "2"
+BB_NO_NETWORK = "1"
+# meta-openembedded's cjson and mbedtls stand in as "provided" (OE-Core has
+# neither); the test parses, it builds nothing.
+ASSUME_PROVIDED += "cjson cjson-native mbedtls mbedtls-native"
+BB_HASHSERVE_DB_DIR = "\${SSTATE_DIR}"
+EOF
+: > "$w/release.pub"
+chown -R "$user" "$w"
+bb() { as_user timeout 900 env -i HOME="$w" PATH="$EQ_BITBAKE_DIR/bin:$EQ_OECORE_DIR/scripts:/usr/bin:/bin" LANG=en_US.UTF-8 \
+  bash -c "cd '$w/build' && $*"; }
+
+if out=$(bb 'bitbake -p' 2>&1); then
+  pass "bitbake -p parses oe-core with meta-eqota"
+else
+  fail "bitbake -p: $(tail -20 <<<"$out")"
+fi
+env_of() { bb "bitbake -e $1" 2>&1 || true; }
+e=$(env_of eqota)
+grep -q '^EQOTA_BOARD="qemux86-64"' <<<"$e" && pass "eqota: EQOTA_BOARD defaults to MACHINE" || fail "eqota: EQOTA_BOARD"
+grep -q '^EXTERNALSRC="'"$src"'"' <<<"$e" && pass "eqota builds the sources the layer sits in" || fail "eqota: EXTERNALSRC"
+grep -q '^EXTRA_OECMAKE=.*-DEQ_TEST_HOOKS=OFF.*-DEQ_HOST_TOOLS=OFF' <<<"$e" && pass "eqota: release build, agent only" ||
+  fail "eqota: EXTRA_OECMAKE"
+grep -q '^SYSTEMD_SERVICE:eqota="eqota.service"' <<<"$e" && pass "eqota: systemd unit" || fail "eqota: SYSTEMD_SERVICE"
+grep -q '^LAYERSERIES_COMPAT_eqota=".*'"$(sed -n 's/^LAYERSERIES_CORENAMES = "\(.*\)"/\1/p' "$EQ_OECORE_DIR/meta/conf/layer.conf" | awk '{print $NF}')"'.*"' <<<"$e" &&
+  pass "LAYERSERIES_COMPAT_eqota names oe-core's current series" || fail "LAYERSERIES_COMPAT_eqota"
+e=$(env_of eqota-gen-native)
+grep -q '^DEPENDS=.*libdivsufsort-native' <<<"$e" && pass "eqota-gen-native builds against native libraries" ||
+  fail "eqota-gen-native: DEPENDS"
+e=$(env_of core-image-minimal)
+hs=$(sed -n 's/^BB_HASHSERVE="\(.*\)"/\1/p' <<<"$e")
+grep -q "^EQOTA_HASHSERV=\"$hs\"" <<<"$e" && [ -n "$hs" ] && pass "an image's EQOTA_HASHSERV is BB_HASHSERVE ($hs)" ||
+  fail "EQOTA_HASHSERV: $(grep '^EQOTA_HASHSERV=' <<<"$e")"
+grep -q '^do_eqota_publish()' <<<"$e" && grep -q 'eqota_write_index' <<<"$(grep '^ROOTFS_POSTUNINSTALL_COMMAND=' <<<"$e")" &&
+  pass "core-image-minimal with IMAGE_CLASSES += eqota has do_eqota_publish and the index step" ||
+  fail "core-image-minimal: eqota tasks"
+bb "bitbake -c listtasks core-image-minimal" 2>/dev/null | grep -q 'do_eqota_publish' &&
+  pass "bitbake lists do_eqota_publish for the image" || fail "listtasks"
+
+echo "meta_eqota_oecore: $fails failed"
+[ "$fails" -eq 0 ]
