@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "eq/gen.h"
+#include "gen_priv.h"
 
 struct rule {
 	char *path, *owner;
@@ -181,27 +182,6 @@ static eq_err add_rule(struct eq_path_table *t, const char *path, const char *ow
 	return EQ_OK;
 }
 
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-static char *next_field(char **p)
-{
-	char *s = *p;
-	while (is_blank(*s))
-		s++;
-	if (!*s)
-		return NULL;
-	char *f = s;
-	while (*s && !is_blank(*s))
-		s++;
-	if (*s)
-		*s++ = '\0';
-	*p = s;
-	return f;
-}
-
 static eq_err load_rules(struct eq_path_table *t, const char *file, struct eq_error *err)
 {
 	uint8_t *data = NULL;
@@ -229,11 +209,11 @@ static eq_err load_rules(struct eq_path_table *t, const char *file, struct eq_er
 		if (ll && line[ll - 1] == '\r')
 			line[--ll] = '\0';
 		char *cur = line;
-		char *path = next_field(&cur);
+		char *path = eqg_next_field(&cur);
 		if (!path || path[0] == '#')
 			continue;
-		char *owner = next_field(&cur);
-		char *extra = next_field(&cur);
+		char *owner = eqg_next_field(&cur);
+		char *extra = eqg_next_field(&cur);
 		char where[64 + 4096];
 		snprintf(where, sizeof(where), "%s:%zu", file, lineno);
 		if (!owner)

@@ -217,43 +217,7 @@ static eq_err root_chain(const char *repo, const char *root_path, struct eq_root
 {
 	struct eq_root *cur = NULL;
 	eq_err r = eq_root_load_file(root_path, &cur, err);
-	if (r)
-		return r;
-	/* The same bound as eq_gen_root_newest(): a chain is a file per
-	 * version, but a copy from elsewhere may hold anything. */
-	for (unsigned steps = 1;; steps++) {
-		if (steps >= EQ_ROOT_CHAIN_MAX * 64u) {
-			r = eq_error_set(err, EQ_ERR_LIMIT, "%s/root: more than %u root versions", repo,
-					 EQ_ROOT_CHAIN_MAX * 64u);
-			break;
-		}
-		struct eq_root_info info;
-		eq_root_get_info(cur, &info);
-		EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", repo, info.version + 1);
-		uint8_t *d = NULL, *s = NULL;
-		size_t dl = 0, sl = 0;
-		struct eq_root *next = NULL;
-		r = path ? eq_signed_file_read(path, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err)
-			 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-		if (r == EQ_ERR_NOTFOUND) {
-			r = EQ_OK;
-			break;
-		}
-		if (!r && (r = eq_root_verify_next(cur, d, dl, s, sl, &next, err)))
-			eq_error_prefix(err, r, "%s", path);
-		eq_free(d);
-		eq_free(s);
-		if (r)
-			break;
-		eq_root_free(cur);
-		cur = next;
-	}
-	if (r) {
-		eq_root_free(cur);
-		return r;
-	}
-	*ret = cur;
-	return EQ_OK;
+	return r ? r : eq_gen_root_follow(repo, cur, ret, err);
 }
 
 static int cmp_item(const void *a, const void *b)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "eq/gen.h"
+#include "gen_priv.h"
 
 struct index_entry {
 	char *name; /* points into the index's text buffer */
@@ -43,8 +44,7 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-/* Splits the next whitespace-separated field off *p; NULL if none. */
-static char *next_field(char **p)
+char *eqg_next_field(char **p)
 {
 	char *s = *p;
 	while (is_blank(*s))
@@ -135,14 +135,14 @@ static eq_err parse(struct eq_build_index *idx, const char *path, size_t len, st
 		if (ll && line[ll - 1] == '\r')
 			line[--ll] = '\0';
 		char *cur = line;
-		char *name = next_field(&cur);
+		char *name = eqg_next_field(&cur);
 		if (!name || name[0] == '#')
 			continue;
-		char *hash = next_field(&cur);
+		char *hash = eqg_next_field(&cur);
 		if (!hash)
 			return eq_error_set(err, EQ_ERR_PARSE, "%s:%zu: package '%.80s': missing taskhash", path,
 					    lineno, name);
-		char *extra = next_field(&cur);
+		char *extra = eqg_next_field(&cur);
 		if (extra)
 			return eq_error_set(err, EQ_ERR_PARSE, "%s:%zu: unexpected text '%.40s' after the taskhash",
 					    path, lineno, extra);

@@ -40,19 +40,18 @@ static eq_err sign_with(const uint8_t *data, size_t len, const char *const *path
 	return r;
 }
 
-eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_error *err)
+eq_err eq_gen_root_follow(const char *repo, struct eq_root *start, struct eq_root **ret, struct eq_error *err)
 {
-	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", repo);
-	if (!first)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	struct eq_root *cur = NULL;
-	eq_err r = eq_root_load_file(first, &cur, err);
-	if (r == EQ_ERR_NOTFOUND)
-		return eq_error_set(err, EQ_ERR_NOTFOUND, "%s has no root/1.root.json: run 'eqota-gen root init' first",
-				    repo);
-	if (r)
-		return r;
-	for (unsigned steps = 1; steps < EQ_ROOT_CHAIN_MAX * 64u; steps++) {
+	struct eq_root *cur = start;
+	eq_err r = EQ_OK;
+	/* A chain is a file per version, but a copy from elsewhere may hold
+	 * anything: bounded. */
+	for (unsigned steps = 1;; steps++) {
+		if (steps >= EQ_ROOT_CHAIN_MAX * 64u) {
+			r = eq_error_set(err, EQ_ERR_LIMIT, "%s/root: more than %u root versions", repo,
+					 EQ_ROOT_CHAIN_MAX * 64u);
+			break;
+		}
 		struct eq_root_info info;
 		eq_root_get_info(cur, &info);
 		EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", repo, info.version + 1);
@@ -80,6 +79,21 @@ eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_erro
 	}
 	*ret = cur;
 	return EQ_OK;
+}
+
+eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_error *err)
+{
+	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", repo);
+	if (!first)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	struct eq_root *cur = NULL;
+	eq_err r = eq_root_load_file(first, &cur, err);
+	if (r == EQ_ERR_NOTFOUND)
+		return eq_error_set(err, EQ_ERR_NOTFOUND, "%s has no root/1.root.json: run 'eqota-gen root init' first",
+				    repo);
+	if (r)
+		return r;
+	return eq_gen_root_follow(repo, cur, ret, err);
 }
 
 /* The role @ro of the new root: from .pub files when given, else @keep's. */

@@ -12,15 +12,8 @@ level=${EQ_TEST_LEVEL:-9}
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# expect_fail NAME SUBSTRING CMD...: CMD must fail and print SUBSTRING.
-expect_fail() {
-  local name=$1 want=$2; shift 2
-  if out=$("$@" 2>&1); then fail "$name: succeeded"; echo "$out"; return; fi
-  if grep -qF -- "$want" <<<"$out"; then pass "$name: $want"; else fail "$name: wanted '$want', got: $out"; fi
-}
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
 B=(--board qemux86-64 --channel stable)
 
 "$gen" keygen --out rel >/dev/null

@@ -14,14 +14,8 @@ need_bitbake
 w=$(mktemp -d)
 trap 'hashserv_cleanup; rm -rf "$w"' EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect_fail() {
-  local name=$1 want=$2; shift 2
-  if out=$("$@" 2>&1); then fail "$name: succeeded"; echo "$out"; return; fi
-  if grep -qF -- "$want" <<<"$out"; then pass "$name: $want"; else fail "$name: wanted '$want', got: $out"; fi
-}
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
 M=eqota-payload-v1
 G=(--board demo --channel test --key rel.key --level 3)
 "$gen" keygen --out rel >/dev/null

@@ -96,10 +96,11 @@ e=$(env_of core-image-minimal)
 hs=$(sed -n 's/^BB_HASHSERVE="\(.*\)"/\1/p' <<<"$e")
 grep -q "^EQOTA_HASHSERV=\"$hs\"" <<<"$e" && [ -n "$hs" ] && pass "an image's EQOTA_HASHSERV is BB_HASHSERVE ($hs)" ||
   fail "EQOTA_HASHSERV: $(grep '^EQOTA_HASHSERV=' <<<"$e")"
-grep -q '^do_eqota_publish()' <<<"$e" && grep -q 'eqota_write_index' <<<"$(grep '^ROOTFS_POSTUNINSTALL_COMMAND=' <<<"$e")" &&
+grep -q '^python do_eqota_publish ()' <<<"$e" && grep -q 'eqota_write_index' <<<"$(grep '^ROOTFS_POSTUNINSTALL_COMMAND=' <<<"$e")" &&
   pass "core-image-minimal with IMAGE_CLASSES += eqota has do_eqota_publish and the index step" ||
   fail "core-image-minimal: eqota tasks"
-bb "bitbake -c listtasks core-image-minimal" 2>/dev/null | grep -q 'do_eqota_publish' &&
+tasks=$(bb "bitbake -c listtasks core-image-minimal" 2>&1 || true)
+grep -q '^do_eqota_publish ' <<<"$tasks" &&
   pass "bitbake lists do_eqota_publish for the image" || fail "listtasks"
 
 echo "meta_eqota_oecore: $fails failed"

@@ -631,6 +631,12 @@ struct eq_root_opts {
 EQ_API eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_version,
 				struct eq_error *err) EQ_MUST_CHECK;
 
+/* Follows <repo>/root/<N+1>.root.json from @start (consumed: freed on
+ * error, or replaced) as far as the repository goes, each step checked by
+ * eq_root_verify_next(); *ret is the newest. EQ_ERR_LIMIT past
+ * EQ_ROOT_CHAIN_MAX * 64 versions. */
+EQ_API eq_err eq_gen_root_follow(const char *repo, struct eq_root *start, struct eq_root **ret,
+				 struct eq_error *err) EQ_MUST_CHECK;
 /* The newest root of @repo, the chain from root/1.root.json verified step
  * by step. EQ_ERR_NOTFOUND when the repository has no root. */
 EQ_API eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_error *err) EQ_MUST_CHECK;
