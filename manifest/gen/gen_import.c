@@ -58,6 +58,11 @@ static bool release_number(const char *s, uint64_t *ret)
 	return true;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* Sorted names of the sub-folders of @dir (no dot entries). A missing
  * @dir is an empty list when @missing_ok. Caller frees each and the array. */
 static eq_err list_dirs(const char *dir, bool missing_ok, char ***ret, size_t *ret_n, struct eq_error *err)
@@ -108,16 +113,10 @@ static eq_err list_dirs(const char *dir, bool missing_ok, char ***ret, size_t *r
 		eq_free(v);
 		return r;
 	}
-	if (n) {
-		/* readdir order depends on the file system: sort for a
-		 * deterministic walk. */
-		for (size_t i = 1; i < n; i++)
-			for (size_t k = i; k > 0 && strcmp(v[k - 1], v[k]) > 0; k--) {
-				char *t = v[k];
-				v[k] = v[k - 1];
-				v[k - 1] = t;
-			}
-	}
+	/* readdir order depends on the file system: sort for a deterministic
+	 * walk (a channel may hold thousands of releases). */
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_names);
 	*ret = v;
 	*ret_n = n;
 	return EQ_OK;
