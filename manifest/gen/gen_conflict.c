@@ -195,19 +195,9 @@ static eq_err load_rules(struct eq_path_table *t, const char *file, struct eq_er
 		return eq_error_set(err, EQ_ERR_PARSE, "%s: NUL byte", file);
 	}
 	size_t lineno = 0;
-	for (char *p = text; *p && !r;) {
+	char *p = text, *line;
+	while (!r && (line = eqg_next_line(&p))) {
 		lineno++;
-		char *line = p;
-		char *nl = strchr(p, '\n');
-		if (nl) {
-			*nl = '\0';
-			p = nl + 1;
-		} else {
-			p += strlen(p);
-		}
-		size_t ll = strlen(line);
-		if (ll && line[ll - 1] == '\r')
-			line[--ll] = '\0';
 		char *cur = line;
 		char *path = eqg_next_field(&cur);
 		if (!path || path[0] == '#')

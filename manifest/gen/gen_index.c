@@ -44,6 +44,24 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
+char *eqg_next_line(char **p)
+{
+	char *line = *p;
+	if (!*line)
+		return NULL;
+	char *nl = strchr(line, '\n');
+	if (nl) {
+		*nl = '\0';
+		*p = nl + 1;
+	} else {
+		*p = line + strlen(line);
+	}
+	size_t n = strlen(line);
+	if (n && line[n - 1] == '\r')
+		line[n - 1] = '\0';
+	return line;
+}
+
 char *eqg_next_field(char **p)
 {
 	char *s = *p;
@@ -121,19 +139,8 @@ static eq_err parse(struct eq_build_index *idx, const char *path, size_t len, st
 	size_t cap = 0;
 	size_t lineno = 0;
 	char *p = idx->text;
-	while (*p) {
+	for (char *line; (line = eqg_next_line(&p));) {
 		lineno++;
-		char *line = p;
-		char *nl = strchr(p, '\n');
-		if (nl) {
-			*nl = '\0';
-			p = nl + 1;
-		} else {
-			p += strlen(p);
-		}
-		size_t ll = strlen(line);
-		if (ll && line[ll - 1] == '\r')
-			line[--ll] = '\0';
 		char *cur = line;
 		char *name = eqg_next_field(&cur);
 		if (!name || name[0] == '#')
