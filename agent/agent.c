@@ -25,7 +25,7 @@ struct eq_agent {
 	eq_progress_fn progress;
 	void *progress_ctx;
 	bool cache_hit; /* root mode: this refresh's manifest came from the cache */
-	volatile sig_atomic_t stop;
+	const volatile sig_atomic_t *stop;
 };
 
 void eq_agent_free(struct eq_agent *a)
@@ -103,9 +103,15 @@ void eq_agent_set_progress(struct eq_agent *a, eq_progress_fn fn, void *ctx)
 	eq_fetcher_set_progress(a->fetcher, fn, ctx);
 }
 
-void eq_agent_request_stop(struct eq_agent *a)
+void eq_agent_set_stop(struct eq_agent *a, const volatile sig_atomic_t *flag)
 {
-	a->stop = 1;
+	a->stop = flag;
+	eq_fetcher_set_stop(a->fetcher, flag);
+}
+
+static bool stopping(const struct eq_agent *a)
+{
+	return a->stop && *a->stop;
 }
 
 /* The keys a slot's own manifest is checked with: the agent wrote it there
@@ -635,6 +641,7 @@ static eq_err build_slot(struct eq_agent *a, int target, const struct eq_manifes
 		.owners = geteuid() == 0,
 		.progress = a->progress,
 		.progress_ctx = a->progress_ctx,
+		.stop = a->stop,
 	};
 	r = eq_install_check_space(&in, plan, err);
 	if (!r)
@@ -750,6 +757,20 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	struct eq_error re;
 	if (eq_slot_release(a->cfg, run_name, &re))
 		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&re));
+	/* Any error while a stop is pending (a mke2fs killed with us by the
+	 * init system, say) is the stop's doing, not the release's. */
+	if (r == EQ_ERR_STOPPED || (r && stopping(a))) {
+		/* Not a failure of the release: the state stays "installing" with
+		 * the slot out of the boot order, and the next start abandons the
+		 * half-built slot and installs again, resuming the downloads. */
+		char where[sizeof(err->msg)];
+		snprintf(where, sizeof(where), "%s", eq_error_msg(err));
+		eq_error_set(err, EQ_ERR_STOPPED,
+			     "%s; slot %s stays out of the boot order, and the next start installs release %" PRIu64
+			     " again, resuming the downloads",
+			     where, eq_bl_slot_name((unsigned)target), res.number);
+		goto out;
+	}
 	if (r) {
 		/* Only a trial decides that a release is bad (a failed health
 		 * check, a slot that never came up). An install error (network,
@@ -859,9 +880,22 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 			*ret_exit = EQ_EXIT_ROLLED_BACK;
 			return fail_trial(a, &st, reason, err);
 		}
+		if (stopping(a))
+			return eq_error_set(err, EQ_ERR_STOPPED,
+					    "stopped on request before the health check of release %" PRIu64
+					    " in slot %s; it stays on trial and is checked at the next start",
+					    st.target_number, eq_bl_slot_name((unsigned)booted));
 		struct eq_error he;
 		eq_err hr = eq_health_run((const char *const *)a->cfg->checks, a->cfg->n_checks,
 					  a->cfg->health_timeout_s, &he);
+		/* A check killed because eqota is being stopped says nothing
+		 * about the release: the slot stays on trial and the next start
+		 * in this boot runs the checks again. */
+		if (hr && stopping(a))
+			return eq_error_set(err, EQ_ERR_STOPPED,
+					    "stopped on request during the health check of release %" PRIu64
+					    " in slot %s; it stays on trial and is checked again at the next start",
+					    st.target_number, eq_bl_slot_name((unsigned)booted));
 		if (hr) {
 			char reason[EQ_STATE_REASON_MAX];
 			snprintf(reason, sizeof(reason), "health check failed: %s", eq_error_msg(&he));

@@ -40,6 +40,7 @@ struct eq_fetcher {
 	char errbuf[CURL_ERROR_SIZE];
 	eq_progress_fn progress;
 	void *progress_ctx;
+	const volatile sig_atomic_t *stop;
 	struct eq_fetch_stats stats;
 	/* validators of the last 200 answer, written by _commit */
 	bool pending;
@@ -101,17 +102,27 @@ static uint64_t rng_next(struct eq_fetcher *f)
 	return x;
 }
 
-static void sleep_ms(uint64_t ms)
+static bool stopping(const struct eq_fetcher *f)
 {
-	struct timespec ts = {.tv_sec = (time_t)(ms / 1000u), .tv_nsec = (long)(ms % 1000u) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+	return f->stop && *f->stop;
+}
+
+/* In slices of at most 100 ms: a stop request ends the wait. */
+static void sleep_ms(const struct eq_fetcher *f, uint64_t ms)
+{
+	while (ms > 0 && !stopping(f)) {
+		uint64_t n = ms < 100u ? ms : 100u;
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)n * 1000000L};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !stopping(f)) {
+		}
+		ms -= n;
 	}
 }
 
 /* Exponential backoff before retry @attempt (1-based): the configured delay
  * doubled each time, capped, plus up to 1/8 jitter so a fleet that failed
- * together does not retry together. */
-static void backoff(struct eq_fetcher *f, unsigned attempt)
+ * together does not retry together. EQ_ERR_STOPPED when a stop ended it. */
+static eq_err backoff(struct eq_fetcher *f, unsigned attempt, const char *rel, struct eq_error *err)
 {
 	uint64_t ms = f->retry_delay_ms;
 	for (unsigned i = 1; i < attempt && ms < BACKOFF_CAP_MS; i++)
@@ -120,7 +131,10 @@ static void backoff(struct eq_fetcher *f, unsigned attempt)
 		ms = BACKOFF_CAP_MS;
 	ms += rng_next(f) % (ms / 8u + 1u);
 	eq_log(EQ_LOG_DEBUG, "fetch: retry %u in %" PRIu64 " ms", attempt, ms);
-	sleep_ms(ms);
+	sleep_ms(f, ms);
+	if (stopping(f))
+		return eq_error_set(err, EQ_ERR_STOPPED, "stopped on request while waiting to retry %s", rel);
+	return EQ_OK;
 }
 
 /* Repository paths come from a verified manifest, but they still become
@@ -244,10 +258,26 @@ static bool start_body(struct xfer *x)
 	return true;
 }
 
+/* The transfer ends at once; the bytes already in an object's .part stay
+ * (they were written through), so the next start resumes from there. */
+static bool abort_if_stopping(struct xfer *x)
+{
+	if (!stopping(x->f))
+		return false;
+	(void)abort_with(x, eq_error_set(&x->cb_error, EQ_ERR_STOPPED,
+					 "stopped on request while downloading %s (%" PRIu64 " of %" PRIu64
+					 " bytes%s)",
+					 x->rel, sink_total(x), x->cap,
+					 x->mem ? "" : "; the part downloaded stays and is resumed"));
+	return true;
+}
+
 static size_t write_cb(char *buf, size_t size, size_t nmemb, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * nmemb;
+	if (abort_if_stopping(x))
+		return 0;
 	x->f->stats.bytes += len;
 	if (!x->is_file && x->status != 200 && x->status != 206) {
 		/* An error page: the status tells what happened, and a server
@@ -291,6 +321,8 @@ static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 {
 	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
 	struct xfer *x = ud;
+	if (abort_if_stopping(x))
+		return 1;
 	if (x->mem || x->fd < 0 || !x->unsynced)
 		return 0;
 	double now = eq_now_s();
@@ -522,6 +554,11 @@ out:
 }
 #undef SETOPT
 
+void eq_fetcher_set_stop(struct eq_fetcher *f, const volatile sig_atomic_t *flag)
+{
+	f->stop = flag;
+}
+
 void eq_fetcher_set_progress(struct eq_fetcher *f, eq_progress_fn fn, void *ctx)
 {
 	f->progress = fn;
@@ -557,8 +594,10 @@ static eq_err fetch_mem(struct eq_fetcher *f, const char *rel, size_t cap, struc
 		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
 	eq_err r = EQ_OK;
 	for (unsigned attempt = 0; attempt <= f->retries; attempt++) {
-		if (attempt)
-			backoff(f, attempt);
+		if (attempt && backoff(f, attempt, rel, err)) {
+			r = EQ_ERR_STOPPED;
+			break;
+		}
 		memset(x, 0, sizeof(*x));
 		eq_buf_reset(buf);
 		x->url = url;
@@ -754,8 +793,10 @@ static eq_err download_part(struct eq_fetcher *f, const char *url, const char *r
 	if (!x)
 		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
 	for (unsigned attempt = 0; attempt <= f->retries; attempt++) {
-		if (attempt)
-			backoff(f, attempt);
+		if (attempt && backoff(f, attempt, rel, err)) {
+			r = EQ_ERR_STOPPED;
+			break;
+		}
 		int64_t have = 0;
 		if ((r = file_size(part, &have, err)) != EQ_OK)
 			break;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <eq/agent.h>
@@ -1081,6 +1083,26 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		const struct eq_plan_item *it = &plan->items[i];
 		if (it->action == EQ_PLAN_REMOVE)
 			continue;
+#ifdef EQ_TEST_HOOKS
+		/* Test hook: the daemon (this step's parent) gets SIGTERM as the
+		 * install reaches this package, and the step waits (at most 5 s)
+		 * until its own stop request arrives: a stop that lands between
+		 * two packages, every time (tests/integration/agent_stop.sh). */
+		const char *term_at = secure_getenv("EQ_TEST_TERM_PARENT_AT");
+		if (term_at && in->stop && !strcmp(term_at, it->pkg->name)) {
+			kill(getppid(), SIGTERM);
+			for (int k = 0; k < 50 && !*in->stop; k++) {
+				struct timespec ts = {0, 100 * 1000 * 1000};
+				nanosleep(&ts, NULL);
+			}
+		}
+#endif
+		if (in->stop && *in->stop) {
+			r = eq_error_set(err, EQ_ERR_STOPPED,
+					 "stopped on request before package '%s' (%" PRIu64 " of %" PRIu64 " installed)",
+					 it->pkg->name, x.prog.items_done, x.prog.items_total);
+			break;
+		}
 		progress(&x, it->pkg->name);
 		r = install_item(&x, it, err);
 		x.prog.items_done++;

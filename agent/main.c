@@ -12,6 +12,11 @@
 
 #include <eq/agent.h>
 
+/* How long a step of the daemon has to reach a safe point after SIGTERM
+ * before it and everything it started get SIGKILL. Below systemd's
+ * TimeoutStopSec in eqota.service, so the daemon still exits by itself. */
+#define STEP_STOP_GRACE_S 30
+
 static const char usage_text[] =
 	"usage: eqota [--config FILE] [-v|-q] COMMAND [OPTIONS]\n"
 	"\n"
@@ -34,31 +39,33 @@ static struct {
 	const char *slot, *release;
 } opt = {.config = EQ_CONFIG_DEFAULT_PATH};
 
+/* The signal that asked eqota to stop, 0 while none did. The daemon polls
+ * it between steps; a step (and a one-shot command) hands it to the agent,
+ * which stops at its next safe point (docs/agent.md, "Stopping"). */
 static volatile sig_atomic_t stop_requested;
 
 static void on_term(int sig)
 {
-	(void)sig;
-	stop_requested = 1;
+	stop_requested = sig;
 }
 
-/* SIGTERM in a cycle of the daemon: end it now, with any health check it
- * started (the state file is only ever replaced atomically). */
-static void on_cycle_term(int sig)
+/* SIGTERM or SIGINT while the agent works (a daemon step, a one-shot
+ * command such as `update` or `mark-good` under `timeout`, a Ctrl-C): the
+ * agent stops at its next safe point; a health check running now is
+ * killed, since it has a process group of its own and would outlive us. A
+ * second signal is not caught (SA_RESETHAND) and ends the process at once. */
+static void on_work_term(int sig)
 {
-	(void)sig;
+	stop_requested = sig;
 	eq_health_kill_running();
-	_exit(EQ_EXIT_FAILED);
 }
 
-/* SIGTERM or SIGINT to a one-shot command (mark-good under `timeout`, a
- * Ctrl-C): the health check it may be running has a process group of its
- * own and would outlive it. Then die of the signal as before. */
-static void on_oneshot_term(int sig)
+static void catch_stop(void (*handler)(int), bool once)
 {
-	eq_health_kill_running();
-	signal(sig, SIG_DFL);
-	raise(sig);
+	struct sigaction sa = {.sa_handler = handler, .sa_flags = once ? SA_RESETHAND : 0};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
 }
 
 static int usage_error(const char *what, const char *arg)
@@ -69,7 +76,7 @@ static int usage_error(const char *what, const char *arg)
 
 static int fail(const struct eq_error *e)
 {
-	eq_log(EQ_LOG_ERR, "%s", eq_error_msg(e));
+	eq_log(e->code == EQ_ERR_STOPPED ? EQ_LOG_NOTICE : EQ_LOG_ERR, "%s", eq_error_msg(e));
 	return EQ_EXIT_FAILED;
 }
 
@@ -346,11 +353,9 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 		return EQ_EXIT_FAILED;
 	}
 	if (pid == 0) {
-		struct sigaction term = {.sa_handler = on_cycle_term};
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		sigaction(SIGTERM, &term, NULL);
-		sigaction(SIGINT, &dfl, NULL);
-		/* Its own group: a stopped cycle takes whatever it started with it. */
+		catch_stop(on_work_term, true);
+		/* Its own group: SIGKILL after the grace time takes whatever it
+		 * started with it. */
 		setpgid(0, 0);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		struct eq_agent *a = NULL;
@@ -359,12 +364,17 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 			eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
 			_exit(EQ_EXIT_FAILED);
 		}
+		eq_agent_set_stop(a, &stop_requested);
 		int rc;
 		if (first) {
 			rc = cmd_confirm(a);
 		} else {
 			struct eq_update_result res;
-			if (eq_agent_update(a, false, &res, &e)) {
+			eq_err r = eq_agent_update(a, false, &res, &e);
+			if (r == EQ_ERR_STOPPED) {
+				eq_log(EQ_LOG_NOTICE, "%s", eq_error_msg(&e));
+				rc = EQ_EXIT_FAILED;
+			} else if (r) {
 				eq_log(EQ_LOG_WARNING, "update failed: %s, retrying at the next poll", eq_error_msg(&e));
 				rc = EQ_EXIT_FAILED;
 			} else {
@@ -400,9 +410,13 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 				       "the poll ran longer than [daemon] cycle-timeout (%u s): stopping it, retrying at "
 				       "the next poll",
 				       cfg->cycle_timeout_s);
-			kill(-pid, SIGTERM);
+			/* To the step alone: it stops at a safe point and ends what
+			 * it started itself. A signal to the whole group would kill
+			 * a mke2fs or a health check under its feet and turn a stop
+			 * into an install error or a failed trial. */
+			kill(pid, SIGTERM);
 			stopping = true;
-			kill_at = now + 10;
+			kill_at = now + STEP_STOP_GRACE_S;
 		} else if (stopping && kill_at > 0 && now >= kill_at) {
 			kill(-pid, SIGKILL);
 			kill_at = 0;
@@ -415,12 +429,10 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 
 static int cmd_daemon(const struct eq_config *cfg)
 {
-	struct sigaction sa = {.sa_handler = on_term};
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
+	catch_stop(on_term, false);
 	/* After a boot the confirm step comes first: it may commit or roll back. */
 	int ex = daemon_cycle(cfg, true);
-	if (ex == EQ_EXIT_ROLLED_BACK)
+	if (ex == EQ_EXIT_ROLLED_BACK && !stop_requested)
 		return do_reboot();
 	while (!stop_requested) {
 		/* Jitter keeps a fleet from polling the server in lockstep. */
@@ -428,7 +440,10 @@ static int cmd_daemon(const struct eq_config *cfg)
 		if (cfg->poll_jitter_s && getrandom(&jitter, sizeof(jitter), 0) == (ssize_t)sizeof(jitter))
 			jitter %= cfg->poll_jitter_s + 1;
 		ex = daemon_cycle(cfg, false);
-		if (ex == EQ_EXIT_UPDATED)
+		/* Asked to stop while the bootloader was switched: the trial
+		 * slot is tried at whatever reboot comes next (the shutdown
+		 * that stopped us, most likely), and confirmed after it. */
+		if (ex == EQ_EXIT_UPDATED && !stop_requested)
 			return do_reboot();
 		if (stop_requested)
 			break;
@@ -494,14 +509,13 @@ int main(int argc, char **argv)
 		eq_config_done(&cfg);
 		return rc;
 	}
-	struct sigaction oneshot = {.sa_handler = on_oneshot_term};
-	sigaction(SIGTERM, &oneshot, NULL);
-	sigaction(SIGINT, &oneshot, NULL);
+	catch_stop(on_work_term, true);
 	struct eq_agent *a = NULL;
 	if (eq_agent_new(&cfg, &a, &e)) {
 		eq_config_done(&cfg);
 		return fail(&e);
 	}
+	eq_agent_set_stop(a, &stop_requested);
 	struct eq_progress_printer pp;
 	eq_progress_printer_init(&pp, STDERR_FILENO);
 	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)
@@ -526,5 +540,14 @@ int main(int argc, char **argv)
 		eq_progress_printer_done(&pp);
 	eq_agent_free(a);
 	eq_config_done(&cfg);
+	/* Stopped by a signal: die of it, as a shell script running eqota
+	 * expects (exit status 128 + signal), now that the agent stopped at
+	 * a safe point. */
+	int sig = stop_requested;
+	if (sig) {
+		fflush(NULL);
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 	return rc;
 }

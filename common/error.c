@@ -19,6 +19,7 @@ static const char *const names[EQ_ERR__COUNT] = {
 	[EQ_ERR_UNSUPPORTED] = "unsupported",
 	[EQ_ERR_EXPIRED] = "expired",
 	[EQ_ERR_UNSAFE] = "unsafe input",
+	[EQ_ERR_STOPPED] = "stopped on request",
 };
 
 const char *eq_err_str(eq_err code)

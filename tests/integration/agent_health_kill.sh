@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A health check that hangs must not outlive the daemon's step that ran it
-# (issue 12): the check runs in its own process group, so the SIGTERM the
-# daemon sends to the step's group does not reach it; the step's handler
-# (eq_health_kill_running) kills it. Two ways a step ends: the daemon is
+# (issue 12): the check runs in its own process group, so no signal to the
+# step's group reaches it; the step's handler (eq_health_kill_running)
+# kills it. Two ways a step ends: the daemon is
 # stopped (SIGTERM) during the confirm step, and the confirm step runs past
 # [daemon] cycle-timeout. Each time the check and its child must be gone
 # within seconds, and the device must still confirm its trial afterwards.
@@ -126,8 +126,7 @@ daemon_start() {
 if ! daemon_start sigterm; then
   fail "SIGTERM: the health check did not start within 20 s: $(cat "$w/daemon-sigterm.log")"
 else
-  # The check has its own group: the daemon's SIGTERM to the step's group
-  # cannot reach it, only the step's handler can.
+  # The check has its own group: only the step's handler can end it.
   [ "$(awk '{ print $5 }' "/proc/$hc/stat")" = "$hc" ] || fail "SIGTERM: the check is not in a process group of its own"
   t0=$(date +%s.%N)
   stop_daemon

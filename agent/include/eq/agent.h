@@ -12,6 +12,7 @@
 #include <eq/common.h>
 #include <eq/delta.h>
 #include <eq/manifest.h>
+#include <signal.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,6 +109,10 @@ EQ_API eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_d
 			     struct eq_error *err) EQ_MUST_CHECK;
 EQ_API void eq_fetcher_free(struct eq_fetcher *f);
 EQ_API void eq_fetcher_set_progress(struct eq_fetcher *f, eq_progress_fn fn, void *ctx);
+/* Added. @flag (set from a signal handler, may be NULL) stops a transfer or
+ * a retry wait within about a second: the call fails with EQ_ERR_STOPPED
+ * and an object's .part stays, to be resumed. @flag must outlive @f. */
+EQ_API void eq_fetcher_set_stop(struct eq_fetcher *f, const volatile sig_atomic_t *flag);
 EQ_API void eq_fetcher_stats(const struct eq_fetcher *f, struct eq_fetch_stats *ret);
 
 /*
@@ -233,6 +238,7 @@ struct eq_install {
 	eq_progress_fn progress;
 	void *progress_ctx;
 	const char *target_name;       /* added: slot name for messages ("B"); NULL: target_root */
+	const volatile sig_atomic_t *stop; /* added: when set, stop before the next package (EQ_ERR_STOPPED) */
 };
 
 /* What the installer did, per action, after fallbacks. */
@@ -396,8 +402,13 @@ struct eq_agent;
 EQ_API eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct eq_error *err) EQ_MUST_CHECK;
 EQ_API void eq_agent_free(struct eq_agent *a);
 EQ_API void eq_agent_set_progress(struct eq_agent *a, eq_progress_fn fn, void *ctx);
-/* Set from a signal handler: long work stops at the next safe point. */
-EQ_API void eq_agent_request_stop(struct eq_agent *a);
+/* @flag (may be NULL; must outlive @a) is set from a signal handler when
+ * the work should stop: downloads, the install and the health check stop
+ * at their next safe point and the call fails with EQ_ERR_STOPPED, saying
+ * where. The slot being built stays out of the boot order, a slot on trial
+ * stays on trial, and the next update or confirm takes over from there
+ * (docs/agent.md, "Stopping"). */
+EQ_API void eq_agent_set_stop(struct eq_agent *a, const volatile sig_atomic_t *flag);
 
 /* A slot as the agent sees it. */
 struct eq_slot_info {

@@ -35,6 +35,7 @@ typedef enum {
 	EQ_ERR_UNSUPPORTED, /* format version or feature not supported */
 	EQ_ERR_EXPIRED,     /* signed metadata past its expiry time */
 	EQ_ERR_UNSAFE,      /* path escapes its root, or similar attack */
+	EQ_ERR_STOPPED,     /* stopped on request (SIGTERM) at a safe point */
 	EQ_ERR__COUNT
 } eq_err;
 
