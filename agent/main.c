@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@ static const char usage_text[] =
 	"  status [--json]             slots, releases, bootloader and update state\n"
 	"  check [--json] [--retry]    fetch and verify the manifest, print the plan; change nothing\n"
 	"  update [--retry] [--reboot] install the new release into the inactive slot and try it once\n"
-	"  mark-good                   run the health checks on the slot on trial and commit it (or roll back)\n"
+	"  mark-good [--reboot]        run the health checks on the slot on trial and commit it, or roll back\n"
+	"                              (and reboot into the previous slot with --reboot)\n"
 	"  mark-bad                    mark the running slot bad and fall back to the other slot\n"
 	"  rollback                    the same, for operators\n"
 	"  daemon                      confirm after boot, then poll for updates\n"
@@ -298,6 +300,10 @@ static int cmd_confirm(struct eq_agent *a)
 	struct eq_error e;
 	if (eq_agent_confirm(a, &ex, &e))
 		return fail(&e);
+	/* eqota-confirm.service: the previous slot is marked good again, and
+	 * only a reboot puts the device back on it. */
+	if (ex == EQ_EXIT_ROLLED_BACK && opt.reboot && !stop_requested)
+		return do_reboot();
 	return ex;
 }
 
@@ -427,13 +433,48 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : EQ_EXIT_FAILED;
 }
 
+/* Tells systemd (Type=notify) where the daemon is; a failure is logged
+ * once and never stops the daemon. */
+static void notify(const char *fmt, ...) EQ_PRINTF(1, 2);
+static void notify(const char *fmt, ...)
+{
+	static bool warned;
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	struct eq_error e;
+	if (eq_sd_notify(msg, &e) && !warned) {
+		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&e));
+		warned = true;
+	}
+}
+
+static const char *cycle_outcome(int ex)
+{
+	switch (ex) {
+	case EQ_EXIT_OK: return "up to date";
+	case EQ_EXIT_UPDATED: return "a release was installed";
+	case EQ_EXIT_ROLLED_BACK: return "rolled back";
+	default: return "failed, retried at the next poll";
+	}
+}
+
 static int cmd_daemon(const struct eq_config *cfg)
 {
 	catch_stop(on_term, false);
+	/* Ready as soon as the configuration is read: the confirm step below
+	 * may run health checks for minutes, longer than a start timeout
+	 * should be (eqota-confirm.service has already run them at boot). */
+	notify("READY=1\nSTATUS=confirming the booted slot");
 	/* After a boot the confirm step comes first: it may commit or roll back. */
 	int ex = daemon_cycle(cfg, true);
-	if (ex == EQ_EXIT_ROLLED_BACK && !stop_requested)
+	if (ex == EQ_EXIT_ROLLED_BACK && !stop_requested) {
+		notify("STOPPING=1\nSTATUS=the trial slot failed and the previous slot is back: rebooting");
 		return do_reboot();
+	}
+	notify("STATUS=slot confirmed; polling every %u s", cfg->poll_interval_s);
 	while (!stop_requested) {
 		/* Jitter keeps a fleet from polling the server in lockstep. */
 		unsigned jitter = 0;
@@ -443,12 +484,18 @@ static int cmd_daemon(const struct eq_config *cfg)
 		/* Asked to stop while the bootloader was switched: the trial
 		 * slot is tried at whatever reboot comes next (the shutdown
 		 * that stopped us, most likely), and confirmed after it. */
-		if (ex == EQ_EXIT_UPDATED && !stop_requested)
+		if (ex == EQ_EXIT_UPDATED && !stop_requested) {
+			notify("STOPPING=1\nSTATUS=a release was installed: rebooting into it");
 			return do_reboot();
+		}
+		char when[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time((int64_t)time(NULL), when);
+		notify("STATUS=last poll %s: %s; polling every %u s", when, cycle_outcome(ex), cfg->poll_interval_s);
 		if (stop_requested)
 			break;
 		sleep_interruptible(cfg->poll_interval_s + jitter);
 	}
+	notify("STOPPING=1");
 	eq_log(EQ_LOG_NOTICE, "stopping on request");
 	return EQ_EXIT_OK;
 }

@@ -15,6 +15,8 @@ pkgs=(
   # boards and QEMU tests (boards/, tests/bootloader, tests/qemu)
   qemu-system-x86 qemu-system-arm qemu-utils ovmf grub-efi-amd64-bin grub-common mtools dosfstools
   e2fsprogs fdisk gdisk busybox-static u-boot-qemu u-boot-tools libubootenv-tool cpio kmod socat
+  # packages, units and manual pages (integration.packages, integration.manpages)
+  man-db groff-base systemd file
 )
 
 missing=()

@@ -115,9 +115,28 @@ stop_daemon() { # sets drc, dt
 }
 part_grows() { [ -n "$(find "$d/data/downloads" -name '*.part' -size +64k -print -quit 2>/dev/null)" ]; }
 
-# ---- 1. the daemon stopped during a download
+# ---- 1. the daemon stopped during a download, telling a service manager
+# (a datagram socket standing in for systemd's $NOTIFY_SOCKET) its state.
 fresh; serve slow
-EQ_TEST_BOOT_ID_FILE=$d/boot_id "$eqota" --config "$d/eqota.conf" daemon > "$w/d1.log" 2>&1 & dpid=$!
+python3 - "$w/notify.sock" "$w/notify.log" <<'PY' & npid=$!
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(1)
+end = time.time() + 60
+with open(sys.argv[2], "a") as log:
+    while time.time() < end:
+        try:
+            m = s.recv(4096).decode()
+        except socket.timeout:
+            continue
+        log.write(m.replace("\n", " | ") + "\n")
+        log.flush()
+        if "STOPPING=1" in m:
+            break
+PY
+wait_for 10 test -S "$w/notify.sock" || fail "notify: the listener did not start"
+NOTIFY_SOCKET=$w/notify.sock EQ_TEST_BOOT_ID_FILE=$d/boot_id "$eqota" --config "$d/eqota.conf" daemon > "$w/d1.log" 2>&1 & dpid=$!
 if ! wait_for 30 part_grows; then fail "download: no .part above 64 KiB within 30 s: $(cat "$w/d1.log")"; exit 1; fi
 stop_daemon
 log=$(cat "$w/d1.log")
@@ -126,6 +145,12 @@ grep -q "stopped on request while downloading objects/.*; the part downloaded st
   grep -q "slot B stays out of the boot order, and the next start installs release 2 again, resuming the downloads" <<<"$log" &&
   grep -q "stopping on request" <<<"$log" && pass "download: the log says where it stopped" || fail "download: log: $log"
 grep -q "update failed" <<<"$log" && fail "download: the stop was logged as a failed update: $log"
+wait_for 10 eval '! kill -0 $npid 2>/dev/null' || kill $npid 2>/dev/null || true
+wait $npid 2>/dev/null || true
+n=$(cat "$w/notify.log" 2>/dev/null || true)
+grep -q "^READY=1 | STATUS=confirming the booted slot" <<<"$n" && grep -q "^STATUS=slot confirmed; polling every 3600 s" <<<"$n" &&
+  [ "$(tail -1 <<<"$n")" = "STOPPING=1" ] && pass "notify: READY=1, the status, then STOPPING=1" ||
+  fail "notify: the service manager got: $n"
 part=$(find "$d/data/downloads" -name '*.part' -print -quit)
 [ -n "$part" ] && [ "$(stat -c %s "$part")" -gt 65536 ] && pass "download: the partial download stays ($(stat -c %s "$part") bytes)" ||
   fail "download: no .part left"

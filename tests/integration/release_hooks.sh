@@ -10,8 +10,10 @@
 #     eq_bl_grub_crash_at, eq_bl_grub_inspect) and "test hook" (the grub
 #     backend's simulated power cut, the "(test hooks)" of --version).
 # Usage: release_hooks.sh SOURCE_DIR C_COMPILER [BUILT_DIR]
-# With BUILT_DIR, that build's eqota and eqota-gen are checked instead (to
-# see the check fail on a build with hooks).
+# With BUILT_DIR (CTest passes release_build.sh's), that build's eqota and
+# eqota-gen are checked, and the programs in its Debian packages
+# (BUILT_DIR/packages/*.deb) too; without, a release build is made here.
+# A build with hooks as BUILT_DIR shows the check fail.
 set -eu
 src=$1 cc=$2 built=${3:-}
 fail=0
@@ -39,7 +41,18 @@ if [ -z "$built" ]; then
   fi
 fi
 
-for bin in "$built/agent/eqota" "$built/eqota-gen"; do
+bins="$built/agent/eqota $built/eqota-gen"
+for deb in "$built"/packages/*.deb; do
+  [ -f "$deb" ] || continue
+  x=$(mktemp -d /tmp/eq-release-deb.XXXXXX)
+  dpkg-deb -x "$deb" "$x"
+  for p in "$x"/usr/bin/*; do
+    cp "$p" "$built/packages/$(basename "$deb" .deb).$(basename "$p")"
+    bins="$bins $built/packages/$(basename "$deb" .deb).$(basename "$p")"
+  done
+  rm -rf "$x"
+done
+for bin in $bins; do
   if [ ! -f "$bin" ]; then
     echo "release_hooks: $bin was not built"
     exit 1

@@ -30,8 +30,10 @@ function(eq_add_qemu_board board qemu_program)
   set(env "EQ_CACHE_DIR=${EQ_CACHE_DIR};EQ_GEN=$<TARGET_FILE:eqota-gen>;EQ_AGENT=$<TARGET_FILE:eqota>")
   add_test(NAME qemu.${board}.prepare
     COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run.sh --board ${board} --prepare-only --work ${EQ_QEMU_WORK})
+  # RESOURCE_LOCK: its apt-get and integration.packages' dpkg -i share
+  # dpkg's lock.
   set_tests_properties(qemu.${board}.prepare PROPERTIES LABELS qemu TIMEOUT 2400
-    FIXTURES_SETUP qemu_${board} ENVIRONMENT "${env}")
+    FIXTURES_SETUP qemu_${board} ENVIRONMENT "${env}" RESOURCE_LOCK dpkg)
   foreach(s ${EQ_QEMU_SCENARIOS})
     add_test(NAME qemu.${board}.${s}
       COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run.sh --board ${board} --scenario ${s} --work ${EQ_QEMU_WORK})

@@ -383,6 +383,19 @@ EQ_API eq_err eq_health_run(const char *const *checks, size_t n_checks, unsigned
  * leave a health check behind. */
 EQ_API void eq_health_kill_running(void);
 
+/* ---- agent/sdnotify.c: the service manager's readiness protocol -------- */
+
+/*
+ * Sends @state ("READY=1", "STATUS=...", "STOPPING=1": newline-separated
+ * assignments as sd_notify(3) defines them) to the datagram socket named by
+ * $NOTIFY_SOCKET, which systemd sets for a Type=notify service. The
+ * protocol is one datagram, so eqota speaks it without libsystemd. EQ_OK
+ * without doing anything when $NOTIFY_SOCKET is unset; EQ_ERR_INVAL for a
+ * name that is not an absolute path or an abstract name ('@'), or too long;
+ * EQ_ERR_IO when the datagram cannot be sent.
+ */
+EQ_API eq_err eq_sd_notify(const char *state, struct eq_error *err) EQ_MUST_CHECK;
+
 /* ====================================================================== */
 /* ==== the agent (agent/agent.c): check, update, confirm, rollback ======== */
 

@@ -1,19 +1,16 @@
 #!/usr/bin/env bash
-# Builds the device program eqota for a QEMU test device's architecture and
-# packages it the way a distribution would, so that a test release installs
-# it like any other package:
-#   DIR/eqota_V_ARCH.deb   /usr/bin/eqota (stripped), its copyright file,
-#                          Depends: the runtime libraries it links, as
-#                          dpkg-shlibdeps derives them from its NEEDED
-#                          sonames, plus libcurl4 (opened with dlopen at the
-#                          first fetch, so not in NEEDED) and e2fsprogs
-#                          (mke2fs formats block slots)
+# Builds the device package eqota for a QEMU test device's architecture
+# with the project's own packaging (CPack, cmake/EqInstall.cmake,
+# docs/packaging.md), so that the images and the test releases carry the
+# package a device maker would ship: /usr/bin/eqota, the systemd units,
+# the manual pages, docs and example configuration, with Depends from
+# dpkg-shlibdeps plus libcurl4 and e2fsprogs.
 # amd64 is built natively, arm64 with scripts/cross-arm64.sh.
 #
 # The same V gives the same /usr/bin/eqota bytes, even from another build
 # folder: the equivalence store must recognise an unchanged program, and a
 # rebuilt one (another V, which --version prints) must differ. Hence the
-# path maps below and the fixed times and owners of the package.
+# path maps below and SOURCE_DATE_EPOCH for cpack.
 #
 # Usage: mkdeb-eqota.sh --arch amd64|arm64 --version V --out DIR [--build DIR]
 #   --version  a Debian version without epoch, e.g. 0.1.0-2
@@ -51,77 +48,42 @@ out=$(cd "$out" && pwd)
 # wins for a build folder inside the tree.
 cflags="-ffile-prefix-map=$top=/usr/src/eqota -ffile-prefix-map=$build=/usr/src/eqota-build"
 native=$(dpkg --print-architecture)
+common=(-DCMAKE_INSTALL_PREFIX=/usr -DEQ_HOST_TOOLS=OFF -DEQ_BUILD_TESTS=OFF -DEQ_TEST_HOOKS=OFF
+  "-DEQ_VERSION_STRING=$version" "-DCMAKE_C_FLAGS=$cflags")
 if [ "$arch" = "$native" ]; then
-	cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEQ_HOST_TOOLS=OFF -DEQ_BUILD_TESTS=OFF \
-		-DEQ_WERROR=ON "-DEQ_VERSION_STRING=$version" "-DCMAKE_C_FLAGS=$cflags" >/dev/null
-	cmake --build "$build" --target eqota -j"$(nproc)" >&2
-	strip="strip"
+	cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEQ_WERROR=ON "${common[@]}" >/dev/null
 elif [ "$arch" = arm64 ]; then
-	EQ_CMAKE_ARGS="-DEQ_VERSION_STRING=$version"$'\n'"-DCMAKE_C_FLAGS=$cflags" \
-		"$top/scripts/cross-arm64.sh" "$build" >&2
-	strip=aarch64-linux-gnu-strip
+	EQ_CMAKE_ARGS=$(printf '%s\n' "${common[@]}") "$top/scripts/cross-arm64.sh" "$build" >&2
 else
 	die "cannot build for $arch on a $native host"
 fi
+# Everything the package installs (the program, the compressed manual pages).
+cmake --build "$build" -j"$(nproc)" >&2
 bin=$build/agent/eqota
 [ -x "$bin" ] || die "the build left no $bin"
 [ "$(eq_elf_machine "$bin")" = "$(eq_arch_machine "$arch")" ] || die "$bin is not an $arch program ($(eq_elf_machine "$bin"))"
 
-w=$(mktemp -d "${TMPDIR:-/tmp}/eq-mkdeb-eqota.XXXXXX")
-trap 'rm -rf "$w"' EXIT
-# dpkg-shlibdeps wants a source tree: debian/control and the package's
-# files under debian/PACKAGE.
-p=$w/debian/eqota
-mkdir -p "$p/usr/bin" "$p/usr/share/doc/eqota" "$p/DEBIAN"
-# What dh_strip does to a program: drop the debug and symbol tables and the
-# compiler's .comment; the dynamic symbols stay.
-"$strip" --strip-unneeded --remove-section=.comment -o "$p/usr/bin/eqota" "$bin"
-chmod 0755 "$p/usr/bin/eqota"
-# A device never gets the test hooks (-DEQ_TEST_HOOKS=ON): with them eqota
-# would honour EQ_TEST_NOW and so skip manifest expiry.
-if grep -qa 'EQ_TEST_' "$p/usr/bin/eqota"; then
+# DEB_HOST_ARCH makes dpkg-shlibdeps (which cpack runs) look in ARCH's
+# library folders and at ARCH's shlibs and symbols files (the :arm64 -dev
+# packages of the cross build installed the runtime libraries it reads).
+rm -rf "$build/packages"
+(cd "$build" && DEB_HOST_ARCH=$arch SOURCE_DATE_EPOCH=0 cpack -B "$build/packages" >"$build/cpack.log" 2>&1) ||
+	{ cat "$build/cpack.log" >&2; die "cpack failed in $build"; }
+made=$build/packages/eqota_${version}_$arch.deb
+[ -f "$made" ] || die "cpack made no $made: $(ls "$build/packages")"
+[ "$(dpkg-deb -f "$made" Architecture)" = "$arch" ] || die "$made is for $(dpkg-deb -f "$made" Architecture), not $arch"
+# A device never gets the test hooks: with them eqota would honour
+# EQ_TEST_NOW and so skip manifest expiry.
+x=$(mktemp -d "${TMPDIR:-/tmp}/eq-mkdeb-eqota.XXXXXX")
+trap 'rm -rf "$x"' EXIT
+dpkg-deb -x "$made" "$x"
+if grep -qa 'EQ_TEST_' "$x/usr/bin/eqota"; then
 	die "$bin has test hooks (it contains 'EQ_TEST_'): configure $build with -DEQ_TEST_HOOKS=OFF"
 fi
-cat > "$p/usr/share/doc/eqota/copyright" <<-'EOF'
-	eqota: A/B over-the-air updates for embedded Linux.
-	Copyright: the eqota developers.
-	This package was built for eqota's QEMU end-to-end tests (tests/qemu).
-EOF
-chmod 0644 "$p/usr/share/doc/eqota/copyright"
-
-printf 'Source: eqota\n\nPackage: eqota\nArchitecture: any\n' > "$w/debian/control"
-# DEB_HOST_ARCH makes dpkg-shlibdeps look in ARCH's library folders and at
-# ARCH's shlibs and symbols files (the :arm64 -dev packages of the cross
-# build installed the runtime libraries it reads them from).
-shlibs=$(cd "$w" && DEB_HOST_ARCH=$arch dpkg-shlibdeps -O debian/eqota/usr/bin/eqota) ||
-	die "dpkg-shlibdeps could not map the NEEDED sonames of eqota to packages"
-deps=${shlibs#shlibs:Depends=}
-[ -n "$deps" ] && [ "$deps" != "$shlibs" ] || die "dpkg-shlibdeps printed no dependencies: '$shlibs'"
-size=$(du -s -k --apparent-size "$p/usr" | cut -f1)
-cat > "$p/DEBIAN/control" <<-EOF
-	Package: eqota
-	Version: $version
-	Architecture: $arch
-	Maintainer: eqota developers <eqota@localhost>
-	Installed-Size: $size
-	Depends: $deps, libcurl4, e2fsprogs
-	Section: admin
-	Priority: optional
-	Description: A/B over-the-air update agent (QEMU test build)
-	 The device side of eqota: fetches a signed release, installs the changed
-	 packages into the inactive slot and switches the boot loader to it.
-EOF
-
-# Fixed modes, owners and times: the package must not depend on the
-# checkout's umask or on when it was built. Not compressed: eqota-gen
-# compresses what it publishes.
-find "$p" -type d -exec chmod 0755 {} +
-find "$p" -exec touch -h -d @0 {} +
 deb=$out/eqota_${version}_$arch.deb
-# Written beside its final name and renamed: a reader never sees half a
+# Copied beside its final name and renamed: a reader never sees half a
 # package.
 tmp=$out/.eqota_${version}_$arch.deb.$$
-SOURCE_DATE_EPOCH=0 dpkg-deb --root-owner-group -Znone --build "$p" "$tmp" >/dev/null || { rm -f "$tmp"; exit 1; }
-mv -f "$tmp" "$deb"
-echo "mkdeb-eqota: $(stat -c %s "$deb") bytes, Depends: $deps, libcurl4, e2fsprogs" >&2
+cp "$made" "$tmp" && mv -f "$tmp" "$deb" || { rm -f "$tmp"; exit 1; }
+echo "mkdeb-eqota: $(stat -c %s "$deb") bytes, Depends: $(dpkg-deb -f "$deb" Depends)" >&2
 echo "$deb"
