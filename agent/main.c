@@ -82,20 +82,17 @@ static int fail(const struct eq_error *e)
 	return EQ_EXIT_FAILED;
 }
 
-/* JSON string with the escapes RFC 8259 requires. */
+/* Every string in the JSON documents: release names and error texts may
+ * quote what a server sent. */
 static void json_str(const char *s)
 {
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
+	eq_json_put_str(stdout, s);
 }
+
+/* The schema names and versions of the documents (docs/json-output.md):
+ * a version changes only when a field is removed or changes its meaning. */
+#define EQ_JSON_STATUS_SCHEMA "eqota-status/1"
+#define EQ_JSON_CHECK_SCHEMA "eqota-check/1"
 
 static int cmd_status(struct eq_agent *a)
 {
@@ -104,7 +101,7 @@ static int cmd_status(struct eq_agent *a)
 	if (eq_agent_status(a, &st, &e))
 		return fail(&e);
 	if (opt.json) {
-		printf("{\"booted\":");
+		printf("{\"schema\":\"" EQ_JSON_STATUS_SCHEMA "\",\"booted\":");
 		if (st.booted >= 0)
 			json_str(eq_bl_slot_name((unsigned)st.booted));
 		else
@@ -213,7 +210,7 @@ static int cmd_check(struct eq_agent *a)
 		return fail(&e);
 	}
 	if (opt.json) {
-		printf("{\"running\":{\"release\":");
+		printf("{\"schema\":\"" EQ_JSON_CHECK_SCHEMA "\",\"running\":{\"release\":");
 		json_str(hr.release);
 		printf(",\"number\":%" PRIu64 "},\"available\":{\"release\":", hr.number);
 		json_str(hn.release);

@@ -17,6 +17,8 @@ pkgs=(
   e2fsprogs fdisk gdisk busybox-static u-boot-qemu u-boot-tools libubootenv-tool cpio kmod socat
   # packages, units and manual pages (integration.packages, integration.manpages)
   man-db groff-base systemd file
+  # the --json documents against their schemas (integration.json_schema)
+  python3-jsonschema
 )
 
 missing=()

@@ -13,6 +13,10 @@
 
 #define EXIT_USAGE 2
 #define EXIT_FINDINGS 3
+/* Schema names and versions of the --json documents (docs/json-output.md);
+ * `show --json` prints the manifest, whose version is its "format". */
+#define EQ_JSON_DIFF_SCHEMA "eqota-gen-diff/1"
+#define EQ_JSON_IMPORT_SCHEMA "eqota-gen-equiv-import/1"
 
 static const char usage_text[] =
 	"usage: eqota-gen [-v|-q] COMMAND [OPTIONS]\n"
@@ -409,16 +413,24 @@ static int cmd_diff(const struct opts *o)
 		return fail(&e);
 	}
 	if (o->json) {
-		printf("{\"from\":{\"release\":\"%s\",\"number\":%" PRIu64 "},\"to\":{\"release\":\"%s\",\"number\":%" PRIu64
-		       "},\"packages\":[",
-		       a->release, a->number, b->release, b->number);
+		/* Names and versions come from packages: escaped like any string. */
+		printf("{\"schema\":\"" EQ_JSON_DIFF_SCHEMA "\",\"from\":{\"release\":");
+		eq_json_put_str(stdout, a->release);
+		printf(",\"number\":%" PRIu64 "},\"to\":{\"release\":", a->number);
+		eq_json_put_str(stdout, b->release);
+		printf(",\"number\":%" PRIu64 "},\"packages\":[", b->number);
 		for (size_t i = 0; i < d.n; i++) {
 			const struct eq_diff_entry *x = &d.v[i];
-			printf("%s{\"state\":\"%s\",\"name\":\"%s\"", i ? "," : "", eq_diff_state_name(x->state), x->name);
-			if (x->old_version)
-				printf(",\"old_version\":\"%s\"", x->old_version);
-			if (x->new_version)
-				printf(",\"new_version\":\"%s\"", x->new_version);
+			printf("%s{\"state\":\"%s\",\"name\":", i ? "," : "", eq_diff_state_name(x->state));
+			eq_json_put_str(stdout, x->name);
+			if (x->old_version) {
+				printf(",\"old_version\":");
+				eq_json_put_str(stdout, x->old_version);
+			}
+			if (x->new_version) {
+				printf(",\"new_version\":");
+				eq_json_put_str(stdout, x->new_version);
+			}
 			printf(",\"bytes\":%" PRIu64 ",\"delta\":%s}", x->bytes, x->via_delta ? "true" : "false");
 		}
 		printf("],\"totals\":{\"kept\":%zu,\"equivalent\":%zu,\"changed\":%zu,\"added\":%zu,\"removed\":%zu,"
@@ -863,7 +875,7 @@ static int equiv_import(const struct opts *o)
 	if (r)
 		return fail(&e);
 	if (o->json)
-		printf("{\"manifests\":%zu,\"packages\":%zu,\"added\":%zu,\"present\":%zu,\"conflicts\":%zu,"
+		printf("{\"schema\":\"" EQ_JSON_IMPORT_SCHEMA "\",\"manifests\":%zu,\"packages\":%zu,\"added\":%zu,\"present\":%zu,\"conflicts\":%zu,"
 		       "\"outhashes_added\":%zu,\"published_added\":%zu}\n",
 		       rep.manifests, rep.packages, rep.added, rep.present, rep.conflicts, rep.outhashes_added,
 		       rep.published_added);

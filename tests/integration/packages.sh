@@ -46,9 +46,12 @@ contents() { dpkg-deb -c "$1" | awk '{ print $6 }' | sed 's|^\./|/|'; }
 want_agent=(/usr/bin/eqota /lib/systemd/system/eqota.service /lib/systemd/system/eqota-confirm.service
   /usr/share/man/man8/eqota.8.gz /usr/share/man/man5/eqota.conf.5.gz /usr/share/doc/eqota/copyright
   /usr/share/doc/eqota/examples/eqota.conf /usr/share/doc/eqota/agent.md /usr/share/doc/eqota/systemd.md
-  /usr/share/doc/eqota/configuration.md /usr/share/bash-completion/completions/eqota)
+  /usr/share/doc/eqota/configuration.md /usr/share/bash-completion/completions/eqota
+  /usr/share/doc/eqota/json-output.md /usr/share/doc/eqota/schemas/eqota-status-1.schema.json
+  /usr/share/doc/eqota/schemas/eqota-check-1.schema.json)
 want_gen=(/usr/bin/eqota-gen /usr/share/man/man1/eqota-gen.1.gz /usr/share/doc/eqota-gen/copyright
-  /usr/share/doc/eqota-gen/eqota-gen.md /usr/share/bash-completion/completions/eqota-gen)
+  /usr/share/doc/eqota-gen/eqota-gen.md /usr/share/bash-completion/completions/eqota-gen
+  /usr/share/doc/eqota-gen/schemas/eqota-gen-diff-1.schema.json /usr/share/doc/eqota-gen/schemas/eqota-gen-manifest-1.schema.json)
 check_files() { # DEB FILE...
   local d=$1 missing="" f list; shift
   list=$(contents "$d")

@@ -165,6 +165,39 @@ static void test_atomic_replace(void **state)
 	assert_int_not_equal(stat(dir, &st), 0);
 }
 
+/* eq_json_put_str() into memory: the quoted string it writes for @in. */
+static void json_is(const char *in, const char *want)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	eq_json_put_str(f, in);
+	assert_int_equal(fclose(f), 0);
+	assert_string_equal(buf, want);
+	free(buf);
+}
+
+static void test_json_str(void **state)
+{
+	(void)state;
+	json_is("r1", "\"r1\"");
+	json_is("a\"b\\c", "\"a\\\"b\\\\c\"");
+	json_is("line\nfeed\ttab\x01\x1f\x7f", "\"line\\u000afeed\\u0009tab\\u0001\\u001f\\u007f\"");
+	/* Valid UTF-8 (2, 3 and 4 bytes) passes unchanged. */
+	json_is("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+	/* Invalid bytes each become U+FFFD: a stray continuation byte, Latin-1,
+	 * a truncated sequence at the end, an overlong '/', a surrogate, a
+	 * code point above U+10FFFF. */
+	json_is("\x80", "\"\\ufffd\"");
+	json_is("caf\xe9!", "\"caf\\ufffd!\"");
+	json_is("x\xe2\x82", "\"x\\ufffd\\ufffd\"");
+	json_is("\xc0\xaf", "\"\\ufffd\\ufffd\"");
+	json_is("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");
+	json_is("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
+	json_is("", "\"\"");
+}
+
 #ifdef EQ_TEST_HOOKS
 static void test_alloc_hook(void **state)
 {
@@ -187,7 +220,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_error_null_same_code),
 		cmocka_unit_test(test_buf_limit),
 		cmocka_unit_test(test_crc32_vectors), cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_atomic_replace),
-		cmocka_unit_test(test_alloc_hook),
+		cmocka_unit_test(test_alloc_hook), cmocka_unit_test(test_json_str),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -243,6 +244,16 @@ EQ_API void eq_progress_printer_done(struct eq_progress_printer *pp);
 
 /* Monotonic seconds. */
 EQ_API double eq_now_s(void);
+
+/* ---- common/json.c ---------------------------------------------------- */
+
+/*
+ * Writes @s to @f as a quoted JSON string (RFC 8259): '"' and '\\' escaped,
+ * control characters and DEL as \u00XX, valid UTF-8 as it is, and every byte
+ * that is not part of a valid UTF-8 sequence as \ufffd. Whatever @s holds
+ * (a release name, an error quoting a server), the output stays valid JSON.
+ */
+EQ_API void eq_json_put_str(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

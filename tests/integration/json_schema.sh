@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# The --json documents of eqota and eqota-gen against their published JSON
+# Schemas (docs/schemas/, docs/json-output.md), taken from the real programs
+# in every state a script meets: a device on its first release, with an
+# update on trial, after a failed trial (whose reason holds bytes that are
+# not UTF-8), with an install error; in root mode and in legacy mode; the
+# plan of `check`; `eqota-gen diff`, `show` and `equiv import`. Each
+# document must be strict UTF-8 JSON and valid against its schema; each
+# schema must itself be valid and strict (an undeclared field or a missing
+# required one is refused).
+# Usage: json_schema.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
+set -Eeuo pipefail
+eqota=$1 gen=$2 simboot=$3 src=$4
+py=/usr/bin/python3
+if ! "$py" -c 'import jsonschema' 2>/dev/null; then
+  echo "SKIP: Debian's python3-jsonschema is not installed (scripts/setup.sh installs it)"
+  exit 77
+fi
+. "$src/tests/integration/lib/httpd.sh"
+. "$src/tests/integration/lib/simdevice.sh"
+. "$src/tests/integration/lib/tarpkg.sh"
+w=$(mktemp -d /tmp/eq-json.XXXXXX)
+cleanup() { httpd_stop || true; rm -rf "$w"; }
+trap cleanup EXIT
+trap 'echo "json_schema.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
+cd "$w"
+fails=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+schemas=$src/docs/schemas
+
+# validate NAME SCHEMA FILE: FILE holds one document that is strict UTF-8
+# JSON and valid against SCHEMA.
+validate() {
+  local out
+  if out=$("$py" - "$schemas/$2" "$3" 2>&1 <<'PY'
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+raw = open(sys.argv[2], "rb").read()
+doc = json.loads(raw.decode("utf-8", errors="strict"))
+jsonschema.Draft202012Validator(schema).validate(doc)
+PY
+  ); then pass "$1: valid $2"; else fail "$1: $(tail -3 <<<"$out")"; cat "$3"; fi
+}
+# doc NAME SCHEMA CMD...: runs CMD (exit status 0, 1 or 3 allowed) and
+# validates what it printed.
+doc() {
+  local name=$1 schema=$2 rc=0; shift 2
+  "$@" > "$w/doc.json" 2>"$w/doc.err" || rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 3 ] && [ $rc -ne 4 ]; then fail "$name: exit $rc: $(cat "$w/doc.err")"; return; fi
+  validate "$name" "$schema" "$w/doc.json"
+  cp "$w/doc.json" "$w/last-$schema"
+}
+
+# ---- the schemas themselves: valid, and strict
+for s in "$schemas"/*.schema.json; do
+  out=$("$py" -c 'import json,sys,jsonschema; jsonschema.Draft202012Validator.check_schema(json.load(open(sys.argv[1])))' "$s" 2>&1) &&
+    pass "$(basename "$s") is a valid draft 2020-12 schema" || fail "$(basename "$s"): $out"
+done
+
+# ---- a repository in root mode, two releases, and a device on release 1
+for k in R1 K1 T1 L1; do "$gen" keygen --out "$k" >/dev/null; done
+pkgs() { # DIR VERSION
+  mkdir -p "$1"
+  tarpkg "$1/base_1.tar" usr/share/base "base 1"
+  tarpkg "$1/tool_$2.tar" usr/share/tool "tool $2"
+}
+pub() { # REPO RELEASE KEY [OPTIONS]
+  local repo=$1 rel=$2 key=$3; shift 3
+  pkgs "p-$rel" "${rel#r}"
+  "$gen" -q publish --repo "$repo" --board tb --channel stable --release "$rel" --packages "p-$rel" --key "$key" \
+    --store "$repo.db" --level 1 "$@" >/dev/null
+}
+"$gen" root init --repo repo --key R1.key --root-pub R1.pub --release-pub K1.pub --timestamp-pub T1.pub >/dev/null
+pub repo r1 K1.key --timestamp-key T1.key
+pub legacy r1 L1.key
+mkdir -p logs image
+cp repo/root/1.root.json repo/root/1.root.json.sig image/
+ln -s "$w/legacy" repo/legacy
+httpd_start "$w/repo" "$w/logs"
+# A health check whose path is not UTF-8: its failure reason quotes it.
+bad=$(printf 'check-\xff\xfe')
+printf '#!/bin/sh\nexit 1\n' > "$w/$bad"
+chmod +x "$w/$bad"
+d=$w/d
+simdevice_make "$d" "$HTTPD_URL" tb "$w/image/1.root.json" repository.retries=0 "health.check=$w/$bad"
+eq() { EQ_TEST_BOOT_ID_FILE=$d/boot_id "$eqota" --config "$d/eqota.conf" "$@"; }
+boot() { cat /proc/sys/kernel/random/uuid > "$d/boot_id"; "$simboot" --env "$d/bootenv" --cmdline "$d/cmdline" >/dev/null; }
+eq provision --slot A >/dev/null 2>&1 || { fail "provision"; exit 1; }
+boot
+doc "status, idle on release 1, root mode" eqota-status-1.schema.json eq status --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["trust"]["root_version"] == 1 and d["state"]["phase"] == "idle", d' \
+  "$w/doc.json" && pass "status: root mode shows the trust object" || fail "status root mode: $(cat "$w/doc.json")"
+doc "check, up to date" eqota-check-1.schema.json eq check --json
+
+pub repo r2 K1.key --timestamp-key T1.key
+sleep 1
+doc "check, release 2 available" eqota-check-1.schema.json eq check --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert not d["up_to_date"] and {p["action"] for p in d["plan"]} >= {"keep"}, d' \
+  "$w/doc.json" && pass "check: the plan lists the packages" || fail "check plan: $(cat "$w/doc.json")"
+eq update >/dev/null 2>&1 || [ $? -eq 3 ] || fail "update"
+doc "status, release 2 on trial" eqota-status-1.schema.json eq status --json
+boot
+eq mark-good >/dev/null 2>&1 || true # the check fails: rolled back
+boot
+doc "status, after a failed trial (reason not UTF-8)" eqota-status-1.schema.json eq status --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "\ufffd" in d["failed"]["reason"], d' "$w/doc.json" &&
+  pass "status: the bytes that are not UTF-8 arrive as U+FFFD" || fail "failed reason: $(cat "$w/doc.json")"
+
+# An install error: release 3's changed object is missing on the server.
+pub repo r3 K1.key --timestamp-key T1.key
+obj=$("$gen" show --repo repo --board tb --channel stable --json | "$py" -c 'import json,sys; print([p["object"]["path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="tool"][0])')
+rm "repo/$obj"
+sleep 1
+eq update >/dev/null 2>&1 && fail "update without the object succeeded"
+doc "status, with an install error" eqota-status-1.schema.json eq status --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["install_error"]["attempts"] == 1, d' "$w/doc.json" &&
+  pass "status: the install error and its backoff" || fail "install error: $(cat "$w/doc.json")"
+
+# Legacy mode: trust is null.
+l=$w/l
+simdevice_make "$l" "$HTTPD_URL/legacy" tb "$w/L1.pub" repository.retries=0
+EQ_TEST_BOOT_ID_FILE=$l/boot_id "$eqota" --config "$l/eqota.conf" provision --slot A >/dev/null 2>&1 || fail "legacy provision"
+"$simboot" --env "$l/bootenv" --cmdline "$l/cmdline" >/dev/null
+doc "status, legacy mode" eqota-status-1.schema.json "$eqota" --config "$l/eqota.conf" status --json
+
+# ---- eqota-gen
+doc "diff r1 -> r2" eqota-gen-diff-1.schema.json "$gen" diff --repo repo --board tb --channel stable --from r1 --to r2 --json
+doc "show" eqota-gen-manifest-1.schema.json "$gen" show --repo repo --board tb --channel stable --json
+doc "show --release r1" eqota-gen-manifest-1.schema.json "$gen" show --repo repo --board tb --channel stable --release r1 --json
+doc "equiv import" eqota-gen-equiv-import-1.schema.json "$gen" equiv import --repo repo --root repo/root/1.root.json \
+  --store "$w/imported.db" --json
+
+# ---- strictness: a document with a field more, or one less, is refused
+for s in eqota-status-1 eqota-check-1 eqota-gen-diff-1 eqota-gen-manifest-1 eqota-gen-equiv-import-1; do
+  f=$w/last-$s.schema.json
+  [ -f "$f" ] || { fail "no document was taken for $s"; continue; }
+  out=$("$py" - "$schemas/$s.schema.json" "$f" <<'PY' 2>&1
+import copy, json, sys, jsonschema
+v = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
+doc = json.load(open(sys.argv[2]))
+more = copy.deepcopy(doc); more["undeclared"] = 1
+assert not v.is_valid(more), "a document with an undeclared field was accepted"
+for k in doc:
+    less = copy.deepcopy(doc); del less[k]
+    assert not v.is_valid(less), "a document without %r was accepted" % k
+print("ok")
+PY
+  ) && pass "$s: refuses an undeclared field and a missing one" || fail "$s: $out"
+done
+
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all JSON documents valid against their schemas"
