@@ -64,7 +64,8 @@ eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct e
 		goto fail;
 	if (cfg->root) {
 		EQ_AUTOFREE char *tdir = eq_asprintf("%s/trust", cfg->data_dir);
-		r = tdir ? eq_trust_open(tdir, cfg->root, &a->tstore, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		r = tdir ? eq_trust_open(tdir, cfg->root, &a->tstore, err)
+			 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		if (!r && eq_trust_warning(a->tstore)[0])
 			eq_log(EQ_LOG_WARNING, "trust store %s: %s", tdir, eq_trust_warning(a->tstore));
 	} else if (cfg->trust) {
@@ -427,8 +428,8 @@ static eq_err get_number(const struct eq_manifest *m, uint64_t *ret, char releas
 
 /* The manifest bytes to act on: fresh from the server, or the copy cached
  * at the last successful verification when the server says 304. */
-static eq_err fetch_manifest(struct eq_agent *a, uint8_t **m, size_t *mlen, uint8_t **s, size_t *slen,
-			     bool *ret_fresh, struct eq_error *err)
+static eq_err fetch_manifest(struct eq_agent *a, uint8_t **m, size_t *mlen, uint8_t **s, size_t *slen, bool *ret_fresh,
+			     struct eq_error *err)
 {
 	bool not_modified = false;
 	eq_err r = eq_fetch_manifest(a->fetcher, &not_modified, m, mlen, s, slen, err);
@@ -456,8 +457,8 @@ static eq_err fetch_manifest(struct eq_agent *a, uint8_t **m, size_t *mlen, uint
 
 /* eq_trust_refresh()'s reader: the manifest the timestamp names may come
  * from the copy cached at the last verification (its hash is checked). */
-static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *expect, uint8_t **ret,
-			  size_t *ret_len, struct eq_error *err)
+static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *expect, uint8_t **ret, size_t *ret_len,
+			  struct eq_error *err)
 {
 	struct eq_agent *a = ctx;
 	uint8_t *d = NULL;
@@ -497,7 +498,8 @@ static eq_err fetch_current(struct eq_agent *a, struct eq_check *c, bool *ret_fr
 	if (a->tstore) {
 		struct eq_trust_result res;
 		a->cache_hit = false;
-		if ((r = eq_trust_refresh(a->tstore, trust_fetch, a, a->cfg->board, a->cfg->channel, now_s(), &res, err)))
+		if ((r = eq_trust_refresh(a->tstore, trust_fetch, a, a->cfg->board, a->cfg->channel, now_s(), &res,
+					  err)))
 			return eq_error_prefix(err, r, "repository");
 		c->manifest_bytes = res.manifest;
 		c->manifest_len = res.manifest_len;
@@ -582,7 +584,9 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 		snprintf(c.error, sizeof(c.error), "%s", st.error);
 		char when[EQ_MANIFEST_TIME_LEN + 1];
 		eq_manifest_format_time(c.next_attempt, when);
-		eq_log(EQ_LOG_NOTICE, "release %" PRIu64 " failed to install %" PRIu64 " time%s (last: %s); the next attempt is due at %s",
+		eq_log(EQ_LOG_NOTICE,
+		       "release %" PRIu64 " failed to install %" PRIu64
+		       " time%s (last: %s); the next attempt is due at %s",
 		       offered, c.attempts, c.attempts == 1 ? "" : "s", c.error, when);
 	}
 	if ((r = eq_plan_make(c.running, c.next, &c.plan, err)))
@@ -718,7 +722,8 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 		eq_manifest_format_time(c.next_attempt, when);
 		(void)!get_number(c.next, &res.number, res.release, NULL);
 		r = eq_error_set(err, EQ_ERR_STATE,
-				 "release %" PRIu64 " failed to install %" PRIu64 " time%s (last: %s); waiting until %s "
+				 "release %" PRIu64 " failed to install %" PRIu64
+				 " time%s (last: %s); waiting until %s "
 				 "before the next attempt ('eqota update --retry' tries now)",
 				 res.number, c.attempts, c.attempts == 1 ? "" : "s", c.error, when);
 		eq_check_done(&c);
@@ -792,7 +797,8 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	/* The bootloader first, then the state: a power cut between the two
 	 * leaves "installed" plus a trial in the bootloader, which
 	 * eq_agent_confirm() reads as "trying". */
-	eq_log(EQ_LOG_NOTICE, "slot %s holds release %" PRIu64 ", complete and verified: telling the bootloader to try it once",
+	eq_log(EQ_LOG_NOTICE,
+	       "slot %s holds release %" PRIu64 ", complete and verified: telling the bootloader to try it once",
 	       eq_bl_slot_name((unsigned)target), res.number);
 	if ((r = eq_bl_try_once(a->bl, (unsigned)target, err))) {
 		eq_error_prefix(err, r, "bootloader");
@@ -867,7 +873,8 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 		read_boot_id(boot_id);
 		if (st.boot_id[0] && !strcmp(boot_id, st.boot_id)) {
 			eq_log(EQ_LOG_NOTICE,
-			       "slot %s holds release %" PRIu64 " on trial, to be tried at the next boot; not rebooted yet, "
+			       "slot %s holds release %" PRIu64
+			       " on trial, to be tried at the next boot; not rebooted yet, "
 			       "nothing to confirm",
 			       eq_bl_slot_name((unsigned)st.target_slot), st.target_number);
 			return EQ_OK;
@@ -899,8 +906,9 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 		if (hr) {
 			char reason[EQ_STATE_REASON_MAX];
 			snprintf(reason, sizeof(reason), "health check failed: %s", eq_error_msg(&he));
-			eq_log(EQ_LOG_ERR, "release %" PRIu64 " in slot %s: %s; rolling back to slot %s", st.target_number,
-			       eq_bl_slot_name((unsigned)booted), reason, eq_bl_slot_name((unsigned)st.from_slot));
+			eq_log(EQ_LOG_ERR, "release %" PRIu64 " in slot %s: %s; rolling back to slot %s",
+			       st.target_number, eq_bl_slot_name((unsigned)booted), reason,
+			       eq_bl_slot_name((unsigned)st.from_slot));
 			*ret_exit = EQ_EXIT_ROLLED_BACK;
 			return fail_trial(a, &st, reason, err);
 		}
@@ -1140,8 +1148,8 @@ static eq_err pick_release(struct eq_agent *a, const char *arg, struct eq_check 
 		snprintf(more + strlen(more), sizeof(more) - strlen(more), "; %zu could not be read or verified",
 			 unreadable);
 	r = eq_error_set(err, EQ_ERR_NOTFOUND,
-			 "no release '%s' (by name or number) in board %s, channel %s; releases, newest first: %s%s", arg,
-			 a->cfg->board, a->cfg->channel, seen.text, more);
+			 "no release '%s' (by name or number) in board %s, channel %s; releases, newest first: %s%s",
+			 arg, a->cfg->board, a->cfg->channel, seen.text, more);
 out:
 	rel_copy_done(&by_number);
 	return r;

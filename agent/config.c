@@ -15,7 +15,16 @@
 
 #define LINE_MAX_BYTES 4096u
 
-enum section { SEC_NONE = -1, SEC_REPOSITORY, SEC_SLOTS, SEC_BOOTLOADER, SEC_PATHS, SEC_HEALTH, SEC_DAEMON, SEC__COUNT };
+enum section {
+	SEC_NONE = -1,
+	SEC_REPOSITORY,
+	SEC_SLOTS,
+	SEC_BOOTLOADER,
+	SEC_PATHS,
+	SEC_HEALTH,
+	SEC_DAEMON,
+	SEC__COUNT
+};
 
 static const char *const section_names[SEC__COUNT] = {
 	[SEC_REPOSITORY] = "repository", [SEC_SLOTS] = "slots",   [SEC_BOOTLOADER] = "bootloader",
@@ -83,7 +92,7 @@ static const struct key_def keys[] = {
 struct parser {
 	const char *name;
 	unsigned line;
-	unsigned seen[N_KEYS];          /* line of the key's first occurrence, 0 if absent */
+	unsigned seen[N_KEYS];             /* line of the key's first occurrence, 0 if absent */
 	unsigned section_line[SEC__COUNT]; /* line of each section header, 0 if absent */
 	struct eq_config c;
 	struct eq_error *err;
@@ -149,8 +158,8 @@ static eq_err parse_uint(struct parser *p, const struct key_def *k, const char *
 		return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: %s = %s: expected a whole number %u..%u", p->name,
 				    p->line, k->name, v, k->min, k->max);
 	if (n < k->min || n > k->max)
-		return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: %s = %s: expected %u..%u", p->name, p->line,
-				    k->name, v, k->min, k->max);
+		return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: %s = %s: expected %u..%u", p->name, p->line, k->name,
+				    v, k->min, k->max);
 	*ret = (unsigned)n;
 	return EQ_OK;
 }
@@ -175,8 +184,7 @@ static eq_err set_value(struct parser *p, size_t ki, const char *v)
 	const struct key_def *k = &keys[ki];
 	char **str = (char **)(void *)((char *)&p->c + k->off);
 	switch (k->kind) {
-	case K_UINT:
-		return parse_uint(p, k, v, (unsigned *)(void *)((char *)&p->c + k->off));
+	case K_UINT: return parse_uint(p, k, v, (unsigned *)(void *)((char *)&p->c + k->off));
 	case K_SLOTTYPE:
 		if (strcmp(v, "dir") == 0)
 			p->c.slot_type = EQ_SLOT_DIR;
@@ -221,11 +229,10 @@ static eq_err set_value(struct parser *p, size_t ki, const char *v)
 	case K_PATH:
 		/* The daemon's working directory is not part of its contract. */
 		if (v[0] != '/')
-			return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: %s = %s: expected an absolute path",
-					    p->name, p->line, k->name, v);
+			return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: %s = %s: expected an absolute path", p->name,
+					    p->line, k->name, v);
 		break;
-	case K_CMD:
-		break;
+	case K_CMD: break;
 	case K_CHECK:
 		if (p->c.n_checks >= EQ_CONFIG_MAX_CHECKS)
 			return eq_error_set(p->err, EQ_ERR_LIMIT, "%s:%u: more than %u check lines in [health]",
@@ -309,8 +316,8 @@ static eq_err parse_line(struct parser *p, enum section *sec, const char *s, con
 	char key[LINE_MAX_BYTES + 1];
 	snprintf(key, sizeof(key), "%.*s", (int)(ke - ks), ks);
 	if (*sec == SEC_NONE)
-		return eq_error_set(p->err, EQ_ERR_PARSE, "%s:%u: key '%s' outside of any [section]", p->name,
-				    p->line, key);
+		return eq_error_set(p->err, EQ_ERR_PARSE, "%s:%u: key '%s' outside of any [section]", p->name, p->line,
+				    key);
 	size_t ki = N_KEYS;
 	for (size_t i = 0; i < N_KEYS; i++)
 		if (keys[i].sec == *sec && strcmp(keys[i].name, key) == 0)
@@ -318,8 +325,9 @@ static eq_err parse_line(struct parser *p, enum section *sec, const char *s, con
 	if (ki == N_KEYS) {
 		const char *hint = spelling_hint(*sec, key);
 		if (hint)
-			return eq_error_set(p->err, EQ_ERR_PARSE, "%s:%u: unknown key '%s' in [%s] (did you mean '%s'?)",
-					    p->name, p->line, key, section_names[*sec], hint);
+			return eq_error_set(p->err, EQ_ERR_PARSE,
+					    "%s:%u: unknown key '%s' in [%s] (did you mean '%s'?)", p->name, p->line,
+					    key, section_names[*sec], hint);
 		return eq_error_set(p->err, EQ_ERR_PARSE, "%s:%u: unknown key '%s' in [%s]", p->name, p->line, key,
 				    section_names[*sec]);
 	}
@@ -397,13 +405,12 @@ static eq_err check_required(struct parser *p)
 		return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: [slots] A and B are both '%s'", p->name,
 				    seen_at(p, SEC_SLOTS, "B"), p->c.slot_b);
 	if (!p->c.bl_path && strcmp(p->c.bl_backend, "file") == 0)
-		return eq_error_set(p->err, EQ_ERR_INVAL, "%s: [bootloader] path is required for backend '%s'",
-				    p->name, p->c.bl_backend);
+		return eq_error_set(p->err, EQ_ERR_INVAL, "%s: [bootloader] path is required for backend '%s'", p->name,
+				    p->c.bl_backend);
 	return EQ_OK;
 }
 
-eq_err eq_config_parse(const char *name, const char *text, size_t len, struct eq_config *ret,
-		       struct eq_error *err)
+eq_err eq_config_parse(const char *name, const char *text, size_t len, struct eq_config *ret, struct eq_error *err)
 {
 	if (!name)
 		name = "config";

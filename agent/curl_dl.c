@@ -26,14 +26,14 @@ eq_err eq_curl_load(struct eq_error *err)
 	struct eq_curl_api api;
 	/* dlsym returns void *; POSIX guarantees the conversion to a function
 	 * pointer works, ISO C does not, hence the memcpy. */
-	static const char *const names[] = {"curl_easy_init",     "curl_easy_setopt", "curl_easy_perform",
-					    "curl_easy_getinfo",  "curl_easy_cleanup", "curl_easy_strerror",
-					    "curl_slist_append",  "curl_slist_free_all"};
+	static const char *const names[] = {"curl_easy_init",    "curl_easy_setopt",   "curl_easy_perform",
+					    "curl_easy_getinfo", "curl_easy_cleanup",  "curl_easy_strerror",
+					    "curl_slist_append", "curl_slist_free_all"};
 	void (**slots[])(void) = {
-		(void (**)(void))(void *)&api.easy_init,     (void (**)(void))(void *)&api.easy_setopt,
-		(void (**)(void))(void *)&api.easy_perform,  (void (**)(void))(void *)&api.easy_getinfo,
-		(void (**)(void))(void *)&api.easy_cleanup,  (void (**)(void))(void *)&api.easy_strerror,
-		(void (**)(void))(void *)&api.slist_append,  (void (**)(void))(void *)&api.slist_free_all,
+		(void (**)(void))(void *)&api.easy_init,    (void (**)(void))(void *)&api.easy_setopt,
+		(void (**)(void))(void *)&api.easy_perform, (void (**)(void))(void *)&api.easy_getinfo,
+		(void (**)(void))(void *)&api.easy_cleanup, (void (**)(void))(void *)&api.easy_strerror,
+		(void (**)(void))(void *)&api.slist_append, (void (**)(void))(void *)&api.slist_free_all,
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		void *sym = dlsym(h, names[i]);

@@ -248,8 +248,8 @@ static bool start_body(struct xfer *x)
 		 * the whole file, so the .part starts over. */
 		eq_log(EQ_LOG_DEBUG, "fetch: %s ignored the range, starting over", x->url);
 		if (ftruncate(x->fd, 0) != 0) {
-			(void)abort_with(x, eq_error_errno(&x->cb_error, EQ_ERR_IO, "cannot truncate the .part of %s",
-							   x->rel));
+			(void)abort_with(
+				x, eq_error_errno(&x->cb_error, EQ_ERR_IO, "cannot truncate the .part of %s", x->rel));
 			return false;
 		}
 		x->have = 0;
@@ -265,8 +265,7 @@ static bool abort_if_stopping(struct xfer *x)
 	if (!stopping(x->f))
 		return false;
 	(void)abort_with(x, eq_error_set(&x->cb_error, EQ_ERR_STOPPED,
-					 "stopped on request while downloading %s (%" PRIu64 " of %" PRIu64
-					 " bytes%s)",
+					 "stopped on request while downloading %s (%" PRIu64 " of %" PRIu64 " bytes%s)",
 					 x->rel, sink_total(x), x->cap,
 					 x->mem ? "" : "; the part downloaded stays and is resumed"));
 	return true;
@@ -288,8 +287,9 @@ static size_t write_cb(char *buf, size_t size, size_t nmemb, void *ud)
 	if (x->mem) {
 		if (eq_buf_append(x->mem, buf, len, &x->cb_error) != EQ_OK) {
 			if (x->cb_error.code == EQ_ERR_LIMIT)
-				eq_error_set(&x->cb_error, EQ_ERR_LIMIT, "%s: server sent more than the limit of %" PRIu64
-					     " bytes for %s", x->url, x->cap, x->rel);
+				eq_error_set(&x->cb_error, EQ_ERR_LIMIT,
+					     "%s: server sent more than the limit of %" PRIu64 " bytes for %s", x->url,
+					     x->cap, x->rel);
 			(void)abort_with(x, x->cb_error.code);
 			return 0;
 		}
@@ -342,12 +342,11 @@ static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 /* Whether a failed request is worth repeating. */
 enum outcome { OUT_OK, OUT_RETRY, OUT_FAIL };
 
-#define SETOPT(f, opt, val)                                                                                   \
-	do {                                                                                                  \
-		CURLcode rc_ = curl_easy_setopt((f)->curl, opt, val);                                         \
-		if (rc_ != CURLE_OK)                                                                          \
-			return eq_error_set(err, EQ_ERR_NETWORK, "curl option %s: %s", #opt,                  \
-					    curl_easy_strerror(rc_));                                         \
+#define SETOPT(f, opt, val)                                                                                            \
+	do {                                                                                                           \
+		CURLcode rc_ = curl_easy_setopt((f)->curl, opt, val);                                                  \
+		if (rc_ != CURLE_OK)                                                                                   \
+			return eq_error_set(err, EQ_ERR_NETWORK, "curl option %s: %s", #opt, curl_easy_strerror(rc_)); \
 	} while (0)
 
 /*
@@ -465,14 +464,13 @@ void eq_fetcher_free(struct eq_fetcher *f)
 }
 
 #undef SETOPT
-#define SETOPT(opt, val)                                                                                      \
-	do {                                                                                                  \
-		CURLcode rc_ = curl_easy_setopt(f->curl, opt, val);                                           \
-		if (rc_ != CURLE_OK) {                                                                        \
-			r = eq_error_set(err, EQ_ERR_NETWORK, "curl option %s: %s", #opt,                     \
-					 curl_easy_strerror(rc_));                                            \
-			goto out;                                                                             \
-		}                                                                                             \
+#define SETOPT(opt, val)                                                                                               \
+	do {                                                                                                           \
+		CURLcode rc_ = curl_easy_setopt(f->curl, opt, val);                                                    \
+		if (rc_ != CURLE_OK) {                                                                                 \
+			r = eq_error_set(err, EQ_ERR_NETWORK, "curl option %s: %s", #opt, curl_easy_strerror(rc_));    \
+			goto out;                                                                                      \
+		}                                                                                                      \
 	} while (0)
 
 eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, struct eq_fetcher **ret,
@@ -526,8 +524,8 @@ eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, str
 		f->scheme[k] = (char)(f->base_url[k] | 0x20);
 	f->scheme[sl] = '\0';
 	if (strcmp(f->scheme, "http") && strcmp(f->scheme, "https") && strcmp(f->scheme, "file")) {
-		r = eq_error_set(err, EQ_ERR_UNSUPPORTED, "fetcher: url scheme '%s' is not supported (http, https, file)",
-				 f->scheme);
+		r = eq_error_set(err, EQ_ERR_UNSUPPORTED,
+				 "fetcher: url scheme '%s' is not supported (http, https, file)", f->scheme);
 		goto out;
 	}
 	SETOPT(CURLOPT_PROTOCOLS_STR, f->scheme);
@@ -586,8 +584,8 @@ static void load_validators(struct eq_fetcher *f, char *etag, char *lastmod, siz
 	eq_free(data);
 }
 
-static eq_err fetch_mem(struct eq_fetcher *f, const char *rel, size_t cap, struct curl_slist *headers,
-			long *ret_status, struct eq_buf *buf, struct xfer *x, struct eq_error *err)
+static eq_err fetch_mem(struct eq_fetcher *f, const char *rel, size_t cap, struct curl_slist *headers, long *ret_status,
+			struct eq_buf *buf, struct xfer *x, struct eq_error *err)
 {
 	EQ_AUTOFREE char *url = eq_asprintf("%s/%s", f->base_url, rel);
 	if (!url)
@@ -614,8 +612,8 @@ static eq_err fetch_mem(struct eq_fetcher *f, const char *rel, size_t cap, struc
 	return r;
 }
 
-eq_err eq_fetch_manifest(struct eq_fetcher *f, bool *ret_not_modified, uint8_t **ret_manifest,
-			 size_t *ret_manifest_len, uint8_t **ret_sig, size_t *ret_sig_len, struct eq_error *err)
+eq_err eq_fetch_manifest(struct eq_fetcher *f, bool *ret_not_modified, uint8_t **ret_manifest, size_t *ret_manifest_len,
+			 uint8_t **ret_sig, size_t *ret_sig_len, struct eq_error *err)
 {
 	char etag[HEADER_VALUE_MAX], lastmod[HEADER_VALUE_MAX];
 	struct curl_slist *headers = NULL;
@@ -688,8 +686,8 @@ eq_err eq_fetch_release_manifest(struct eq_fetcher *f, uint64_t number, uint8_t 
 {
 	/* Earlier releases stay beside the current one (eqota-gen keeps them). */
 	size_t dir_len = strlen(f->manifest_rel) - strlen("manifest.json");
-	EQ_AUTOFREE char *mrel = eq_asprintf("%.*sreleases/%" PRIu64 "/manifest.json", (int)dir_len, f->manifest_rel,
-					     number);
+	EQ_AUTOFREE char *mrel =
+		eq_asprintf("%.*sreleases/%" PRIu64 "/manifest.json", (int)dir_len, f->manifest_rel, number);
 	EQ_AUTOFREE char *srel = mrel ? eq_asprintf("%s.sig", mrel) : NULL;
 	struct xfer *x = eq_calloc(1, sizeof(*x));
 	struct eq_buf m, sg;
@@ -717,10 +715,10 @@ eq_err eq_fetch_manifest_commit(struct eq_fetcher *f, struct eq_error *err)
 {
 	if (!f->pending)
 		return EQ_OK;
-	EQ_AUTOFREE char *text = eq_asprintf("%s%s%s%s%s%s", f->pending_etag ? "etag " : "",
-					     f->pending_etag ? f->pending_etag : "", f->pending_etag ? "\n" : "",
-					     f->pending_lastmod ? "last-modified " : "",
-					     f->pending_lastmod ? f->pending_lastmod : "", f->pending_lastmod ? "\n" : "");
+	EQ_AUTOFREE char *text =
+		eq_asprintf("%s%s%s%s%s%s", f->pending_etag ? "etag " : "", f->pending_etag ? f->pending_etag : "",
+			    f->pending_etag ? "\n" : "", f->pending_lastmod ? "last-modified " : "",
+			    f->pending_lastmod ? f->pending_lastmod : "", f->pending_lastmod ? "\n" : "");
 	if (!text)
 		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", f->validators_path);
 	eq_err r = eq_file_replace_atomic(f->validators_path, text, strlen(text), 0600, err);
@@ -743,8 +741,7 @@ void eq_fetch_manifest_forget(struct eq_fetcher *f)
 
 /* ---- objects ------------------------------------------------------------ */
 
-static eq_err check_hash(const char *path, const char *rel, const char *want_hex, uint64_t size,
-			 struct eq_error *err)
+static eq_err check_hash(const char *path, const char *rel, const char *want_hex, uint64_t size, struct eq_error *err)
 {
 	uint8_t d[EQ_SHA256_LEN];
 	char hex[EQ_SHA256_HEX_LEN + 1];
@@ -785,8 +782,8 @@ static eq_err remove_file(const char *path, struct eq_error *err)
 }
 
 /* Fills @part up to @size bytes, resuming what is there. */
-static eq_err download_part(struct eq_fetcher *f, const char *url, const char *rel, const char *part,
-			    uint64_t size, struct eq_error *err)
+static eq_err download_part(struct eq_fetcher *f, const char *url, const char *rel, const char *part, uint64_t size,
+			    struct eq_error *err)
 {
 	eq_err r = EQ_OK;
 	struct xfer *x = eq_calloc(1, sizeof(*x));
@@ -826,8 +823,9 @@ static eq_err download_part(struct eq_fetcher *f, const char *url, const char *r
 			if (x->range && status == 200 && !x->body_started && ftruncate(x->fd, 0) != 0)
 				r = eq_error_errno(err, EQ_ERR_IO, "cannot truncate '%s'", part);
 			else
-				r = eq_error_set(err, EQ_ERR_NETWORK, "%s: body ended after %" PRIu64 " of %" PRIu64
-						 " bytes", url, x->have + x->received, size);
+				r = eq_error_set(err, EQ_ERR_NETWORK,
+						 "%s: body ended after %" PRIu64 " of %" PRIu64 " bytes", url,
+						 x->have + x->received, size);
 			o = OUT_RETRY;
 		}
 		if (r == EQ_OK && fsync(x->fd) != 0)

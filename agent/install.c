@@ -32,18 +32,18 @@
 struct inst {
 	const struct eq_install *in;
 	const struct eq_plan *plan;
-	int tfd;             /* target root, O_PATH */
-	int rfd;             /* running root, O_PATH, or -1 */
-	int slotfd;          /* <target>/EQ_SLOT_RECORD_DIR, O_RDONLY */
-	int recfd;           /* <target>/EQ_SLOT_RECORD_DIR/packages, O_RDONLY */
+	int tfd;    /* target root, O_PATH */
+	int rfd;    /* running root, O_PATH, or -1 */
+	int slotfd; /* <target>/EQ_SLOT_RECORD_DIR, O_RDONLY */
+	int recfd;  /* <target>/EQ_SLOT_RECORD_DIR/packages, O_RDONLY */
 	struct eq_payload_limits lim;
 	struct eq_install_report rep;
 	struct eq_progress prog;
 	double t0;
-	uint8_t *buf;        /* COPY_BUF_LEN */
+	uint8_t *buf; /* COPY_BUF_LEN */
 	unsigned long tmpn;
 	bool use_openat2;
-	bool mismatch;       /* the last error is about the running slot, not ours */
+	bool mismatch; /* the last error is about the running slot, not ours */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -362,7 +362,8 @@ static eq_err load_running_record(struct inst *x, const char *name, struct eq_re
 		if (errno == ELOOP || errno == ENOTDIR)
 			return eq_error_set(err, EQ_ERR_UNSAFE, "running slot: '%s' is not a plain folder (a symlink?)",
 					    REC_DIR);
-		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "running slot: '%s'", REC_DIR);
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "running slot: '%s'",
+				      REC_DIR);
 	}
 	char fname[160];
 	snprintf(fname, sizeof(fname), "%s.files", name);
@@ -563,12 +564,8 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 			r = miss(x, err, "'%s': mode or owner differ from the record", e->path);
 	}
 	switch (r ? 0 : e->type) {
-	case 'f':
-		r = copy_file(x, sdir, tdir, sbase, e, err);
-		break;
-	case 'd':
-		r = copy_dir(x, sdir, tdir, sbase, e, err);
-		break;
+	case 'f': r = copy_file(x, sdir, tdir, sbase, e, err); break;
+	case 'd': r = copy_dir(x, sdir, tdir, sbase, e, err); break;
 	case 'l': {
 		char target[EQ_REC_MAX_PATH + 2];
 		ssize_t n = S_ISLNK(st.st_mode) ? readlinkat(sdir, sbase, target, sizeof(target)) : -1;
@@ -631,8 +628,7 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 			r = place_tmp(tdir, tmp, tbase, e->path, err);
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 	close(sdir);
 	close(tdir);
@@ -998,7 +994,8 @@ static eq_err check_plan(const struct eq_install *in, const struct eq_plan *plan
 		n++;
 		if ((it->action == EQ_PLAN_KEEP || it->action == EQ_PLAN_DELTA) &&
 		    (!in->running_root || !in->running || !it->old))
-			return eq_error_set(err, EQ_ERR_INVAL, "install: package '%s' is planned as %s without a running slot",
+			return eq_error_set(err, EQ_ERR_INVAL,
+					    "install: package '%s' is planned as %s without a running slot",
 					    it->pkg->name, eq_plan_action_name(it->action));
 		if (it->action == EQ_PLAN_DELTA && !it->delta)
 			return eq_error_set(err, EQ_ERR_INVAL, "install: package '%s' has no delta", it->pkg->name);
@@ -1099,7 +1096,8 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 #endif
 		if (in->stop && *in->stop) {
 			r = eq_error_set(err, EQ_ERR_STOPPED,
-					 "stopped on request before package '%s' (%" PRIu64 " of %" PRIu64 " installed)",
+					 "stopped on request before package '%s' (%" PRIu64 " of %" PRIu64
+					 " installed)",
 					 it->pkg->name, x.prog.items_done, x.prog.items_total);
 			break;
 		}

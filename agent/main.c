@@ -141,8 +141,8 @@ static int cmd_status(struct eq_agent *a)
 		if (st.state.error_number) {
 			printf("{\"number\":%" PRIu64 ",\"error\":", st.state.error_number);
 			json_str(st.state.error);
-			printf(",\"at\":%lld,\"attempts\":%" PRIu64 ",\"next_attempt\":%lld}", (long long)st.state.error_at,
-			       st.state.attempts, (long long)st.state.next_attempt);
+			printf(",\"at\":%lld,\"attempts\":%" PRIu64 ",\"next_attempt\":%lld}",
+			       (long long)st.state.error_at, st.state.attempts, (long long)st.state.next_attempt);
 		} else {
 			printf("null");
 		}
@@ -170,8 +170,9 @@ static int cmd_status(struct eq_agent *a)
 	}
 	for (int s = 0; s < EQ_BL_SLOTS; s++) {
 		if (st.slot[s].has_release)
-			printf("slot %s: release '%s' (number %" PRIu64 "), %zu packages\n", eq_bl_slot_name((unsigned)s),
-			       st.slot[s].release, st.slot[s].number, st.slot[s].packages);
+			printf("slot %s: release '%s' (number %" PRIu64 "), %zu packages\n",
+			       eq_bl_slot_name((unsigned)s), st.slot[s].release, st.slot[s].number,
+			       st.slot[s].packages);
 		else
 			printf("slot %s: no verified release\n", eq_bl_slot_name((unsigned)s));
 	}
@@ -378,7 +379,8 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 				eq_log(EQ_LOG_NOTICE, "%s", eq_error_msg(&e));
 				rc = EQ_EXIT_FAILED;
 			} else if (r) {
-				eq_log(EQ_LOG_WARNING, "update failed: %s, retrying at the next poll", eq_error_msg(&e));
+				eq_log(EQ_LOG_WARNING, "update failed: %s, retrying at the next poll",
+				       eq_error_msg(&e));
 				rc = EQ_EXIT_FAILED;
 			} else {
 				if (res.exit == EQ_EXIT_UPDATED)
@@ -534,8 +536,8 @@ int main(int argc, char **argv)
 		else
 			return usage_error("unknown argument", argv[i]);
 	}
-	static const char *const known[] = {"status", "check", "update", "mark-good", "mark-bad", "rollback",
-					    "daemon", "provision"};
+	static const char *const known[] = {"status",   "check",    "update", "mark-good",
+					    "mark-bad", "rollback", "daemon", "provision"};
 	bool ok = false;
 	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 		ok |= !strcmp(cmd, known[k]);

@@ -135,8 +135,9 @@ eq_err eq_rec_from_payload(eq_read_fn src, void *src_ctx, const struct eq_payloa
 			}
 			eq_sha256_final(&s, e.sha256);
 			if (!rc && e.size != pe->size)
-				rc = eq_error_set(err, EQ_ERR_PARSE, "record: '%s': read %" PRIu64 " of %" PRIu64 " bytes",
-						  pe->path, e.size, pe->size);
+				rc = eq_error_set(err, EQ_ERR_PARSE,
+						  "record: '%s': read %" PRIu64 " of %" PRIu64 " bytes", pe->path,
+						  e.size, pe->size);
 		}
 		if (!rc && (e.type == 'l' || e.type == 'h') && (!e.link || !e.link[0]))
 			rc = eq_error_set(err, EQ_ERR_PARSE, "record: '%s': empty link target", pe->path);
@@ -303,7 +304,9 @@ static eq_err parse_line(struct pctx *p, char *line, struct eq_rec_list *l)
 	bool want_extra = strchr("lhcb", e.type) != NULL;
 	if (want_extra && nf != 8)
 		return perr(p, EQ_ERR_PARSE, "type %c needs an 8th field (%s)", e.type,
-			    e.type == 'l' ? "link target" : e.type == 'h' ? "hard link target" : "MAJOR:MINOR");
+			    e.type == 'l'   ? "link target"
+			    : e.type == 'h' ? "hard link target"
+					    : "MAJOR:MINOR");
 	if (!want_extra && nf != 7)
 		return perr(p, EQ_ERR_PARSE, "type %c has no 8th field", e.type);
 	eq_err r = decode(p, "PATH", f[6], &e.path);

@@ -30,11 +30,11 @@
 struct eq_rec_entry {
 	char type; /* 'f' 'd' 'l' 'h' 'c' 'b' 'p' */
 	uint32_t mode, uid, gid;
-	uint64_t size; /* 'f' only, else 0 */
+	uint64_t size;                 /* 'f' only, else 0 */
 	uint8_t sha256[EQ_SHA256_LEN]; /* 'f' only: SHA-256 of the data */
-	char *path;    /* decoded, owned by the list */
-	char *link;    /* 'l' target, 'h' first path; owned; NULL otherwise */
-	uint32_t devmajor, devminor; /* 'c' 'b' */
+	char *path;                    /* decoded, owned by the list */
+	char *link;                    /* 'l' target, 'h' first path; owned; NULL otherwise */
+	uint32_t devmajor, devminor;   /* 'c' 'b' */
 };
 
 /* A whole record in memory (one package's list at a time). Caller-owned

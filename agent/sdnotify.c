@@ -18,8 +18,9 @@ eq_err eq_sd_notify(const char *state, struct eq_error *err)
 	/* Only the two forms systemd hands out; a vsock address (vsock:CID:PORT)
 	 * is for virtual machines' managers, not a device's init. */
 	if (name[0] != '/' && name[0] != '@')
-		return eq_error_set(err, EQ_ERR_INVAL,
-				    "NOTIFY_SOCKET '%s' is neither an absolute path nor an abstract socket name ('@...')", name);
+		return eq_error_set(
+			err, EQ_ERR_INVAL,
+			"NOTIFY_SOCKET '%s' is neither an absolute path nor an abstract socket name ('@...')", name);
 	if (len >= sizeof(sa.sun_path))
 		return eq_error_set(err, EQ_ERR_INVAL, "NOTIFY_SOCKET is %zu bytes long, a socket name has at most %zu",
 				    len, sizeof(sa.sun_path) - 1);

@@ -51,8 +51,8 @@ static eq_err read_own(const char *root, const char *name, size_t max, uint8_t *
 	if (fd < 0) {
 		if (errno == ELOOP || errno == ENOTDIR)
 			return eq_error_set(err, EQ_ERR_UNSAFE,
-					    "%s/" EQ_SLOT_RECORD_DIR "/%s: a symlink on the way, refusing to follow it", root,
-					    name);
+					    "%s/" EQ_SLOT_RECORD_DIR "/%s: a symlink on the way, refusing to follow it",
+					    root, name);
 		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO,
 				      "cannot open '%s/" EQ_SLOT_RECORD_DIR "/%s'", root, name);
 	}
@@ -64,7 +64,8 @@ static eq_err read_own(const char *root, const char *name, size_t max, uint8_t *
 	else if (!S_ISREG(st.st_mode))
 		r = eq_error_set(err, EQ_ERR_UNSAFE, "%s/" EQ_SLOT_RECORD_DIR "/%s: not a regular file", root, name);
 	else if ((uint64_t)st.st_size > max)
-		r = eq_error_set(err, EQ_ERR_LIMIT, "%s/" EQ_SLOT_RECORD_DIR "/%s: larger than %zu bytes", root, name, max);
+		r = eq_error_set(err, EQ_ERR_LIMIT, "%s/" EQ_SLOT_RECORD_DIR "/%s: larger than %zu bytes", root, name,
+				 max);
 	else if (!(buf = eq_malloc((size_t)st.st_size + 1)))
 		r = eq_error_set(err, EQ_ERR_NOMEM, "slot: out of memory");
 	size_t len = 0;
@@ -77,7 +78,8 @@ static eq_err read_own(const char *root, const char *name, size_t max, uint8_t *
 		else if (n == 0)
 			break;
 		else if ((len += (size_t)n) > (size_t)st.st_size)
-			r = eq_error_set(err, EQ_ERR_STATE, "%s/" EQ_SLOT_RECORD_DIR "/%s: grew while read", root, name);
+			r = eq_error_set(err, EQ_ERR_STATE, "%s/" EQ_SLOT_RECORD_DIR "/%s: grew while read", root,
+					 name);
 	}
 	close(fd);
 	if (r) {

@@ -20,14 +20,10 @@
 const char *eq_phase_name(enum eq_phase p)
 {
 	switch (p) {
-	case EQ_PHASE_IDLE:
-		return "idle";
-	case EQ_PHASE_INSTALLING:
-		return "installing";
-	case EQ_PHASE_INSTALLED:
-		return "installed";
-	case EQ_PHASE_TRYING:
-		return "trying";
+	case EQ_PHASE_IDLE: return "idle";
+	case EQ_PHASE_INSTALLING: return "installing";
+	case EQ_PHASE_INSTALLED: return "installed";
+	case EQ_PHASE_TRYING: return "trying";
 	}
 	return "?";
 }
@@ -121,16 +117,28 @@ static bool parse_time(const char *v, int64_t *ret)
 }
 
 enum key {
-	K_PHASE, K_TARGET_SLOT, K_FROM_SLOT, K_TARGET_NUMBER, K_TARGET_RELEASE, K_FAILED_NUMBER, K_FAILED_REASON,
+	K_PHASE,
+	K_TARGET_SLOT,
+	K_FROM_SLOT,
+	K_TARGET_NUMBER,
+	K_TARGET_RELEASE,
+	K_FAILED_NUMBER,
+	K_FAILED_REASON,
 	K_CHANGED_AT,
 	K_REQUIRED, /* the keys above are required, the ones below were added later */
-	K_BOOT_ID = K_REQUIRED, K_ERROR_NUMBER, K_ERROR, K_ERROR_AT, K_ATTEMPTS, K_NEXT_ATTEMPT,
+	K_BOOT_ID = K_REQUIRED,
+	K_ERROR_NUMBER,
+	K_ERROR,
+	K_ERROR_AT,
+	K_ATTEMPTS,
+	K_NEXT_ATTEMPT,
 	K_COUNT
 };
 
 static const char *const key_names[K_COUNT] = {
-	"phase", "target_slot", "from_slot", "target_number", "target_release", "failed_number", "failed_reason",
-	"changed_at", "boot_id", "error_number", "error", "error_at", "attempts", "next_attempt",
+	"phase",         "target_slot",   "from_slot",  "target_number", "target_release",
+	"failed_number", "failed_reason", "changed_at", "boot_id",       "error_number",
+	"error",         "error_at",      "attempts",   "next_attempt",
 };
 
 static bool parse_value(struct eq_state *s, enum key k, const char *v)
@@ -207,7 +215,8 @@ static eq_err parse_all(char *text, size_t len, struct eq_state *s, struct eq_er
 	if (len == 0)
 		return eq_error_set(err, EQ_ERR_PARSE, "empty");
 	if (memchr(text, '\0', len))
-		return eq_error_set(err, EQ_ERR_PARSE, "NUL byte at offset %zu", (size_t)((char *)memchr(text, '\0', len) - text));
+		return eq_error_set(err, EQ_ERR_PARSE, "NUL byte at offset %zu",
+				    (size_t)((char *)memchr(text, '\0', len) - text));
 	/* Every line the writer produces ends in a newline: one missing is a
 	 * cut-off write, even if the part left happens to parse. */
 	if (text[len - 1] != '\n')
@@ -278,8 +287,8 @@ eq_err eq_state_save(const char *path, const struct eq_state *s, struct eq_error
 			 "error_number=%" PRIu64 "\nerror=%s\nerror_at=%lld\nattempts=%" PRIu64 "\nnext_attempt=%lld\n",
 			 eq_phase_name(s->phase), s->target_slot >= 0 ? eq_bl_slot_name((unsigned)s->target_slot) : "-",
 			 s->from_slot >= 0 ? eq_bl_slot_name((unsigned)s->from_slot) : "-", s->target_number,
-			 s->target_release, s->failed_number, reason, (long long)time(NULL), s->boot_id, s->error_number,
-			 error, (long long)s->error_at, s->attempts, (long long)s->next_attempt);
+			 s->target_release, s->failed_number, reason, (long long)time(NULL), s->boot_id,
+			 s->error_number, error, (long long)s->error_at, s->attempts, (long long)s->next_attempt);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return eq_error_set(err, EQ_ERR_LIMIT, "state file %s: state too long", path);
 	return eq_file_replace_atomic(path, buf, (size_t)n, 0644, err);

@@ -278,8 +278,8 @@ static void parse_order(const char *v, struct eq_bl_state *st, struct problems *
 		if (slot < 0) {
 			char q2[48];
 			problem(p, "%s='%s': unknown slot '%s'%s, skipped as a boot script does",
-				eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER), shown(v, q),
-				shown(name, q2), memchr(tok, ',', len) ? " (slots are separated by spaces)" : "");
+				eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER), shown(v, q), shown(name, q2),
+				memchr(tok, ',', len) ? " (slots are separated by spaces)" : "");
 		} else if (dup) {
 			problem(p, "%s='%s': slot %s is listed twice, the second is skipped",
 				eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER), shown(v, q), name);
@@ -491,7 +491,8 @@ eq_err eq_bl_try_once(struct eq_bl *bl, unsigned slot, struct eq_error *err)
 	if (!in_order(&old, other) || old.left[other] == 0)
 		return eq_error_set(err, EQ_ERR_STATE,
 				    "slot %s is no fallback (%s): a failed try of slot %s would leave nothing to boot",
-				    eq_bl_slot_name(other), in_order(&old, other) ? "no attempts left" : "not in the boot order",
+				    eq_bl_slot_name(other),
+				    in_order(&old, other) ? "no attempts left" : "not in the boot order",
 				    eq_bl_slot_name(slot));
 	st = old;
 	st.order[0] = slot;

@@ -181,9 +181,10 @@ static eq_err write_line(const struct line *cl, void *ctx)
 				    w->path, l.no, why);
 	if (k == LINE_VAR && l.var >= 0) {
 		if (w->written[l.var])
-			return eq_error_set(w->err, EQ_ERR_PARSE,
-					    "%s: line %zu: %s set again; refusing to overwrite an ambiguous environment",
-					    w->path, l.no, eq_bl_var_name(w->bl, (enum eq_bl_var)l.var));
+			return eq_error_set(
+				w->err, EQ_ERR_PARSE,
+				"%s: line %zu: %s set again; refusing to overwrite an ambiguous environment", w->path,
+				l.no, eq_bl_var_name(w->bl, (enum eq_bl_var)l.var));
 		return put_var(w, l.var);
 	}
 	eq_err r = eq_buf_append(&w->out, l.p, l.len, w->err);

@@ -133,8 +133,7 @@ static void invalid(struct copy *c, size_t off, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	c->kind = COPY_INVALID;
-	eq_error_set(&c->why, EQ_ERR_PARSE, "%s: line %zu (byte %zu): %s", c->path, line_no(c->blk.raw, off), off,
-		     why);
+	eq_error_set(&c->why, EQ_ERR_PARSE, "%s: line %zu (byte %zu): %s", c->path, line_no(c->blk.raw, off), off, why);
 }
 
 /* GRUB's find_next_line(): a backslash escapes the next byte, an escaped
@@ -465,8 +464,8 @@ static bool eqota_var(const struct eq_bl *bl, const char *name)
 	return strcmp(name, VAR_SEQ) == 0 || strcmp(name, VAR_SEQ2) == 0 || eq_bl_var_find(bl, name, strlen(name)) >= 0;
 }
 
-static eq_err build_block(const struct eq_bl *bl, char blk[BLOCK_SIZE], const char *path, unsigned long seq, const struct eq_bl_vars *vars,
-			  const struct block *keep, struct eq_error *err)
+static eq_err build_block(const struct eq_bl *bl, char blk[BLOCK_SIZE], const char *path, unsigned long seq,
+			  const struct eq_bl_vars *vars, const struct block *keep, struct eq_error *err)
 {
 	char num[24];
 	snprintf(num, sizeof(num), "%lu", seq);

@@ -14,13 +14,7 @@
 
 #include <eq/bootloader.h>
 
-enum eq_bl_var {
-	EQ_BL_VAR_ORDER,
-	EQ_BL_VAR_A_LEFT,
-	EQ_BL_VAR_B_LEFT,
-	EQ_BL_VAR_TRIAL,
-	EQ_BL_VAR__COUNT
-};
+enum eq_bl_var { EQ_BL_VAR_ORDER, EQ_BL_VAR_A_LEFT, EQ_BL_VAR_B_LEFT, EQ_BL_VAR_TRIAL, EQ_BL_VAR__COUNT };
 
 struct eq_bl;
 /* The name of variable @v in @bl's environment: the configured one, or
@@ -79,7 +73,7 @@ struct eq_bl {
 	unsigned good_attempts;
 	unsigned try_attempts;
 	char *var[EQ_BL_VAR__COUNT]; /* the variables' names */
-	void *priv; /* backend data */
+	void *priv;                  /* backend data */
 };
 
 extern const struct eq_bl_ops eq_bl_file_ops;

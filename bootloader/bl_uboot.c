@@ -139,7 +139,10 @@ static eq_err read_config(const char *path, struct uboot *u, struct eq_error *er
 	struct eq_error e;
 	eq_err r = eq_file_read_all(path, CONFIG_MAX, &data, &len, &e);
 	if (r)
-		return eq_error_set(err, r == EQ_ERR_LIMIT ? EQ_ERR_PARSE : r == EQ_ERR_NOMEM ? r : EQ_ERR_IO,
+		return eq_error_set(err,
+				    r == EQ_ERR_LIMIT   ? EQ_ERR_PARSE
+				    : r == EQ_ERR_NOMEM ? r
+							: EQ_ERR_IO,
 				    "U-Boot environment config (fw_env.config): %s", e.msg);
 	char *p = (char *)data, *end = p + len;
 	for (unsigned no = 1; !r && p < end; no++) {
@@ -230,9 +233,8 @@ static eq_err check_copies_ended(const struct eq_bl *bl, const struct uboot *u, 
 		ssize_t got = pread(fd, b, c->size, (off_t)c->offset);
 		close(fd);
 		bool ended = true;
-		if (got == (ssize_t)c->size &&
-		    ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24) ==
-			    eq_crc32(b + hdr, c->size - hdr)) {
+		if (got == (ssize_t)c->size && ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+						(uint32_t)b[3] << 24) == eq_crc32(b + hdr, c->size - hdr)) {
 			ended = false;
 			for (const uint8_t *p = b + hdr, *end = b + c->size; p < end;) {
 				if (*p == 0) {
@@ -247,10 +249,11 @@ static eq_err check_copies_ended(const struct eq_bl *bl, const struct uboot *u, 
 		}
 		eq_free(b);
 		if (!ended)
-			return eq_error_set(err, EQ_ERR_PARSE,
-					    "%s: copy %u (%s at offset %lld): its CRC holds but its variables do not end "
-					    "with an empty one; refused (erase the environment to start afresh)",
-					    bl->path, i + 1, c->dev, c->offset);
+			return eq_error_set(
+				err, EQ_ERR_PARSE,
+				"%s: copy %u (%s at offset %lld): its CRC holds but its variables do not end "
+				"with an empty one; refused (erase the environment to start afresh)",
+				bl->path, i + 1, c->dev, c->offset);
 	}
 	return EQ_OK;
 }
@@ -267,9 +270,9 @@ static eq_err load(struct eq_bl *bl, struct eq_error *err)
 	if (ret == 0)
 		return EQ_OK;
 	if (ret == -ENODATA)
-		return eq_error_set(err, EQ_ERR_NOTFOUND,
-				    "%s: no valid environment: %s (%s; a blank or erased device reads so)", bl->path,
-				    u->n_copies == 2 ? "both copies fail their CRC" : "the copy fails its CRC", u->where);
+		return eq_error_set(
+			err, EQ_ERR_NOTFOUND, "%s: no valid environment: %s (%s; a blank or erased device reads so)",
+			bl->path, u->n_copies == 2 ? "both copies fail their CRC" : "the copy fails its CRC", u->where);
 	if (ret == -ENOMEM)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	return eq_error_set(err, EQ_ERR_IO,

@@ -20,16 +20,11 @@ enum eq_log_level eq_log_get_level(void)
 static const char *level_name(enum eq_log_level l)
 {
 	switch (l) {
-	case EQ_LOG_ERR:
-		return "error";
-	case EQ_LOG_WARNING:
-		return "warning";
-	case EQ_LOG_NOTICE:
-		return "notice";
-	case EQ_LOG_INFO:
-		return "info";
-	case EQ_LOG_DEBUG:
-		return "debug";
+	case EQ_LOG_ERR: return "error";
+	case EQ_LOG_WARNING: return "warning";
+	case EQ_LOG_NOTICE: return "notice";
+	case EQ_LOG_INFO: return "info";
+	case EQ_LOG_DEBUG: return "debug";
 	}
 	return "log";
 }

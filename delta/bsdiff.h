@@ -44,8 +44,8 @@
  * smallest power of two covering the three stream windows together.
  * EQ_ERR_UNSUPPORTED if @old is too large for a 32-bit suffix array.
  */
-eq_err eq_bsd_create(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, int level,
-		     uint8_t **ret, size_t *ret_len, unsigned *ret_window_log, struct eq_error *err) EQ_MUST_CHECK;
+eq_err eq_bsd_create(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, int level, uint8_t **ret,
+		     size_t *ret_len, unsigned *ret_window_log, struct eq_error *err) EQ_MUST_CHECK;
 #endif
 
 /*

@@ -20,7 +20,7 @@ static const char *const stream_name[] = {"control", "diff", "extra"};
 
 struct in_stream {
 	ZSTD_DStream *d;
-	ZSTD_inBuffer in; /* this segment's part, inside the segment buffer */
+	ZSTD_inBuffer in;  /* this segment's part, inside the segment buffer */
 	uint64_t part_off; /* delta byte offset of the part */
 	bool ended;        /* the frame is complete (no input taken since) */
 };
@@ -32,7 +32,7 @@ struct bsd_dec {
 	uint8_t *seg, *out;
 	uint8_t cbuf[256]; /* decoded control bytes */
 	size_t cpos, clen;
-	uint64_t seg_off; /* delta byte offset of the current segment header */
+	uint64_t seg_off;  /* delta byte offset of the current segment header */
 	uint64_t ctrl_pos; /* decoded control bytes before cbuf[cpos] */
 };
 
@@ -60,8 +60,8 @@ static size_t step(struct in_stream *s, ZSTD_outBuffer *out)
 static eq_err stream_error(struct bsd_dec *b, int k, size_t zr, size_t in_pos, struct eq_error *err)
 {
 	eq_err r = eq_zstd_error(err, zr, stream_name[k]);
-	(void)eq_error_prefix(err, r, "at delta byte %llu, %s stream",
-			      (unsigned long long)(b->s[k].part_off + in_pos), stream_name[k]);
+	(void)eq_error_prefix(err, r, "at delta byte %llu, %s stream", (unsigned long long)(b->s[k].part_off + in_pos),
+			      stream_name[k]);
 	return r;
 }
 
@@ -79,9 +79,10 @@ static eq_err pull(struct bsd_dec *b, int k, uint8_t *buf, size_t len, struct eq
 		if (ZSTD_isError(zr))
 			return stream_error(b, k, zr, in_before, err);
 		if (out.pos < out.size && ((zr == 0) || (s->in.pos == in_before && out.pos == out_before)))
-			return eq_error_set(err, EQ_ERR_PARSE,
-					    "delta is truncated: %s stream of the segment at delta byte %llu ends early",
-					    stream_name[k], (unsigned long long)b->seg_off);
+			return eq_error_set(
+				err, EQ_ERR_PARSE,
+				"delta is truncated: %s stream of the segment at delta byte %llu ends early",
+				stream_name[k], (unsigned long long)b->seg_off);
 	}
 	return EQ_OK;
 }
@@ -174,12 +175,12 @@ static eq_err run_segment(struct bsd_dec *b, uint32_t n_ctrl, uint64_t *pos, uin
 		int64_t seek = (int64_t)(zz >> 1) ^ -(int64_t)(zz & 1);
 		uint64_t left = b->result_size - *produced;
 		if (add > left || copy > left - add)
-			return eq_error_set(err, EQ_ERR_PARSE,
-					    "delta segment at byte %llu, control %u (control byte %llu): %llu + %llu bytes "
-					    "exceed the declared result size %llu (%llu left)",
-					    (unsigned long long)b->seg_off, k, (unsigned long long)at,
-					    (unsigned long long)add, (unsigned long long)copy,
-					    (unsigned long long)b->result_size, (unsigned long long)left);
+			return eq_error_set(
+				err, EQ_ERR_PARSE,
+				"delta segment at byte %llu, control %u (control byte %llu): %llu + %llu bytes "
+				"exceed the declared result size %llu (%llu left)",
+				(unsigned long long)b->seg_off, k, (unsigned long long)at, (unsigned long long)add,
+				(unsigned long long)copy, (unsigned long long)b->result_size, (unsigned long long)left);
 		if (add > b->ref_size - *pos)
 			return eq_error_set(err, EQ_ERR_PARSE,
 					    "delta segment at byte %llu, control %u (control byte %llu): %llu bytes at "
@@ -188,12 +189,14 @@ static eq_err run_segment(struct bsd_dec *b, uint32_t n_ctrl, uint64_t *pos, uin
 					    (unsigned long long)add, (unsigned long long)*pos,
 					    (unsigned long long)b->ref_size);
 		uint64_t base = *pos + add;
-		if ((seek < 0 && (uint64_t)-(seek + 1) + 1 > base) || (seek > 0 && (uint64_t)seek > b->ref_size - base))
-			return eq_error_set(err, EQ_ERR_PARSE,
-					    "delta segment at byte %llu, control %u (control byte %llu): seek by %lld from "
-					    "%llu leaves the %llu-byte reference",
-					    (unsigned long long)b->seg_off, k, (unsigned long long)at, (long long)seek,
-					    (unsigned long long)base, (unsigned long long)b->ref_size);
+		if ((seek < 0 && (uint64_t) - (seek + 1) + 1 > base) ||
+		    (seek > 0 && (uint64_t)seek > b->ref_size - base))
+			return eq_error_set(
+				err, EQ_ERR_PARSE,
+				"delta segment at byte %llu, control %u (control byte %llu): seek by %lld from "
+				"%llu leaves the %llu-byte reference",
+				(unsigned long long)b->seg_off, k, (unsigned long long)at, (long long)seek,
+				(unsigned long long)base, (unsigned long long)b->ref_size);
 		for (uint64_t done = 0; done < add;) {
 			size_t n = add - done < OUT_CHUNK ? (size_t)(add - done) : OUT_CHUNK;
 			if ((r = pull(b, S_DIFF, b->out, n, err)))
@@ -281,7 +284,8 @@ eq_err eq_bsd_apply(const uint8_t *ref, const struct eq_delta_info *info, eq_rea
 		b.seg_off = consumed;
 		uint64_t total = (uint64_t)get32(h + 4) + get32(h + 8) + get32(h + 12);
 		if (total > EQ_BSD_SEG_IN_MAX) {
-			r = eq_error_set(err, EQ_ERR_PARSE, "delta segment at byte %llu declares %llu bytes, more than %zu",
+			r = eq_error_set(err, EQ_ERR_PARSE,
+					 "delta segment at byte %llu declares %llu bytes, more than %zu",
 					 (unsigned long long)consumed, (unsigned long long)total, EQ_BSD_SEG_IN_MAX);
 			goto out;
 		}
@@ -314,7 +318,8 @@ eq_err eq_bsd_apply(const uint8_t *ref, const struct eq_delta_info *info, eq_rea
 	if ((r = eq_delta_read_full(src, src_ctx, &extra, 1, &n, err)))
 		goto out;
 	if (n)
-		r = eq_error_set(err, EQ_ERR_PARSE, "delta has trailing data at byte %llu", (unsigned long long)consumed);
+		r = eq_error_set(err, EQ_ERR_PARSE, "delta has trailing data at byte %llu",
+				 (unsigned long long)consumed);
 out:
 	for (int k = 0; k < 3; k++)
 		ZSTD_freeDStream(b.s[k].d);

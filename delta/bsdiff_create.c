@@ -51,7 +51,7 @@ static size_t match_len(const uint8_t *a, size_t alen, const uint8_t *b, size_t 
 
 /* Longest (capped) exact match of @s in @old via binary search of @sa. */
 static size_t sa_longest(const saidx_t *sa, const uint8_t *old, size_t old_len, const uint8_t *s, size_t s_len,
-			size_t *ret_pos)
+			 size_t *ret_pos)
 {
 	size_t lo = 0, hi = old_len - 1;
 	while (hi - lo >= 2) {
@@ -354,8 +354,8 @@ static eq_err encode(const struct scan_out *o, int level, struct eq_buf *out, un
 		prev_d = segs[s].d1;
 		prev_e = segs[s].e1;
 		if (part[0].len + part[1].len + part[2].len > EQ_BSD_SEG_IN_MAX) {
-			r = eq_error_set(err, EQ_ERR_LIMIT, "delta segment %zu compresses to %zu bytes, more than %zu", s,
-					 part[0].len + part[1].len + part[2].len, EQ_BSD_SEG_IN_MAX);
+			r = eq_error_set(err, EQ_ERR_LIMIT, "delta segment %zu compresses to %zu bytes, more than %zu",
+					 s, part[0].len + part[1].len + part[2].len, EQ_BSD_SEG_IN_MAX);
 			goto out;
 		}
 		uint8_t h[EQ_BSD_SEG_HEADER_SIZE];
@@ -385,8 +385,8 @@ out:
 	return r;
 }
 
-eq_err eq_bsd_create(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, int level,
-		     uint8_t **ret, size_t *ret_len, unsigned *ret_window_log, struct eq_error *err)
+eq_err eq_bsd_create(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, int level, uint8_t **ret,
+		     size_t *ret_len, unsigned *ret_window_log, struct eq_error *err)
 {
 	if (old_len >= (size_t)INT32_MAX)
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "reference of %zu bytes is too large for method 1",

@@ -114,9 +114,10 @@ static eq_err load_reference(const char *path, const struct eq_delta_info *info,
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != info->ref_size) {
-		r = eq_error_set(err, EQ_ERR_VERIFY,
-				 "reference '%s' is not the payload this delta was made from: %llu bytes, expected %llu",
-				 path, (unsigned long long)st.st_size, (unsigned long long)info->ref_size);
+		r = eq_error_set(
+			err, EQ_ERR_VERIFY,
+			"reference '%s' is not the payload this delta was made from: %llu bytes, expected %llu", path,
+			(unsigned long long)st.st_size, (unsigned long long)info->ref_size);
 		goto out;
 	}
 	size_t size = (size_t)info->ref_size;
@@ -218,7 +219,8 @@ static eq_err apply_zstd(const uint8_t *ref, const struct eq_delta_info *ip, eq_
 			rem = ZSTD_decompressStream(dctx, &out, &in);
 			if (ZSTD_isError(rem)) {
 				r = eq_zstd_error(err, rem, "delta");
-				(void)eq_error_prefix(err, r, "at delta byte %llu", (unsigned long long)(consumed + before));
+				(void)eq_error_prefix(err, r, "at delta byte %llu",
+						      (unsigned long long)(consumed + before));
 				goto out;
 			}
 			if (out.pos > info.result_size - produced) {
@@ -271,9 +273,9 @@ eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx, eq_wr
 	return eq_delta_apply_limited(ref_path, src, src_ctx, sink, sink_ctx, expect_sha256, NULL, err);
 }
 
-eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink,
-			      void *sink_ctx, const uint8_t expect_sha256[EQ_SHA256_LEN],
-			      const struct eq_delta_limits *limits, struct eq_error *err)
+eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx,
+			      const uint8_t expect_sha256[EQ_SHA256_LEN], const struct eq_delta_limits *limits,
+			      struct eq_error *err)
 {
 	struct eq_delta_limits lim;
 	eq_delta_limits_default(&lim);

@@ -114,7 +114,8 @@ static eq_err filtered_pair(const uint8_t *old, size_t old_len, const uint8_t *n
 	memcpy(fn, new_, new_len);
 	eq_xf_buffer(fo, old_len, true, mode, &so);
 	eq_xf_buffer(fn, new_len, true, mode, &sn);
-	eq_log(EQ_LOG_DEBUG, "exec filter %u: old %llu entries, %llu x86-64 + %llu arm64 ELF, %llu conversions; new %llu conversions",
+	eq_log(EQ_LOG_DEBUG,
+	       "exec filter %u: old %llu entries, %llu x86-64 + %llu arm64 ELF, %llu conversions; new %llu conversions",
 	       mode, (unsigned long long)so.entries, (unsigned long long)so.elf_x86_64,
 	       (unsigned long long)so.elf_arm64, (unsigned long long)so.converted, (unsigned long long)sn.converted);
 	*ret_old = fo;
@@ -155,8 +156,8 @@ static eq_err try_zstd(const uint8_t *old, size_t old_len, const uint8_t *new_, 
 	if (mode && (r = filtered_pair(old, old_len, new_, new_len, mode, &fo, &fn, &same, err)))
 		return r;
 	if (!same)
-		r = compress_prefixed(mode ? fo : old, old_len, mode ? fn : new_, new_len, level, wlog, &cand, &cand_len,
-				      err);
+		r = compress_prefixed(mode ? fo : old, old_len, mode ? fn : new_, new_len, level, wlog, &cand,
+				      &cand_len, err);
 	if (!r && cand)
 		consider(b, cand, cand_len, EQ_DELTA_METHOD_ZSTD, mode, wlog);
 	eq_free(fo);
@@ -166,8 +167,8 @@ static eq_err try_zstd(const uint8_t *old, size_t old_len, const uint8_t *new_, 
 
 #ifdef EQ_DELTA_CREATE_BSD
 /* Method 1 with filter @mode; skipped when a filter changes nothing. */
-static eq_err try_bsd(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, unsigned mode,
-		      int level, struct best *b, struct eq_error *err)
+static eq_err try_bsd(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, unsigned mode, int level,
+		      struct best *b, struct eq_error *err)
 {
 	uint8_t *fo = NULL, *fn = NULL, *cand = NULL;
 	size_t cand_len = 0;
@@ -187,8 +188,8 @@ static eq_err try_bsd(const uint8_t *old, size_t old_len, const uint8_t *new_, s
 }
 #endif
 
-eq_err eq_delta_create(const char *old_path, const char *new_path, const struct eq_delta_params *p,
-		       eq_write_fn sink, void *sink_ctx, uint64_t *ret_size, struct eq_error *err)
+eq_err eq_delta_create(const char *old_path, const char *new_path, const struct eq_delta_params *p, eq_write_fn sink,
+		       void *sink_ctx, uint64_t *ret_size, struct eq_error *err)
 {
 	struct eq_delta_params def;
 	if (!p) {

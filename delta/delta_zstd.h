@@ -25,7 +25,6 @@ eq_err eq_zstd_error(struct eq_error *err, size_t code, const char *what);
 void eq_delta_header_write(uint8_t out[EQ_DELTA_HEADER_SIZE], const struct eq_delta_info *info);
 
 /* Reads exactly @len bytes unless the source ends first (*ret_n tells). */
-eq_err eq_delta_read_full(eq_read_fn src, void *ctx, uint8_t *buf, size_t len, size_t *ret_n,
-			  struct eq_error *err);
+eq_err eq_delta_read_full(eq_read_fn src, void *ctx, uint8_t *buf, size_t len, size_t *ret_n, struct eq_error *err);
 
 #endif

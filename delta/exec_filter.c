@@ -215,8 +215,7 @@ static bool decide_file(struct eq_xf *f, const uint8_t *d, uint64_t avail, uint6
  * E8/E9, which keeps pattern bytes out of any later operand (see below). */
 static bool x86_rex_op(uint8_t b)
 {
-	return b == 0x8B || b == 0x8D || b == 0x89 || b == 0x3B || b == 0x39 || b == 0x03 || b == 0x2B ||
-	       b == 0x63;
+	return b == 0x8B || b == 0x8D || b == 0x89 || b == 0x3B || b == 0x39 || b == 0x03 || b == 0x2B || b == 0x63;
 }
 
 /*
@@ -264,8 +263,7 @@ static unsigned x86_match(const uint8_t *p, uint64_t n, unsigned mode, unsigned 
  * where fewer than 7 bytes are in memory (@avail_end) unless the range
  * (@r_end) ends first.
  */
-static uint64_t x86_run(struct eq_xf *f, uint8_t *buf, uint64_t base, uint64_t from, uint64_t r_end,
-			uint64_t avail_end)
+static uint64_t x86_run(struct eq_xf *f, uint8_t *buf, uint64_t base, uint64_t from, uint64_t r_end, uint64_t avail_end)
 {
 	uint64_t i = from;
 	while (i + 5 <= r_end) {
@@ -452,9 +450,7 @@ static void xf_step(struct eq_xf *f, uint8_t *buf, size_t avail, uint64_t base, 
 			f->state = XF_HEADER;
 			break;
 		case XF_PASS:
-		default:
-			f->cur = end;
-			return;
+		default: f->cur = end; return;
 		}
 	}
 }

@@ -125,7 +125,8 @@ eq_err eq_object_decompress(eq_read_fn src, void *src_ctx, eq_write_fn sink, voi
 				goto out;
 			}
 			if (out.pos > max_out - produced) {
-				r = eq_error_set(err, EQ_ERR_LIMIT, "object decompresses to more than the limit of %llu bytes",
+				r = eq_error_set(err, EQ_ERR_LIMIT,
+						 "object decompresses to more than the limit of %llu bytes",
 						 (unsigned long long)max_out);
 				goto out;
 			}

@@ -90,7 +90,8 @@ static eq_err check_prefixes(struct eq_payload_checker *c, const char *path, str
 			return eq_error_set(err, EQ_ERR_UNSAFE, "path goes through symlink '%s' of this payload",
 					    tar_quote(q, sizeof(q), p));
 		if (tar_strset_has(&c->nondir, p))
-			return eq_error_set(err, EQ_ERR_UNSAFE, "path goes through '%s', a non-directory of this payload",
+			return eq_error_set(err, EQ_ERR_UNSAFE,
+					    "path goes through '%s', a non-directory of this payload",
 					    tar_quote(q, sizeof(q), p));
 		*s = '/';
 	}
@@ -165,8 +166,8 @@ eq_err eq_payload_checker_add(struct eq_payload_checker *c, const struct eq_payl
 	r = tar_strset_add(&c->all, p, &added, err);
 	if (!r && e->type != EQ_ENTRY_DIR)
 		r = tar_strset_add(&c->nondir, p, &added, err);
-	bool is_link = e->type == EQ_ENTRY_SYMLINK ||
-		       (e->type == EQ_ENTRY_HARDLINK && tar_strset_has(&c->symlinks, e->link));
+	bool is_link =
+		e->type == EQ_ENTRY_SYMLINK || (e->type == EQ_ENTRY_HARDLINK && tar_strset_has(&c->symlinks, e->link));
 	if (!r && is_link)
 		r = tar_strset_add(&c->symlinks, p, &added, err);
 	return r;
@@ -234,8 +235,8 @@ eq_err eq_payload_check(eq_read_fn src, void *src_ctx, const struct eq_payload_l
 		r = eq_payload_checker_add(c, e, err);
 		if (r) {
 			char q[TAR_QUOTE_MAX];
-			r = eq_error_prefix(err, r, "payload: entry '%s' at byte %" PRIu64, tar_quote(q, sizeof(q), e->path),
-					    tar_reader_entry_offset(rd));
+			r = eq_error_prefix(err, r, "payload: entry '%s' at byte %" PRIu64,
+					    tar_quote(q, sizeof(q), e->path), tar_reader_entry_offset(rd));
 			break;
 		}
 		f.entries++;

@@ -120,8 +120,7 @@ static int open_dir_in_root(struct ex *x, const char *rel)
 	return cur;
 }
 
-static eq_err record(struct ex *x, const char *path, enum made_kind kind, const struct stat *old,
-		     struct eq_error *err)
+static eq_err record(struct ex *x, const char *path, enum made_kind kind, const struct stat *old, struct eq_error *err)
 {
 	if (x->n_made == x->cap_made) {
 		size_t cap = x->cap_made ? x->cap_made * 2 : 64;
@@ -221,7 +220,8 @@ static eq_err set_xattrs_fd(struct ex *x, int fd, const char *proc_path, struct 
 				 : lsetxattr(proc_path, a->name, a->value, a->len, 0);
 		if (rc < 0) {
 			char q[TAR_QUOTE_MAX];
-			return efail(x, err, EQ_ERR_IO, true, "cannot set xattr '%s'", tar_quote(q, sizeof(q), a->name));
+			return efail(x, err, EQ_ERR_IO, true, "cannot set xattr '%s'",
+				     tar_quote(q, sizeof(q), a->name));
 		}
 	}
 	return EQ_OK;
@@ -325,18 +325,10 @@ static eq_err make_tmp(struct ex *x, int pfd, char *tmp, size_t tmplen, struct e
 			fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 			rc = fd < 0 ? -1 : 0;
 			break;
-		case EQ_ENTRY_SYMLINK:
-			rc = symlinkat(e->link, pfd, tmp);
-			break;
-		case EQ_ENTRY_CHR:
-			rc = mknodat(pfd, tmp, S_IFCHR | 0600, makedev(e->devmajor, e->devminor));
-			break;
-		case EQ_ENTRY_BLK:
-			rc = mknodat(pfd, tmp, S_IFBLK | 0600, makedev(e->devmajor, e->devminor));
-			break;
-		case EQ_ENTRY_FIFO:
-			rc = mknodat(pfd, tmp, S_IFIFO | 0600, 0);
-			break;
+		case EQ_ENTRY_SYMLINK: rc = symlinkat(e->link, pfd, tmp); break;
+		case EQ_ENTRY_CHR: rc = mknodat(pfd, tmp, S_IFCHR | 0600, makedev(e->devmajor, e->devminor)); break;
+		case EQ_ENTRY_BLK: rc = mknodat(pfd, tmp, S_IFBLK | 0600, makedev(e->devmajor, e->devminor)); break;
+		case EQ_ENTRY_FIFO: rc = mknodat(pfd, tmp, S_IFIFO | 0600, 0); break;
 		case EQ_ENTRY_HARDLINK: {
 			int tfd;
 			const char *tbase;
@@ -347,8 +339,7 @@ static eq_err make_tmp(struct ex *x, int pfd, char *tmp, size_t tmplen, struct e
 			close(tfd);
 			break;
 		}
-		case EQ_ENTRY_DIR:
-			return efail(x, err, EQ_ERR_STATE, false, "directory in make_tmp");
+		case EQ_ENTRY_DIR: return efail(x, err, EQ_ERR_STATE, false, "directory in make_tmp");
 		}
 		if (rc == 0 && fd < 0)
 			return EQ_OK;

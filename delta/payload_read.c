@@ -329,8 +329,7 @@ static void set_errname(struct eq_payload_reader *r, const char *name, size_t le
 }
 
 /* Reads until @len bytes or the end of the source; *ret_got says how many. */
-static eq_err read_exact(struct eq_payload_reader *r, void *buf, size_t len, size_t *ret_got,
-			 struct eq_error *err)
+static eq_err read_exact(struct eq_payload_reader *r, void *buf, size_t len, size_t *ret_got, struct eq_error *err)
 {
 	size_t got = 0;
 	while (got < len) {
@@ -363,8 +362,7 @@ static eq_err skip(struct eq_payload_reader *r, uint64_t n, struct eq_error *err
 		if (e)
 			return e;
 		if (got < chunk)
-			return rfail(r, err, EQ_ERR_PARSE, "truncated data: %" PRIu64 " more bytes expected",
-				     n - got);
+			return rfail(r, err, EQ_ERR_PARSE, "truncated data: %" PRIu64 " more bytes expected", n - got);
 		n -= got;
 	}
 	return EQ_OK;
@@ -441,8 +439,8 @@ static eq_err read_meta(struct eq_payload_reader *r, uint64_t size, uint64_t cap
 			struct eq_error *err)
 {
 	if (size > cap)
-		return rfail(r, err, EQ_ERR_LIMIT, "%s of %" PRIu64 " bytes exceeds the limit of %" PRIu64, what,
-			     size, cap);
+		return rfail(r, err, EQ_ERR_LIMIT, "%s of %" PRIu64 " bytes exceeds the limit of %" PRIu64, what, size,
+			     cap);
 	uint8_t *d = eq_malloc((size_t)size + 1);
 	if (!d)
 		return rfail(r, err, EQ_ERR_NOMEM, "out of memory for %s of %" PRIu64 " bytes", what, size);
@@ -514,7 +512,8 @@ static eq_err parse_pax(struct eq_payload_reader *r, uint8_t *d, size_t len, str
 		} else if (!strncmp(key, TAR_PAX_XATTR, strlen(TAR_PAX_XATTR))) {
 			char *name = key + strlen(TAR_PAX_XATTR);
 			if (!name[0])
-				return rfail(r, err, EQ_ERR_PARSE, "pax record at offset %zu has an empty xattr name", p);
+				return rfail(r, err, EQ_ERR_PARSE, "pax record at offset %zu has an empty xattr name",
+					     p);
 			if (r->n_xattrs >= r->lim.max_xattrs)
 				return rfail(r, err, EQ_ERR_LIMIT, "more than %zu xattrs", r->lim.max_xattrs);
 			if (vlen > r->lim.max_xattr_size)
@@ -523,9 +522,8 @@ static eq_err parse_pax(struct eq_payload_reader *r, uint8_t *d, size_t len, str
 			for (size_t i = 0; i < r->n_xattrs; i++)
 				if (!strcmp(r->xattrs[i].name, name))
 					return rfail(r, err, EQ_ERR_PARSE, "xattr '%s' appears twice", name);
-			r->xattrs[r->n_xattrs++] = (struct eq_xattr){.name = name,
-								    .value = (uint8_t *)val,
-								    .len = vlen};
+			r->xattrs[r->n_xattrs++] =
+				(struct eq_xattr){.name = name, .value = (uint8_t *)val, .len = vlen};
 		}
 		/* Other keywords (mtime, atime, uname, charset, ...) carry
 		 * nothing the payload keeps, so they are ignored as POSIX asks. */
@@ -617,29 +615,14 @@ static bool map_type(uint8_t t, enum eq_entry_type *ret)
 	switch (t) {
 	case '0':
 	case '\0':
-	case '7':
-		*ret = EQ_ENTRY_FILE;
-		return true;
-	case '1':
-		*ret = EQ_ENTRY_HARDLINK;
-		return true;
-	case '2':
-		*ret = EQ_ENTRY_SYMLINK;
-		return true;
-	case '3':
-		*ret = EQ_ENTRY_CHR;
-		return true;
-	case '4':
-		*ret = EQ_ENTRY_BLK;
-		return true;
-	case '5':
-		*ret = EQ_ENTRY_DIR;
-		return true;
-	case '6':
-		*ret = EQ_ENTRY_FIFO;
-		return true;
-	default:
-		return false;
+	case '7': *ret = EQ_ENTRY_FILE; return true;
+	case '1': *ret = EQ_ENTRY_HARDLINK; return true;
+	case '2': *ret = EQ_ENTRY_SYMLINK; return true;
+	case '3': *ret = EQ_ENTRY_CHR; return true;
+	case '4': *ret = EQ_ENTRY_BLK; return true;
+	case '5': *ret = EQ_ENTRY_DIR; return true;
+	case '6': *ret = EQ_ENTRY_FIFO; return true;
+	default: return false;
 	}
 }
 
@@ -828,8 +811,7 @@ eq_err eq_payload_reader_next(struct eq_payload_reader *r, const struct eq_paylo
 	return EQ_OK;
 }
 
-eq_err eq_payload_reader_read(struct eq_payload_reader *r, void *buf, size_t len, size_t *ret_n,
-			      struct eq_error *err)
+eq_err eq_payload_reader_read(struct eq_payload_reader *r, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
 {
 	if (r->failed)
 		return eq_error_set(err, EQ_ERR_STATE, "payload: reader used after an error");

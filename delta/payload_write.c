@@ -30,10 +30,10 @@ struct bent {
 	uint64_t size;
 	struct eq_xattr *xattrs; /* sorted by name */
 	size_t n_xattrs;
-	int data_fd;          /* caller's fd, or -1 */
+	int data_fd; /* caller's fd, or -1 */
 	uint64_t data_offset;
-	size_t root;          /* index into roots for files found on disk */
-	bool has_ino;         /* a non-directory with more than one link */
+	size_t root;  /* index into roots for files found on disk */
+	bool has_ino; /* a non-directory with more than one link */
 	uint64_t dev, ino;
 };
 
@@ -191,8 +191,7 @@ static eq_err check_entry(const struct eq_payload_limits *lim, const char *path,
 	case EQ_ENTRY_DIR:
 	case EQ_ENTRY_CHR:
 	case EQ_ENTRY_BLK:
-	case EQ_ENTRY_FIFO:
-		break;
+	case EQ_ENTRY_FIFO: break;
 	default:
 		return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': unknown type %d",
 				    tar_quote(q, sizeof(q), path), (int)e->type);
@@ -211,7 +210,8 @@ static eq_err add_entry(struct eq_payload_builder *b, const struct eq_payload_en
 	if (r)
 		return r;
 	if (tar_strset_has(&b->paths, path))
-		return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s' added twice", tar_quote(q, sizeof(q), path));
+		return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s' added twice",
+				    tar_quote(q, sizeof(q), path));
 	if (b->n >= b->lim.max_entries)
 		return eq_error_set(err, EQ_ERR_LIMIT, "payload: more than %" PRIu64 " entries at '%s'",
 				    b->lim.max_entries, tar_quote(q, sizeof(q), path));
@@ -373,8 +373,8 @@ static void xlist_done(struct xlist *l)
 	l->n = 0;
 }
 
-static eq_err read_xattrs(const struct eq_payload_limits *lim, const char *full, const char *rel,
-			  struct xlist *out, struct eq_error *err)
+static eq_err read_xattrs(const struct eq_payload_limits *lim, const char *full, const char *rel, struct xlist *out,
+			  struct eq_error *err)
 {
 	char q[TAR_QUOTE_MAX];
 	/* XATTR_LIST_MAX: the kernel never returns a longer name list. */
@@ -479,8 +479,7 @@ static eq_err add_found(struct eq_payload_builder *b, size_t ridx, const char *r
 			const char *full, const struct stat *stp, bool *ret_isdir, struct eq_error *err);
 
 /* Adds the file @rel below roots[@ridx] as lstat finds it. */
-static eq_err add_fs(struct eq_payload_builder *b, size_t ridx, const char *rel, bool *ret_isdir,
-		     struct eq_error *err)
+static eq_err add_fs(struct eq_payload_builder *b, size_t ridx, const char *rel, bool *ret_isdir, struct eq_error *err)
 {
 	char q[TAR_QUOTE_MAX];
 	const char *why = tar_path_problem(rel);
@@ -495,9 +494,11 @@ static eq_err add_fs(struct eq_payload_builder *b, size_t ridx, const char *rel,
 		if (errno == ENOENT)
 			return eq_error_errno(err, EQ_ERR_NOTFOUND, "payload: '%s' not found under '%s'",
 					      tar_quote(q, sizeof(q), rel), b->roots[ridx]);
-		eq_err code = errno == EXDEV || errno == ELOOP ? EQ_ERR_UNSAFE : errno == ENOMEM ? EQ_ERR_NOMEM : EQ_ERR_IO;
-		return eq_error_errno(err, code, "payload: '%s': parent folder under '%s'", tar_quote(q, sizeof(q), rel),
-				      b->roots[ridx]);
+		eq_err code = errno == EXDEV || errno == ELOOP ? EQ_ERR_UNSAFE
+			      : errno == ENOMEM                ? EQ_ERR_NOMEM
+							       : EQ_ERR_IO;
+		return eq_error_errno(err, code, "payload: '%s': parent folder under '%s'",
+				      tar_quote(q, sizeof(q), rel), b->roots[ridx]);
 	}
 	/* The entry itself is never followed: its metadata by name below
 	 * the parent's descriptor, xattrs through /proc like extract's. */
@@ -542,9 +543,7 @@ static eq_err add_found(struct eq_payload_builder *b, size_t ridx, const char *r
 		e.type = EQ_ENTRY_FILE;
 		e.size = (uint64_t)st.st_size;
 		break;
-	case S_IFDIR:
-		e.type = EQ_ENTRY_DIR;
-		break;
+	case S_IFDIR: e.type = EQ_ENTRY_DIR; break;
 	case S_IFLNK: {
 		e.type = EQ_ENTRY_SYMLINK;
 		size_t cap = b->lim.max_path + 2;
@@ -568,9 +567,7 @@ static eq_err add_found(struct eq_payload_builder *b, size_t ridx, const char *r
 		e.devmajor = major(st.st_rdev);
 		e.devminor = minor(st.st_rdev);
 		break;
-	case S_IFIFO:
-		e.type = EQ_ENTRY_FIFO;
-		break;
+	case S_IFIFO: e.type = EQ_ENTRY_FIFO; break;
 	default:
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "payload: entry '%s': sockets cannot be stored",
 				    tar_quote(q, sizeof(q), rel));
@@ -632,7 +629,8 @@ static eq_err walk(struct eq_payload_builder *b, size_t ridx, const char *rel, s
 		struct dirent *de = readdir(d);
 		if (!de) {
 			if (errno)
-				r = eq_error_errno(err, EQ_ERR_IO, "payload: readdir '%s'", tar_quote(q, sizeof(q), full));
+				r = eq_error_errno(err, EQ_ERR_IO, "payload: readdir '%s'",
+						   tar_quote(q, sizeof(q), full));
 			break;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -810,7 +808,10 @@ static void fill_header(uint8_t h[TAR_BLOCK], const char *name, uint32_t mode, u
 	h[TAR_TYPE_OFF] = (uint8_t)type;
 	if (link)
 		put_str(h + TAR_LINK_OFF, TAR_LINK_LEN, link);
-	memcpy(h + TAR_MAGIC_OFF, "ustar\0" "00", 8);
+	memcpy(h + TAR_MAGIC_OFF,
+	       "ustar\0"
+	       "00",
+	       8);
 	tar_put_octal(h + TAR_DEVMAJOR_OFF, TAR_ID_LEN, maj);
 	tar_put_octal(h + TAR_DEVMINOR_OFF, TAR_ID_LEN, min);
 	/* Six digits, NUL, space: the spelling GNU tar and bsdtar use. */
@@ -821,20 +822,13 @@ static void fill_header(uint8_t h[TAR_BLOCK], const char *name, uint32_t mode, u
 static char type_char(enum eq_entry_type t)
 {
 	switch (t) {
-	case EQ_ENTRY_FILE:
-		return '0';
-	case EQ_ENTRY_HARDLINK:
-		return '1';
-	case EQ_ENTRY_SYMLINK:
-		return '2';
-	case EQ_ENTRY_CHR:
-		return '3';
-	case EQ_ENTRY_BLK:
-		return '4';
-	case EQ_ENTRY_DIR:
-		return '5';
-	case EQ_ENTRY_FIFO:
-		return '6';
+	case EQ_ENTRY_FILE: return '0';
+	case EQ_ENTRY_HARDLINK: return '1';
+	case EQ_ENTRY_SYMLINK: return '2';
+	case EQ_ENTRY_CHR: return '3';
+	case EQ_ENTRY_BLK: return '4';
+	case EQ_ENTRY_DIR: return '5';
+	case EQ_ENTRY_FIFO: return '6';
 	}
 	return '0';
 }
@@ -922,8 +916,8 @@ static eq_err emit_data(struct eq_payload_builder *b, struct out *o, const struc
 		}
 		struct stat st;
 		if (own_fd < 0)
-			return eq_error_errno(err, errno == ENOMEM ? EQ_ERR_NOMEM : EQ_ERR_IO, "payload: entry '%s': open",
-					      tar_quote(q, sizeof(q), m->path));
+			return eq_error_errno(err, errno == ENOMEM ? EQ_ERR_NOMEM : EQ_ERR_IO,
+					      "payload: entry '%s': open", tar_quote(q, sizeof(q), m->path));
 		if (fstat(own_fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != h->size) {
 			close(own_fd);
 			return eq_error_set(err, EQ_ERR_STATE, "payload: entry '%s': file changed since it was added",
@@ -942,10 +936,12 @@ static eq_err emit_data(struct eq_payload_builder *b, struct out *o, const struc
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
-			r = eq_error_errno(err, EQ_ERR_IO, "payload: entry '%s': read", tar_quote(q, sizeof(q), m->path));
+			r = eq_error_errno(err, EQ_ERR_IO, "payload: entry '%s': read",
+					   tar_quote(q, sizeof(q), m->path));
 		else if (got == 0)
 			r = eq_error_set(err, EQ_ERR_STATE,
-					 "payload: entry '%s': file shrank since it was added (%" PRIu64 " bytes missing)",
+					 "payload: entry '%s': file shrank since it was added (%" PRIu64
+					 " bytes missing)",
 					 tar_quote(q, sizeof(q), m->path), left);
 		else {
 			o->len += (size_t)got;

@@ -159,13 +159,16 @@ static eq_err scan_string(struct scan *s)
 			if (s->p >= s->end)
 				break;
 			switch (*s->p) {
-			case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-				s->p++;
-				continue;
-			case 'u':
-				break;
-			default:
-				return fail(s, "invalid escape sequence in string");
+			case '"':
+			case '\\':
+			case '/':
+			case 'b':
+			case 'f':
+			case 'n':
+			case 'r':
+			case 't': s->p++; continue;
+			case 'u': break;
+			default: return fail(s, "invalid escape sequence in string");
 			}
 			unsigned u, lo;
 			if (!hex4(s->p + 1, s->end, &u))
@@ -252,7 +255,8 @@ static eq_err scan_container(struct scan *s)
 		eq_err r;
 		if (++count > max)
 			return fail_at(s, s->p, EQ_ERR_LIMIT,
-				       object ? "object has more than 64 members" : "array has more than 100000 elements");
+				       object ? "object has more than 64 members"
+					      : "array has more than 100000 elements");
 		if (object) {
 			if (s->p >= s->end || *s->p != '"')
 				return fail(s, "expected a string as object key");
@@ -296,16 +300,11 @@ static eq_err scan_value(struct scan *s)
 		return fail(s, "expected a value");
 	switch (*s->p) {
 	case '{':
-	case '[':
-		return scan_container(s);
-	case '"':
-		return scan_string(s);
-	case 't':
-		return scan_literal(s, "true");
-	case 'f':
-		return scan_literal(s, "false");
-	case 'n':
-		return scan_literal(s, "null");
+	case '[': return scan_container(s);
+	case '"': return scan_string(s);
+	case 't': return scan_literal(s, "true");
+	case 'f': return scan_literal(s, "false");
+	case 'n': return scan_literal(s, "null");
 	default:
 		if (*s->p == '-' || is_digit(*s->p))
 			return scan_number(s);
@@ -334,8 +333,8 @@ eq_err eqm_json_parse(const uint8_t *data, size_t len, cJSON **ret_root, struct 
 		unsigned long line = 0, col = 0;
 		if (parse_end && (const uint8_t *)parse_end >= data && (const uint8_t *)parse_end <= data + len)
 			position(data, (const uint8_t *)parse_end, &line, &col);
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory building the JSON tree (stopped at line %lu column %lu)",
-				    line, col);
+		return eq_error_set(err, EQ_ERR_NOMEM,
+				    "out of memory building the JSON tree (stopped at line %lu column %lu)", line, col);
 	}
 	*ret_root = root;
 	return EQ_OK;
@@ -346,14 +345,10 @@ eq_err eqm_json_parse(const uint8_t *data, size_t len, cJSON **ret_root, struct 
 static bool type_ok(const cJSON *item, enum eqm_type t)
 {
 	switch (t) {
-	case EQM_STRING:
-		return cJSON_IsString(item) && item->valuestring;
-	case EQM_NUMBER:
-		return cJSON_IsNumber(item);
-	case EQM_OBJECT:
-		return cJSON_IsObject(item);
-	case EQM_ARRAY:
-		return cJSON_IsArray(item);
+	case EQM_STRING: return cJSON_IsString(item) && item->valuestring;
+	case EQM_NUMBER: return cJSON_IsNumber(item);
+	case EQM_OBJECT: return cJSON_IsObject(item);
+	case EQM_ARRAY: return cJSON_IsArray(item);
 	}
 	return false;
 }
@@ -361,14 +356,10 @@ static bool type_ok(const cJSON *item, enum eqm_type t)
 static const char *type_name(enum eqm_type t)
 {
 	switch (t) {
-	case EQM_STRING:
-		return "a string";
-	case EQM_NUMBER:
-		return "a number";
-	case EQM_OBJECT:
-		return "an object";
-	case EQM_ARRAY:
-		return "an array";
+	case EQM_STRING: return "a string";
+	case EQM_NUMBER: return "a number";
+	case EQM_OBJECT: return "an object";
+	case EQM_ARRAY: return "an array";
 	}
 	return "?";
 }
@@ -481,7 +472,7 @@ static eq_err parse_delta(const cJSON *obj, const char *where, struct eq_manifes
 static eq_err parse_package(struct eq_manifest *m, const cJSON *obj, size_t index, struct eq_error *err)
 {
 	static const struct eqm_field fields[] = {
-		{"name", EQM_STRING},	  {"version", EQM_STRING}, {"arch", EQM_STRING},  {"taskhash", EQM_STRING},
+		{"name", EQM_STRING},    {"version", EQM_STRING}, {"arch", EQM_STRING},   {"taskhash", EQM_STRING},
 		{"unihash", EQM_STRING}, {"payload", EQM_OBJECT}, {"object", EQM_OBJECT}, {"deltas", EQM_ARRAY}};
 	static const struct eqm_field payload_fields[] = {{"sha256", EQM_STRING}, {"size", EQM_NUMBER}};
 	static const struct eqm_field object_fields[] = {
@@ -538,7 +529,8 @@ static eq_err parse_package(struct eq_manifest *m, const cJSON *obj, size_t inde
 			eqm_quote(q, sizeof(q), p.name);
 			eqm_quote(qp, sizeof(qp), prev);
 			if (c == 0)
-				return eq_error_set(err, EQ_ERR_PARSE, "%s.name: package '%s' is listed twice", where, q);
+				return eq_error_set(err, EQ_ERR_PARSE, "%s.name: package '%s' is listed twice", where,
+						    q);
 			return eq_error_set(err, EQ_ERR_PARSE,
 					    "%s.name: '%s' is not after '%s' (packages must be sorted by name)", where,
 					    q, qp);
@@ -560,15 +552,16 @@ eq_err eqm_check_format(const cJSON *root, struct eq_error *err)
 	if (!cJSON_IsNumber(f))
 		return eq_error_set(err, EQ_ERR_PARSE, "format: expected a number");
 	if (!(f->valuedouble == (double)EQ_MANIFEST_FORMAT))
-		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "format version %g is not supported (this build reads version %d)",
-				    f->valuedouble, EQ_MANIFEST_FORMAT);
+		return eq_error_set(err, EQ_ERR_UNSUPPORTED,
+				    "format version %g is not supported (this build reads version %d)", f->valuedouble,
+				    EQ_MANIFEST_FORMAT);
 	return EQ_OK;
 }
 
 static eq_err build(const cJSON *root, struct eq_manifest *m, struct eq_error *err)
 {
 	static const struct eqm_field fields[] = {
-		{"format", EQM_NUMBER}, {"board", EQM_STRING},	{"channel", EQM_STRING}, {"release", EQM_STRING},
+		{"format", EQM_NUMBER}, {"board", EQM_STRING},  {"channel", EQM_STRING}, {"release", EQM_STRING},
 		{"number", EQM_NUMBER}, {"issued", EQM_STRING}, {"expires", EQM_STRING}, {"packages", EQM_ARRAY}};
 	const cJSON *it[8];
 	struct eq_manifest_header h = {0};
@@ -585,15 +578,15 @@ static eq_err build(const cJSON *root, struct eq_manifest *m, struct eq_error *e
 	size_t i = 0;
 	for (const cJSON *p = it[7]->child; p; p = p->next, i++) {
 		if (i == EQ_MANIFEST_MAX_PACKAGES)
-			return eq_error_set(err, EQ_ERR_LIMIT, "packages: more than %u packages", EQ_MANIFEST_MAX_PACKAGES);
+			return eq_error_set(err, EQ_ERR_LIMIT, "packages: more than %u packages",
+					    EQ_MANIFEST_MAX_PACKAGES);
 		if ((r = parse_package(m, p, i, err)))
 			return r;
 	}
 	return EQ_OK;
 }
 
-eq_err eq_manifest_parse_unverified(const uint8_t *data, size_t len, struct eq_manifest **ret_m,
-				    struct eq_error *err)
+eq_err eq_manifest_parse_unverified(const uint8_t *data, size_t len, struct eq_manifest **ret_m, struct eq_error *err)
 {
 	assert(ret_m);
 	if (len > EQ_MANIFEST_MAX_BYTES)
@@ -625,26 +618,26 @@ eq_err eq_manifest_parse_unverified(const uint8_t *data, size_t len, struct eq_m
  */
 static eq_err write_package(struct eq_buf *b, const struct eq_manifest_package *p, bool last, struct eq_error *err)
 {
-	eq_err r = eq_buf_printf(b, err,
-				 "    {\n"
-				 "      \"name\": \"%s\",\n"
-				 "      \"version\": \"%s\",\n"
-				 "      \"arch\": \"%s\",\n"
-				 "      \"taskhash\": \"%s\",\n"
-				 "      \"unihash\": \"%s\",\n"
-				 "      \"payload\": {\n"
-				 "        \"sha256\": \"%s\",\n"
-				 "        \"size\": %" PRIu64 "\n"
-				 "      },\n"
-				 "      \"object\": {\n"
-				 "        \"path\": \"%s\",\n"
-				 "        \"sha256\": \"%s\",\n"
-				 "        \"size\": %" PRIu64 "\n"
-				 "      },\n"
-				 "      \"deltas\": [%s",
-				 p->name, p->version, p->arch, p->taskhash, p->unihash, p->payload.sha256,
-				 p->payload.size, p->object.path, p->object.sha256, p->object.size,
-				 p->n_deltas ? "\n" : "");
+	eq_err r =
+		eq_buf_printf(b, err,
+			      "    {\n"
+			      "      \"name\": \"%s\",\n"
+			      "      \"version\": \"%s\",\n"
+			      "      \"arch\": \"%s\",\n"
+			      "      \"taskhash\": \"%s\",\n"
+			      "      \"unihash\": \"%s\",\n"
+			      "      \"payload\": {\n"
+			      "        \"sha256\": \"%s\",\n"
+			      "        \"size\": %" PRIu64 "\n"
+			      "      },\n"
+			      "      \"object\": {\n"
+			      "        \"path\": \"%s\",\n"
+			      "        \"sha256\": \"%s\",\n"
+			      "        \"size\": %" PRIu64 "\n"
+			      "      },\n"
+			      "      \"deltas\": [%s",
+			      p->name, p->version, p->arch, p->taskhash, p->unihash, p->payload.sha256, p->payload.size,
+			      p->object.path, p->object.sha256, p->object.size, p->n_deltas ? "\n" : "");
 	for (size_t i = 0; !r && i < p->n_deltas; i++) {
 		const struct eq_manifest_delta *d = &p->deltas[i];
 		r = eq_buf_printf(b, err,

@@ -158,7 +158,8 @@ eq_err eq_manifest_key_generate(const char *name_prefix, char ret_keyid[EQ_MANIF
 	/* Everything that can fail in the crypto library happens before any
 	 * file exists, so a failure leaves nothing behind. */
 	if ((ret = mbedtls_pk_setup(&pk, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY))) ||
-	    (ret = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, mbedtls_pk_ec(pk), mbedtls_ctr_drbg_random, &g.drbg))) {
+	    (ret = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, mbedtls_pk_ec(pk), mbedtls_ctr_drbg_random,
+				       &g.drbg))) {
 		r = tls_err(err, EQ_ERR_VERIFY, ret, "cannot generate key");
 		goto out;
 	}
@@ -327,8 +328,8 @@ bool eqm_pubkey_verify(const struct eqm_pubkey *k, const uint8_t hash[EQ_SHA256_
 	return mbedtls_pk_verify(k->pk, MBEDTLS_MD_SHA256, hash, EQ_SHA256_LEN, der_sig, der_len) == 0;
 }
 
-eq_err eqm_key_sign(const struct eq_manifest_key *key, const uint8_t hash[EQ_SHA256_LEN],
-		    uint8_t out[EQM_SIG_DER_MAX], size_t *ret_len, struct eq_error *err)
+eq_err eqm_key_sign(const struct eq_manifest_key *key, const uint8_t hash[EQ_SHA256_LEN], uint8_t out[EQM_SIG_DER_MAX],
+		    size_t *ret_len, struct eq_error *err)
 {
 	struct rng g;
 	unsigned char sig[MBEDTLS_PK_SIGNATURE_MAX_SIZE];

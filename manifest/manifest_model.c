@@ -27,12 +27,9 @@ static bool in_charset(char c, enum charset cs)
 	if (is_alnum(c) || c == '.' || c == '_' || c == '-')
 		return true;
 	switch (cs) {
-	case CS_NAME:
-		return false;
-	case CS_RELEASE:
-		return c == '+';
-	case CS_VERSION:
-		return c == '+' || c == '~' || c == ':';
+	case CS_NAME: return false;
+	case CS_RELEASE: return c == '+';
+	case CS_VERSION: return c == '+' || c == '~' || c == ':';
 	}
 	return false;
 }
@@ -54,12 +51,9 @@ static const char *check_text(const char *s, size_t max, enum charset cs, bool a
 	for (size_t i = 0; i < n; i++) {
 		if (!in_charset(s[i], cs)) {
 			switch (cs) {
-			case CS_NAME:
-				return "may contain only A-Z a-z 0-9 . _ -";
-			case CS_RELEASE:
-				return "may contain only A-Z a-z 0-9 . _ + -";
-			case CS_VERSION:
-				return "may contain only A-Z a-z 0-9 . _ + ~ : -";
+			case CS_NAME: return "may contain only A-Z a-z 0-9 . _ -";
+			case CS_RELEASE: return "may contain only A-Z a-z 0-9 . _ + -";
+			case CS_VERSION: return "may contain only A-Z a-z 0-9 . _ + ~ : -";
 			}
 		}
 	}
@@ -123,8 +117,7 @@ static bool terminated(const char *s, size_t size)
 	return memchr(s, '\0', size) != NULL;
 }
 
-static eq_err check_package(const struct eq_manifest_package *p, const char *where, eq_err bad,
-			    struct eq_error *err)
+static eq_err check_package(const struct eq_manifest_package *p, const char *where, eq_err bad, struct eq_error *err)
 {
 	const char *why;
 	eq_err r;
@@ -163,7 +156,8 @@ static eq_err check_package(const struct eq_manifest_package *p, const char *whe
 		if (!terminated(d->from, sizeof(d->from)) || !terminated(d->sha256, sizeof(d->sha256)) ||
 		    !terminated(d->path, sizeof(d->path)))
 			return eq_error_set(err, bad, "%s: a hash or path field is not NUL-terminated", dw);
-		if ((r = check_hash(d->from, dw, "from", bad, err)) || (r = check_hash(d->sha256, dw, "sha256", bad, err)) ||
+		if ((r = check_hash(d->from, dw, "from", bad, err)) ||
+		    (r = check_hash(d->sha256, dw, "sha256", bad, err)) ||
 		    (r = check_size(d->size, dw, "size", bad, err)))
 			return r;
 		if (strcmp(d->from, p->payload.sha256) == 0)
@@ -349,8 +343,9 @@ const struct eq_manifest_package *eq_manifest_find_package(const struct eq_manif
 eq_err eq_manifest_check_newer(const struct eq_manifest *m, uint64_t installed_number, struct eq_error *err)
 {
 	if (m->number <= installed_number)
-		return eq_error_set(err, EQ_ERR_STATE, "release number %" PRIu64 " is not newer than the installed %" PRIu64,
-				    m->number, installed_number);
+		return eq_error_set(err, EQ_ERR_STATE,
+				    "release number %" PRIu64 " is not newer than the installed %" PRIu64, m->number,
+				    installed_number);
 	return EQ_OK;
 }
 

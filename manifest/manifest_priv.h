@@ -33,8 +33,8 @@ struct eq_manifest {
  * messages ("packages[3]"); @bad is the code for a field that breaks its
  * rule (EQ_ERR_INVAL for API callers, EQ_ERR_PARSE for the parser).
  */
-eq_err eqm_add_package(struct eq_manifest *m, const struct eq_manifest_package *p, const char *where,
-		       eq_err bad, struct eq_error *err) EQ_MUST_CHECK;
+eq_err eqm_add_package(struct eq_manifest *m, const struct eq_manifest_package *p, const char *where, eq_err bad,
+		       struct eq_error *err) EQ_MUST_CHECK;
 eq_err eqm_set_header(struct eq_manifest *m, const struct eq_manifest_header *h, eq_err bad,
 		      struct eq_error *err) EQ_MUST_CHECK;
 
@@ -77,8 +77,8 @@ eq_err eqm_fields(const cJSON *obj, const char *where, const struct eqm_field *f
 eq_err eqm_check_format(const cJSON *root, struct eq_error *err) EQ_MUST_CHECK;
 
 /* An integral JSON number in [min, max] (max <= 2^53). */
-eq_err eqm_uint(const cJSON *item, const char *where, const char *key, uint64_t min, uint64_t max,
-		uint64_t *ret, struct eq_error *err) EQ_MUST_CHECK;
+eq_err eqm_uint(const cJSON *item, const char *where, const char *key, uint64_t min, uint64_t max, uint64_t *ret,
+		struct eq_error *err) EQ_MUST_CHECK;
 
 /* "where.key", or "key" when @where is empty, into @out. */
 void eqm_path(char *out, size_t size, const char *where, const char *key);
@@ -101,8 +101,8 @@ bool eqm_pubkey_verify(const struct eqm_pubkey *k, const uint8_t hash[EQ_SHA256_
 		       size_t der_len);
 /* DER ECDSA signature by @key over @hash into @out (EQM_SIG_DER_MAX bytes). */
 #define EQM_SIG_DER_MAX 80u
-eq_err eqm_key_sign(const struct eq_manifest_key *key, const uint8_t hash[EQ_SHA256_LEN],
-		    uint8_t out[EQM_SIG_DER_MAX], size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
+eq_err eqm_key_sign(const struct eq_manifest_key *key, const uint8_t hash[EQ_SHA256_LEN], uint8_t out[EQM_SIG_DER_MAX],
+		    size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
 
 /* ---- trust sets and signature files (manifest_sig.c) ------------------ */
 

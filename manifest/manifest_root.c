@@ -59,7 +59,8 @@ eq_err eq_manifest_trust_copy(const struct eq_manifest_trust *trust, const char 
 			r = eqm_trust_add(c, k, EQM_TRUST_CAP, err);
 	}
 	if (!r && eq_manifest_trust_key_count(c) < th)
-		r = eq_error_set(err, EQ_ERR_STATE, "%zu key(s) would be left, fewer than the threshold %u (add a key first)",
+		r = eq_error_set(err, EQ_ERR_STATE,
+				 "%zu key(s) would be left, fewer than the threshold %u (add a key first)",
 				 eq_manifest_trust_key_count(c), th);
 	if (r) {
 		eq_manifest_trust_free(c);
@@ -109,7 +110,8 @@ eq_err eq_root_to_json(const struct eq_root_info *info, const struct eq_manifest
 			if (seen)
 				continue;
 			if (n == EQ_ROOT_MAX_KEYS)
-				return eq_error_set(err, EQ_ERR_INVAL, "keys: more than %u distinct keys", EQ_ROOT_MAX_KEYS);
+				return eq_error_set(err, EQ_ERR_INVAL, "keys: more than %u distinct keys",
+						    EQ_ROOT_MAX_KEYS);
 			keys[n++] = k;
 		}
 	}
@@ -123,7 +125,8 @@ eq_err eq_root_to_json(const struct eq_root_info *info, const struct eq_manifest
 				 ",\n  \"issued\": \"%s\",\n  \"expires\": \"%s\",\n  \"keys\": [\n",
 				 EQ_MANIFEST_FORMAT, info->version, issued, expires);
 	for (size_t i = 0; !r && i < n; i++) {
-		r = eq_buf_printf(&b, err, "    {\n      \"keyid\": \"%s\",\n      \"pem\": \"", eqm_pubkey_id(keys[i]));
+		r = eq_buf_printf(&b, err, "    {\n      \"keyid\": \"%s\",\n      \"pem\": \"",
+				  eqm_pubkey_id(keys[i]));
 		if (!r)
 			r = put_pem(&b, eqm_pubkey_pem(keys[i]), err);
 		if (!r)
@@ -198,15 +201,16 @@ static eq_err parse_keys(const cJSON *arr, struct keylist *kl, struct eq_error *
 		if ((r = eqm_pubkey_parse(it[1]->valuestring, &k, err)))
 			return eq_error_prefix(err, r, "%s.pem", where);
 		if (strcmp(eqm_pubkey_id(k), it[0]->valuestring) != 0) {
-			r = eq_error_set(err, EQ_ERR_VERIFY, "%s.keyid: does not match its key (the key's id is %s)", where,
-					 eqm_pubkey_id(k));
+			r = eq_error_set(err, EQ_ERR_VERIFY, "%s.keyid: does not match its key (the key's id is %s)",
+					 where, eqm_pubkey_id(k));
 			eqm_pubkey_free(k);
 			return r;
 		}
 		for (size_t j = 0; j < kl->n; j++) {
 			if (strcmp(eqm_pubkey_id(kl->k[j]), eqm_pubkey_id(k)) == 0) {
 				eqm_pubkey_free(k);
-				return eq_error_set(err, EQ_ERR_PARSE, "%s: key %s is listed twice", where, it[0]->valuestring);
+				return eq_error_set(err, EQ_ERR_PARSE, "%s: key %s is listed twice", where,
+						    it[0]->valuestring);
 			}
 		}
 		kl->used[kl->n] = false;
@@ -238,14 +242,16 @@ static eq_err parse_role(const cJSON *obj, int ro, struct keylist *kl, struct eq
 			break;
 		}
 		if (!cJSON_IsString(c) || !eq_is_sha256_hex(c->valuestring)) {
-			r = eq_error_set(err, EQ_ERR_PARSE, "%s.keyids[%zu]: expected 64 lower-case hex digits", where, i);
+			r = eq_error_set(err, EQ_ERR_PARSE, "%s.keyids[%zu]: expected 64 lower-case hex digits", where,
+					 i);
 			break;
 		}
 		size_t j = 0;
 		while (j < kl->n && strcmp(eqm_pubkey_id(kl->k[j]), c->valuestring) != 0)
 			j++;
 		if (j == kl->n) {
-			r = eq_error_set(err, EQ_ERR_PARSE, "%s.keyids[%zu]: key %s is not in keys", where, i, c->valuestring);
+			r = eq_error_set(err, EQ_ERR_PARSE, "%s.keyids[%zu]: key %s is not in keys", where, i,
+					 c->valuestring);
 			break;
 		}
 		size_t before = eq_manifest_trust_key_count(t);
@@ -272,10 +278,9 @@ static eq_err parse_role(const cJSON *obj, int ro, struct keylist *kl, struct eq
 
 static eq_err root_build(const cJSON *doc, struct eq_root *root, struct eq_error *err)
 {
-	static const struct eqm_field fields[] = {{"type", EQM_STRING},	  {"format", EQM_NUMBER},
-						  {"version", EQM_NUMBER}, {"issued", EQM_STRING},
-						  {"expires", EQM_STRING}, {"keys", EQM_ARRAY},
-						  {"roles", EQM_OBJECT}};
+	static const struct eqm_field fields[] = {
+		{"type", EQM_STRING},    {"format", EQM_NUMBER}, {"version", EQM_NUMBER}, {"issued", EQM_STRING},
+		{"expires", EQM_STRING}, {"keys", EQM_ARRAY},    {"roles", EQM_OBJECT}};
 	static const struct eqm_field role_fields[] = {
 		{"root", EQM_OBJECT}, {"release", EQM_OBJECT}, {"timestamp", EQM_OBJECT}};
 	const cJSON *it[7], *rit[3];
@@ -295,7 +300,8 @@ static eq_err root_build(const cJSON *doc, struct eq_root *root, struct eq_error
 		r = parse_role(rit[ro], ro, &kl, &root->role[ro], err);
 	for (size_t i = 0; !r && i < kl.n; i++)
 		if (!kl.used[i])
-			r = eq_error_set(err, EQ_ERR_PARSE, "keys[%zu]: key %s is in no role", i, eqm_pubkey_id(kl.k[i]));
+			r = eq_error_set(err, EQ_ERR_PARSE, "keys[%zu]: key %s is in no role", i,
+					 eqm_pubkey_id(kl.k[i]));
 out:
 	keylist_done(&kl);
 	return r;
@@ -424,13 +430,14 @@ eq_err eq_timestamp_to_json(const struct eq_timestamp *ts, uint8_t **ret_data, s
 	eq_manifest_format_time(ts->expires, expires);
 	struct eq_buf b;
 	eq_buf_init(&b, EQ_TIMESTAMP_MAX_BYTES);
-	r = eq_buf_printf(&b, err,
-			  "{\n  \"type\": \"timestamp\",\n  \"format\": %d,\n  \"version\": %" PRIu64
-			  ",\n  \"board\": \"%s\",\n  \"channel\": \"%s\",\n  \"issued\": \"%s\",\n  \"expires\": \"%s\",\n"
-			  "  \"manifest\": {\n    \"number\": %" PRIu64 ",\n    \"sha256\": \"%s\",\n    \"size\": %" PRIu64
-			  "\n  }\n}\n",
-			  EQ_MANIFEST_FORMAT, ts->version, ts->board, ts->channel, issued, expires, ts->number, ts->sha256,
-			  ts->size);
+	r = eq_buf_printf(
+		&b, err,
+		"{\n  \"type\": \"timestamp\",\n  \"format\": %d,\n  \"version\": %" PRIu64
+		",\n  \"board\": \"%s\",\n  \"channel\": \"%s\",\n  \"issued\": \"%s\",\n  \"expires\": \"%s\",\n"
+		"  \"manifest\": {\n    \"number\": %" PRIu64 ",\n    \"sha256\": \"%s\",\n    \"size\": %" PRIu64
+		"\n  }\n}\n",
+		EQ_MANIFEST_FORMAT, ts->version, ts->board, ts->channel, issued, expires, ts->number, ts->sha256,
+		ts->size);
 	if (r) {
 		eq_buf_done(&b);
 		return r;
@@ -451,9 +458,10 @@ static eq_err copy_name(char *dst, const cJSON *item, const char *key, struct eq
 eq_err eq_timestamp_parse_unverified(const uint8_t *data, size_t len, struct eq_timestamp *ret, struct eq_error *err)
 {
 	static const struct eqm_field fields[] = {
-		{"type", EQM_STRING},	{"format", EQM_NUMBER},	 {"version", EQM_NUMBER}, {"board", EQM_STRING},
+		{"type", EQM_STRING},    {"format", EQM_NUMBER}, {"version", EQM_NUMBER}, {"board", EQM_STRING},
 		{"channel", EQM_STRING}, {"issued", EQM_STRING}, {"expires", EQM_STRING}, {"manifest", EQM_OBJECT}};
-	static const struct eqm_field mfields[] = {{"number", EQM_NUMBER}, {"sha256", EQM_STRING}, {"size", EQM_NUMBER}};
+	static const struct eqm_field mfields[] = {
+		{"number", EQM_NUMBER}, {"sha256", EQM_STRING}, {"size", EQM_NUMBER}};
 	const cJSON *it[8], *mit[3];
 	struct eq_timestamp ts;
 	memset(&ts, 0, sizeof(ts));

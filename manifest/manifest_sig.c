@@ -42,8 +42,8 @@ static eq_err decode_sig(const char *b64, const char *where, struct sig_entry *e
 		return eq_error_set(err, EQ_ERR_PARSE, "%s.sig: longer than %u characters", where, SIG_B64_MAX);
 	if (mbedtls_base64_decode(e->der, sizeof(e->der), &e->der_len, (const unsigned char *)b64, n) != 0 ||
 	    e->der_len == 0 ||
-	    mbedtls_base64_encode((unsigned char *)again, sizeof(again), &olen, e->der, e->der_len) != 0 ||
-	    olen != n || memcmp(again, b64, n) != 0)
+	    mbedtls_base64_encode((unsigned char *)again, sizeof(again), &olen, e->der, e->der_len) != 0 || olen != n ||
+	    memcmp(again, b64, n) != 0)
 		return eq_error_set(err, EQ_ERR_PARSE, "%s.sig: not canonical base64", where);
 	return EQ_OK;
 }
@@ -56,8 +56,8 @@ static eq_err parse_sigset(const uint8_t *sig, size_t sig_len, struct sigset *se
 	cJSON *root = NULL;
 	eq_err r;
 	if (sig_len > EQ_MANIFEST_SIG_MAX_BYTES)
-		return eq_error_set(err, EQ_ERR_LIMIT, "signature file is %zu bytes, more than the limit of %u", sig_len,
-				    EQ_MANIFEST_SIG_MAX_BYTES);
+		return eq_error_set(err, EQ_ERR_LIMIT, "signature file is %zu bytes, more than the limit of %u",
+				    sig_len, EQ_MANIFEST_SIG_MAX_BYTES);
 	if ((r = eqm_json_parse(sig, sig_len, &root, err)))
 		return r;
 	set->n = 0;
@@ -67,7 +67,8 @@ static eq_err parse_sigset(const uint8_t *sig, size_t sig_len, struct sigset *se
 		char where[32];
 		snprintf(where, sizeof(where), "signatures[%zu]", set->n);
 		if (set->n == EQ_MANIFEST_MAX_SIGNATURES) {
-			r = eq_error_set(err, EQ_ERR_LIMIT, "signatures: more than %u signatures", EQ_MANIFEST_MAX_SIGNATURES);
+			r = eq_error_set(err, EQ_ERR_LIMIT, "signatures: more than %u signatures",
+					 EQ_MANIFEST_MAX_SIGNATURES);
 			goto out;
 		}
 		if (!cJSON_IsObject(c)) {
@@ -110,8 +111,8 @@ static eq_err write_sigset(const struct sigset *set, uint8_t **ret, size_t *ret_
 			r = eq_error_set(err, EQ_ERR_VERIFY, "cannot encode signature");
 			break;
 		}
-		r = eq_buf_printf(&b, err, "    {\n      \"keyid\": \"%s\",\n      \"sig\": \"%s\"\n    }%s\n", e->keyid,
-				  b64, i + 1 < set->n ? "," : "");
+		r = eq_buf_printf(&b, err, "    {\n      \"keyid\": \"%s\",\n      \"sig\": \"%s\"\n    }%s\n",
+				  e->keyid, b64, i + 1 < set->n ? "," : "");
 	}
 	if (!r)
 		r = eq_buf_printf(&b, err, "%s]\n}\n", set->n ? "  " : "");
@@ -284,8 +285,8 @@ static eq_err trust_build(const cJSON *root, struct eq_manifest_trust *t, struct
 		if ((r = eqm_pubkey_parse(kit[1]->valuestring, &k, err)))
 			return eq_error_prefix(err, r, "%s.pem", where);
 		if (strcmp(eqm_pubkey_id(k), keyid) != 0) {
-			r = eq_error_set(err, EQ_ERR_VERIFY, "%s.keyid: does not match its key (the key's id is %s)", where,
-					 eqm_pubkey_id(k));
+			r = eq_error_set(err, EQ_ERR_VERIFY, "%s.keyid: does not match its key (the key's id is %s)",
+					 where, eqm_pubkey_id(k));
 			eqm_pubkey_free(k);
 			return r;
 		}
@@ -351,8 +352,8 @@ eq_err eq_manifest_trust_from_pubkeys(const char *const *paths, size_t n_paths, 
 		return eq_error_set(err, EQ_ERR_INVAL, "need 1 to %u public keys, got %zu", EQ_MANIFEST_TRUST_MAX_KEYS,
 				    n_paths);
 	if (threshold < 1 || threshold > n_paths)
-		return eq_error_set(err, EQ_ERR_INVAL, "threshold %u is not between 1 and the %zu keys given", threshold,
-				    n_paths);
+		return eq_error_set(err, EQ_ERR_INVAL, "threshold %u is not between 1 and the %zu keys given",
+				    threshold, n_paths);
 	struct eq_manifest_trust *t = eq_calloc(1, sizeof(*t));
 	if (!t)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
@@ -479,11 +480,12 @@ eq_err eq_manifest_verify(const uint8_t *data, size_t len, const uint8_t *sig, s
 	}
 	if (valid < trust->threshold) {
 		if (unknown && valid == 0)
-			r = eq_error_set(err, EQ_ERR_VERIFY, "signed by unknown key %s, 0 of %u required signatures", unknown,
-					 trust->threshold);
+			r = eq_error_set(err, EQ_ERR_VERIFY, "signed by unknown key %s, 0 of %u required signatures",
+					 unknown, trust->threshold);
 		else if (unknown)
-			r = eq_error_set(err, EQ_ERR_VERIFY, "%u of %u required signatures (also signed by unknown key %s)",
-					 valid, trust->threshold, unknown);
+			r = eq_error_set(err, EQ_ERR_VERIFY,
+					 "%u of %u required signatures (also signed by unknown key %s)", valid,
+					 trust->threshold, unknown);
 		else
 			r = eq_error_set(err, EQ_ERR_VERIFY, "%u of %u required signatures", valid, trust->threshold);
 	}
@@ -521,13 +523,14 @@ eq_err eq_manifest_load_verified(const uint8_t *data, size_t len, const uint8_t 
 	if (policy->channel && strcmp(m->channel, policy->channel) != 0) {
 		char q[80];
 		eqm_quote(q, sizeof(q), policy->channel);
-		r = eq_error_set(err, EQ_ERR_STATE, "manifest is for channel '%s', this device follows '%s'", m->channel,
-				 q);
+		r = eq_error_set(err, EQ_ERR_STATE, "manifest is for channel '%s', this device follows '%s'",
+				 m->channel, q);
 		goto out;
 	}
 	if (policy->number && m->number != policy->number) {
-		r = eq_error_set(err, EQ_ERR_STATE, "manifest is release number %" PRIu64 ", not the %" PRIu64 " asked for",
-				 m->number, policy->number);
+		r = eq_error_set(err, EQ_ERR_STATE,
+				 "manifest is release number %" PRIu64 ", not the %" PRIu64 " asked for", m->number,
+				 policy->number);
 		goto out;
 	}
 	if (policy->check_expiry && policy->now >= m->expires) {

@@ -14,10 +14,10 @@
 
 struct eq_trust {
 	char *dir;
-	struct eq_root *root;		       /* newest accepted */
-	struct eq_manifest_trust *installed;   /* release keys over the chain, newest first */
-	struct eq_manifest_trust *ts_keys;     /* timestamp keys over the chain, the same way */
-	struct eq_timestamp ts;		       /* version 0: none accepted yet */
+	struct eq_root *root;                /* newest accepted */
+	struct eq_manifest_trust *installed; /* release keys over the chain, newest first */
+	struct eq_manifest_trust *ts_keys;   /* timestamp keys over the chain, the same way */
+	struct eq_timestamp ts;              /* version 0: none accepted yet */
 	int64_t newest_issued;
 	char warning[EQ_ERROR_MSG_MAX + 64];
 };
@@ -183,7 +183,8 @@ eq_err eq_trust_open(const char *dir, const char *root_path, struct eq_trust **r
 		if (rr == EQ_OK && (rr = adopt_root(t, next, &e)))
 			eq_root_free(next);
 		if (rr) {
-			snprintf(t->warning, sizeof(t->warning), "stored root version %" PRIu64 " ignored: %s", v, e.msg);
+			snprintf(t->warning, sizeof(t->warning), "stored root version %" PRIu64 " ignored: %s", v,
+				 e.msg);
 			break;
 		}
 	}
@@ -232,8 +233,7 @@ static eq_err fetch_pair(eq_trust_fetch_fn fetch, void *ctx, const char *rel, si
 	return r;
 }
 
-static eq_err walk_roots(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, uint64_t *walked,
-			 struct eq_error *err)
+static eq_err walk_roots(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, uint64_t *walked, struct eq_error *err)
 {
 	for (unsigned steps = 0; steps < EQ_ROOT_CHAIN_MAX; steps++) {
 		uint64_t v = root_version(t->root) + 1;
@@ -268,7 +268,8 @@ static eq_err check_timestamp(const struct eq_trust *t, const struct eq_timestam
 	char q[80];
 	if (strcmp(ts->board, board) != 0) {
 		eqm_quote(q, sizeof(q), board);
-		return eq_error_set(err, EQ_ERR_STATE, "timestamp is for board '%s', this device is '%s'", ts->board, q);
+		return eq_error_set(err, EQ_ERR_STATE, "timestamp is for board '%s', this device is '%s'", ts->board,
+				    q);
 	}
 	if (strcmp(ts->channel, channel) != 0) {
 		eqm_quote(q, sizeof(q), channel);
@@ -303,8 +304,8 @@ static eq_err check_timestamp(const struct eq_trust *t, const struct eq_timestam
 	return EQ_OK;
 }
 
-eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, const char *board,
-			const char *channel, int64_t clock, struct eq_trust_result *ret, struct eq_error *err)
+eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, const char *board, const char *channel,
+			int64_t clock, struct eq_trust_result *ret, struct eq_error *err)
 {
 	assert(t && fetch && board && channel && ret);
 	struct eq_trust_result res;
@@ -320,7 +321,8 @@ eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, 
 		eq_manifest_format_time(info.expires, exp);
 		eq_manifest_format_time(now, n);
 		return eq_error_set(err, EQ_ERR_EXPIRED,
-				    "root version %" PRIu64 " expired at %s (now %s) and the repository has no newer one",
+				    "root version %" PRIu64
+				    " expired at %s (now %s) and the repository has no newer one",
 				    info.version, exp, n);
 	}
 
@@ -335,8 +337,9 @@ eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, 
 	struct eq_timestamp ts;
 	r = fetch_pair(fetch, ctx, ts_rel, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &s, &sl, err);
 	if (r == EQ_ERR_NOTFOUND)
-		r = eq_error_set(err, EQ_ERR_VERIFY, "not in the repository (a repository with a root needs "
-						     "'eqota-gen timestamp')");
+		r = eq_error_set(err, EQ_ERR_VERIFY,
+				 "not in the repository (a repository with a root needs "
+				 "'eqota-gen timestamp')");
 	if (!r)
 		r = eq_timestamp_load_verified(d, dl, s, sl, t->root, &ts, err);
 	if (!r)
@@ -366,8 +369,8 @@ eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, 
 		eq_hex_encode(h, sizeof(h), hex);
 		if (res.manifest_len != ts.size || strcmp(hex, ts.sha256) != 0)
 			r = eq_error_set(err, EQ_ERR_VERIFY,
-					 "%zu bytes with sha256 %s, but timestamp version %" PRIu64
-					 " names %" PRIu64 " bytes with sha256 %s",
+					 "%zu bytes with sha256 %s, but timestamp version %" PRIu64 " names %" PRIu64
+					 " bytes with sha256 %s",
 					 res.manifest_len, hex, ts.version, ts.size, ts.sha256);
 	}
 	if (!r) {

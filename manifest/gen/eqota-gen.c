@@ -88,10 +88,39 @@ struct opts {
 };
 
 enum {
-	O_REPO = 256, O_BOARD, O_CHANNEL, O_RELEASE, O_PACKAGES, O_KEY, O_OUT, O_INDEX, O_DELTAS_FROM, O_STORE,
-	O_EXPIRES, O_TRUST, O_FROM, O_TO, O_JSON, O_BUILD_DIR, O_METHOD, O_TASKHASH, O_OUTHASH, O_UNIHASH, O_LEVEL,
-	O_DEEP, O_AT, O_THRESHOLD, O_POLICY, O_ROOT, O_REVOKE, O_TS_KEY, O_HOURS, O_HASHSERV,
-	O_UNVERIFIED, O_PATH_OWNER, O_PATH_OWNERS,
+	O_REPO = 256,
+	O_BOARD,
+	O_CHANNEL,
+	O_RELEASE,
+	O_PACKAGES,
+	O_KEY,
+	O_OUT,
+	O_INDEX,
+	O_DELTAS_FROM,
+	O_STORE,
+	O_EXPIRES,
+	O_TRUST,
+	O_FROM,
+	O_TO,
+	O_JSON,
+	O_BUILD_DIR,
+	O_METHOD,
+	O_TASKHASH,
+	O_OUTHASH,
+	O_UNIHASH,
+	O_LEVEL,
+	O_DEEP,
+	O_AT,
+	O_THRESHOLD,
+	O_POLICY,
+	O_ROOT,
+	O_REVOKE,
+	O_TS_KEY,
+	O_HOURS,
+	O_HASHSERV,
+	O_UNVERIFIED,
+	O_PATH_OWNER,
+	O_PATH_OWNERS,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -200,7 +229,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_ROLE_PUB + EQ_ROLE_TIMESTAMP: {
 			int ro = c - O_ROLE_PUB;
 			if (o->n_role_pubs[ro] == EQ_MANIFEST_TRUST_MAX_KEYS)
-				return usage_error("too many --%s-pub options (at most 16)", eq_role_name((enum eq_role)ro));
+				return usage_error("too many --%s-pub options (at most 16)",
+						   eq_role_name((enum eq_role)ro));
 			o->role_pubs[ro][o->n_role_pubs[ro]++] = optarg;
 			break;
 		}
@@ -245,15 +275,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_PATH_OWNER:
 			if (o->n_path_owners == EQ_PATH_OWNER_ARGS_MAX)
-				return usage_error("too many --path-owner options (at most 256; use --path-owners FILE)%s", "");
+				return usage_error(
+					"too many --path-owner options (at most 256; use --path-owners FILE)%s", "");
 			o->path_owners[o->n_path_owners++] = optarg;
 			break;
 		case O_PATH_OWNERS: o->path_owners_file = optarg; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return -1;
-		default:
-			return EXIT_USAGE;
+		case 'h': fputs(usage_text, stdout); return -1;
+		default: return EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
@@ -261,10 +289,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-#define NEED(field, name)                                                                                          \
-	do {                                                                                                       \
-		if (!o->field)                                                                                     \
-			return usage_error("missing %s", name);                                                    \
+#define NEED(field, name)                                                                                              \
+	do {                                                                                                           \
+		if (!o->field)                                                                                         \
+			return usage_error("missing %s", name);                                                        \
 	} while (0)
 
 static int cmd_keygen(const struct opts *o)
@@ -348,8 +376,9 @@ static int cmd_publish(const struct opts *o)
 		struct eq_timestamp ts;
 		if ((r = eq_gen_timestamp(&to, &ts, &e))) {
 			eq_publish_report_done(&rep);
-			eq_error_prefix(&e, r, "published, but the timestamp was not refreshed (devices with a root see "
-					       "the release once 'eqota-gen timestamp' succeeds)");
+			eq_error_prefix(&e, r,
+					"published, but the timestamp was not refreshed (devices with a root see "
+					"the release once 'eqota-gen timestamp' succeeds)");
 			return fail(&e);
 		}
 	} else {
@@ -362,7 +391,8 @@ static int cmd_publish(const struct opts *o)
 	}
 	char bytes[32];
 	human(rep.bytes_written, bytes, sizeof(bytes));
-	printf("published %s/%s release '%s' as number %" PRIu64 ": %zu packages (%zu equivalent to earlier builds, %zu "
+	printf("published %s/%s release '%s' as number %" PRIu64
+	       ": %zu packages (%zu equivalent to earlier builds, %zu "
 	       "not reproducible), %zu new objects, %zu new deltas, %s written in %.1f s\n",
 	       o->board, o->channel, o->release, rep.number, rep.n_packages, rep.equivalent, rep.not_reproducible,
 	       rep.objects_written, rep.deltas_written, bytes, rep.seconds);
@@ -435,8 +465,8 @@ static int cmd_diff(const struct opts *o)
 		}
 		printf("],\"totals\":{\"kept\":%zu,\"equivalent\":%zu,\"changed\":%zu,\"added\":%zu,\"removed\":%zu,"
 		       "\"download_bytes\":%" PRIu64 ",\"full_bytes\":%" PRIu64 "}}\n",
-		       d.count[EQ_DIFF_KEPT], d.count[EQ_DIFF_EQUIVALENT], d.count[EQ_DIFF_CHANGED], d.count[EQ_DIFF_ADDED],
-		       d.count[EQ_DIFF_REMOVED], d.download_bytes, d.full_bytes);
+		       d.count[EQ_DIFF_KEPT], d.count[EQ_DIFF_EQUIVALENT], d.count[EQ_DIFF_CHANGED],
+		       d.count[EQ_DIFF_ADDED], d.count[EQ_DIFF_REMOVED], d.download_bytes, d.full_bytes);
 	} else {
 		for (size_t i = 0; i < d.n; i++) {
 			const struct eq_diff_entry *x = &d.v[i];
@@ -523,9 +553,11 @@ static eq_err check_files(const char *repo, const struct eq_manifest *m, bool de
 				return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 			struct stat st;
 			if (stat(path, &st) != 0)
-				return eq_error_errno(err, EQ_ERR_NOTFOUND, "package '%s': '%s' is missing", p->name, rel);
+				return eq_error_errno(err, EQ_ERR_NOTFOUND, "package '%s': '%s' is missing", p->name,
+						      rel);
 			if ((uint64_t)st.st_size != size)
-				return eq_error_set(err, EQ_ERR_VERIFY, "package '%s': '%s' has %lld bytes, the manifest says %" PRIu64,
+				return eq_error_set(err, EQ_ERR_VERIFY,
+						    "package '%s': '%s' has %lld bytes, the manifest says %" PRIu64,
 						    p->name, rel, (long long)st.st_size, size);
 			if (deep) {
 				uint8_t d[EQ_SHA256_LEN];
@@ -535,7 +567,8 @@ static eq_err check_files(const char *repo, const struct eq_manifest *m, bool de
 					return r;
 				eq_hex_encode(d, EQ_SHA256_LEN, hex);
 				if (strcmp(hex, sha))
-					return eq_error_set(err, EQ_ERR_VERIFY, "package '%s': '%s' has SHA-256 %s, the manifest says %s",
+					return eq_error_set(err, EQ_ERR_VERIFY,
+							    "package '%s': '%s' has SHA-256 %s, the manifest says %s",
 							    p->name, rel, hex, sha);
 			}
 		}
@@ -571,17 +604,17 @@ static int verify_root(const struct opts *o)
 			return rc;
 		}
 		const struct eq_repo_release *rel = find_release(&h, o->release);
-		EQ_AUTOFREE char *mpath =
-			rel ? eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64 "/manifest.json", o->repo, o->board,
-					  o->channel, rel->number)
-			    : NULL;
+		EQ_AUTOFREE char *mpath = rel ? eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64 "/manifest.json",
+							    o->repo, o->board, o->channel, rel->number)
+					      : NULL;
 		struct eq_manifest_policy pol = {.board = o->board,
 						 .channel = o->channel,
 						 .number = rel ? rel->number : 0,
 						 .now = clock,
 						 .check_expiry = false};
 		eq_repo_history_done(&h);
-		r = mpath ? eq_manifest_load_verified_file(mpath, NULL, eq_root_role(root, EQ_ROLE_RELEASE), &pol, &m, &e)
+		r = mpath ? eq_manifest_load_verified_file(mpath, NULL, eq_root_role(root, EQ_ROLE_RELEASE), &pol, &m,
+							   &e)
 			  : EQ_ERR_NOTFOUND;
 		eq_root_free(root);
 		if (r == EQ_ERR_NOTFOUND && !mpath)
@@ -603,8 +636,9 @@ static int verify_root(const struct opts *o)
 	if (!r)
 		printf("%s/boards/%s/%s: root chain to version %" PRIu64 ", %ssignature, board, channel and expiry OK; "
 		       "release '%s' (number %" PRIu64 "), %zu packages, every %s present\n",
-		       o->repo, o->board, o->channel, root_version, o->release ? "" : "timestamp, ", hd.release, hd.number,
-		       eq_manifest_package_count(m), o->deep ? "object and delta hash-checked and" : "object and delta");
+		       o->repo, o->board, o->channel, root_version, o->release ? "" : "timestamp, ", hd.release,
+		       hd.number, eq_manifest_package_count(m),
+		       o->deep ? "object and delta hash-checked and" : "object and delta");
 	eq_manifest_free(m);
 	return r ? fail(&e) : 0;
 }
@@ -636,7 +670,8 @@ static int cmd_verify(const struct opts *o)
 		const struct eq_repo_release *rel = find_release(&h, o->release);
 		if (rel) {
 			want_number = rel->number;
-			dir = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel, rel->number);
+			dir = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel,
+					  rel->number);
 		}
 		eq_repo_history_done(&h);
 		if (!rel) {
@@ -680,7 +715,8 @@ static int cmd_verify(const struct opts *o)
 		eq_manifest_free(m);
 		return fail(&e);
 	}
-	printf("%s: signature, board, channel and expiry OK; release '%s' (number %" PRIu64 "), %zu packages, every %s present\n",
+	printf("%s: signature, board, channel and expiry OK; release '%s' (number %" PRIu64
+	       "), %zu packages, every %s present\n",
 	       mpath, hd.release, hd.number, eq_manifest_package_count(m),
 	       o->deep ? "object and delta hash-checked and" : "object and delta");
 	eq_manifest_free(m);
@@ -852,7 +888,8 @@ static int equiv_import(const struct opts *o)
 	NEED(repo, "--repo DIR");
 	if ((o->n_keys > 0) + !!o->trust + !!o->root + o->unverified != 1)
 		return usage_error("equiv import: give one of --root FILE, --key NAME.pub (repeatable), --trust FILE "
-				   "or --unverified%s", "");
+				   "or --unverified%s",
+				   "");
 	struct eq_error e;
 	struct eq_manifest_trust *trust = NULL;
 	if (o->trust || o->n_keys) {
@@ -862,8 +899,10 @@ static int equiv_import(const struct opts *o)
 			return fail(&e);
 	}
 	if (o->unverified)
-		eq_log(EQ_LOG_WARNING, "importing from '%s' without checking signatures: whoever could write it "
-		       "chooses which packages devices skip", o->repo);
+		eq_log(EQ_LOG_WARNING,
+		       "importing from '%s' without checking signatures: whoever could write it "
+		       "chooses which packages devices skip",
+		       o->repo);
 	struct eq_repo_walk_opts wo = {.trust = trust, .root_path = o->root, .unverified = o->unverified};
 	struct eq_store *s = NULL;
 	struct eq_import_report rep = {0};
@@ -875,7 +914,8 @@ static int equiv_import(const struct opts *o)
 	if (r)
 		return fail(&e);
 	if (o->json)
-		printf("{\"schema\":\"" EQ_JSON_IMPORT_SCHEMA "\",\"manifests\":%zu,\"packages\":%zu,\"added\":%zu,\"present\":%zu,\"conflicts\":%zu,"
+		printf("{\"schema\":\"" EQ_JSON_IMPORT_SCHEMA
+		       "\",\"manifests\":%zu,\"packages\":%zu,\"added\":%zu,\"present\":%zu,\"conflicts\":%zu,"
 		       "\"outhashes_added\":%zu,\"published_added\":%zu}\n",
 		       rep.manifests, rep.packages, rep.added, rep.present, rep.conflicts, rep.outhashes_added,
 		       rep.published_added);
@@ -936,7 +976,8 @@ static int cmd_equiv(int argc, char **argv)
 	} else if (!strcmp(sub, "list")) {
 		if (o.hashserv)
 			return usage_error("equiv list reads a local store: the hashserv protocol has no listing "
-					   "(use bitbake-hashclient there)%s", "");
+					   "(use bitbake-hashclient there)%s",
+					   "");
 		if (eq_store_open(o.store, &s, &e) || eq_store_list(s, o.method, list_print, NULL, &e))
 			ret = fail(&e);
 	} else if (!strcmp(sub, "import")) {

@@ -207,9 +207,11 @@ static eq_err load_rules(struct eq_path_table *t, const char *file, struct eq_er
 		char where[64 + 4096];
 		snprintf(where, sizeof(where), "%s:%zu", file, lineno);
 		if (!owner)
-			r = eq_error_set(err, EQ_ERR_PARSE, "%s: expected \"PATH PACKAGE\", found only '%s'", where, path);
+			r = eq_error_set(err, EQ_ERR_PARSE, "%s: expected \"PATH PACKAGE\", found only '%s'", where,
+					 path);
 		else if (extra)
-			r = eq_error_set(err, EQ_ERR_PARSE, "%s: extra field '%s' after \"PATH PACKAGE\"", where, extra);
+			r = eq_error_set(err, EQ_ERR_PARSE, "%s: extra field '%s' after \"PATH PACKAGE\"", where,
+					 extra);
 		else
 			r = add_rule(t, path, owner, where, err);
 	}
@@ -324,8 +326,8 @@ eq_err eq_path_table_apply(struct eq_path_table *t, const char *pkg_name, struct
 	return EQ_OK;
 }
 
-eq_err eq_path_table_taskhash(const struct eq_path_table *t, const char *pkg_name,
-			      char taskhash[EQ_SHA256_HEX_LEN + 1], struct eq_error *err)
+eq_err eq_path_table_taskhash(const struct eq_path_table *t, const char *pkg_name, char taskhash[EQ_SHA256_HEX_LEN + 1],
+			      struct eq_error *err)
 {
 	(void)err;
 	const struct tpkg *p = NULL;
@@ -409,8 +411,8 @@ eq_err eq_path_table_add_entry(struct eq_path_table *t, const char *pkg_name, co
 	return EQ_OK;
 }
 
-eq_err eq_path_table_add(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
-			 const char *payload_path, struct eq_error *err)
+eq_err eq_path_table_add(struct eq_path_table *t, const char *pkg_name, const char *pkg_file, const char *payload_path,
+			 struct eq_error *err)
 {
 	int fd = open(payload_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -481,20 +483,13 @@ static size_t find_rec(const struct eq_path_table *t, const char *path, size_t p
 static const char *type_name(enum eq_entry_type ty)
 {
 	switch (ty) {
-	case EQ_ENTRY_FILE:
-		return "file";
-	case EQ_ENTRY_DIR:
-		return "directory";
-	case EQ_ENTRY_SYMLINK:
-		return "symlink";
-	case EQ_ENTRY_HARDLINK:
-		return "hard link";
-	case EQ_ENTRY_CHR:
-		return "character device";
-	case EQ_ENTRY_BLK:
-		return "block device";
-	case EQ_ENTRY_FIFO:
-		return "fifo";
+	case EQ_ENTRY_FILE: return "file";
+	case EQ_ENTRY_DIR: return "directory";
+	case EQ_ENTRY_SYMLINK: return "symlink";
+	case EQ_ENTRY_HARDLINK: return "hard link";
+	case EQ_ENTRY_CHR: return "character device";
+	case EQ_ENTRY_BLK: return "block device";
+	case EQ_ENTRY_FIFO: return "fifo";
 	}
 	return "entry";
 }
@@ -511,7 +506,8 @@ static void what_differs(const struct rec *a, const struct rec *b, char *out, si
 	else if (a->mode != b->mode)
 		snprintf(out, n, "mode %04" PRIo32 " vs %04" PRIo32, a->mode, b->mode);
 	else if (a->uid != b->uid || a->gid != b->gid)
-		snprintf(out, n, "owner %" PRIu32 ":%" PRIu32 " vs %" PRIu32 ":%" PRIu32, a->uid, a->gid, b->uid, b->gid);
+		snprintf(out, n, "owner %" PRIu32 ":%" PRIu32 " vs %" PRIu32 ":%" PRIu32, a->uid, a->gid, b->uid,
+			 b->gid);
 	else if (a->devmajor != b->devmajor || a->devminor != b->devminor)
 		snprintf(out, n, "device numbers differ");
 	else if (memcmp(a->xsha, b->xsha, EQ_SHA256_LEN))
@@ -604,8 +600,7 @@ static eq_err check_group(const struct eq_path_table *t, size_t first, size_t en
 	return r;
 }
 
-static eq_err check_rules(const struct eq_path_table *t, struct problems *pr, struct eq_buf *b,
-			  struct eq_error *err)
+static eq_err check_rules(const struct eq_path_table *t, struct problems *pr, struct eq_buf *b, struct eq_error *err)
 {
 	eq_err r = EQ_OK;
 	for (size_t i = 0; i < t->n_rules && !r; i++) {
@@ -617,7 +612,8 @@ static eq_err check_rules(const struct eq_path_table *t, struct problems *pr, st
 		if (owner != SIZE_MAX && find_rec(t, ru->path, owner) != SIZE_MAX)
 			continue;
 		if (ru->taken_from) {
-			r = eq_buf_printf(b, err, "%s: %s does not ship %s, which was left out of %s: no package would "
+			r = eq_buf_printf(b, err,
+					  "%s: %s does not ship %s, which was left out of %s: no package would "
 					  "install it",
 					  ru->where, ru->owner, ru->path, ru->taken_from);
 			if (!r)
@@ -625,7 +621,8 @@ static eq_err check_rules(const struct eq_path_table *t, struct problems *pr, st
 			if (!r)
 				problem(pr, true, b);
 		} else {
-			r = eq_buf_printf(b, err, "%s: no package of the release ships %s, ignoring", ru->where, ru->path);
+			r = eq_buf_printf(b, err, "%s: no package of the release ships %s, ignoring", ru->where,
+					  ru->path);
 			if (!r)
 				r = eq_buf_append(b, "", 1, err);
 			if (!r)
@@ -665,11 +662,13 @@ eq_err eq_path_table_check(struct eq_path_table *t, eq_path_note_fn note, void *
 	if (r)
 		return r;
 	if (pr.n == 1)
-		return eq_error_set(err, EQ_ERR_STATE, "%s; a release may ship a path once (see --path-owner)", pr.first);
+		return eq_error_set(err, EQ_ERR_STATE, "%s; a release may ship a path once (see --path-owner)",
+				    pr.first);
 	if (pr.n)
-		return eq_error_set(err, EQ_ERR_STATE,
-				    "%zu paths are shipped by more than one package or ruled wrongly (each one logged): "
-				    "%s, ...; a release may ship a path once (see --path-owner)",
-				    pr.n, pr.first);
+		return eq_error_set(
+			err, EQ_ERR_STATE,
+			"%zu paths are shipped by more than one package or ruled wrongly (each one logged): "
+			"%s, ...; a release may ship a path once (see --path-owner)",
+			pr.n, pr.first);
 	return EQ_OK;
 }

@@ -14,11 +14,11 @@ struct pub_row {
 
 struct eq_equiv {
 	char *name;
-	struct eq_store *store;      /* local backend */
-	struct eq_hashserv *hs;      /* remote backend */
-	struct pub_row *rows;        /* remote: sorted by unihash, then seq */
+	struct eq_store *store; /* local backend */
+	struct eq_hashserv *hs; /* remote backend */
+	struct pub_row *rows;   /* remote: sorted by unihash, then seq */
 	size_t n_rows, cap_rows;
-	size_t n_sorted;             /* rows[0..n_sorted) are sorted; later ones were added by this run */
+	size_t n_sorted; /* rows[0..n_sorted) are sorted; later ones were added by this run */
 };
 
 static void rows_free(struct eq_equiv *e)

@@ -38,12 +38,12 @@
 struct eq_hashserv {
 	char *addr; /* NULL for eq_hashserv_open_fd() */
 	int fd;
-	bool own_fd;      /* false for eq_hashserv_open_fd(): the caller closes it */
+	bool own_fd; /* false for eq_hashserv_open_fd(): the caller closes it */
 	unsigned timeout_ms;
 	char *username, *token;
 	struct eq_buf in; /* received, not yet consumed: bytes [in_off, in.len) */
 	size_t in_off;
-	bool dropped;     /* the last failure was the connection going away */
+	bool dropped; /* the last failure was the connection going away */
 };
 
 const char *eq_hashserv_addr(const struct eq_hashserv *h)
@@ -391,8 +391,9 @@ static eq_err open_socket(struct eq_hashserv *h, struct eq_error *err)
 		struct sockaddr_un un = {.sun_family = AF_UNIX};
 		const char *path = a + 7;
 		if (!*path || strlen(path) >= sizeof(un.sun_path))
-			return eq_error_set(err, EQ_ERR_INVAL, "hashserv address '%s': the socket path must be 1..%zu bytes",
-					    a, sizeof(un.sun_path) - 1);
+			return eq_error_set(err, EQ_ERR_INVAL,
+					    "hashserv address '%s': the socket path must be 1..%zu bytes", a,
+					    sizeof(un.sun_path) - 1);
 		memcpy(un.sun_path, path, strlen(path) + 1);
 		return connect_to(h, (struct sockaddr *)&un, sizeof(un), err);
 	}
@@ -509,9 +510,9 @@ static eq_err setup(struct eq_hashserv *h, struct eq_error *err)
 	eq_buf_done(&out);
 	if (r && h->dropped && r == EQ_ERR_NETWORK)
 		r = eq_error_set(err, EQ_ERR_UNSUPPORTED,
-			     "hashserv %s closed the connection after the %s handshake: not a bitbake-hashserv, or "
-			     "one that does not speak protocol 1.1",
-			     eq_hashserv_addr(h), PROTO_LINE);
+				 "hashserv %s closed the connection after the %s handshake: not a bitbake-hashserv, or "
+				 "one that does not speak protocol 1.1",
+				 eq_hashserv_addr(h), PROTO_LINE);
 	return r;
 }
 
@@ -698,11 +699,12 @@ static eq_err check_method(const char *method, struct eq_error *err)
 {
 	size_t len = method ? strlen(method) : 0;
 	if (len == 0 || len > EQ_STORE_METHOD_MAX)
-		return eq_error_set(err, EQ_ERR_INVAL, "method: expected 1..%d printable characters", EQ_STORE_METHOD_MAX);
+		return eq_error_set(err, EQ_ERR_INVAL, "method: expected 1..%d printable characters",
+				    EQ_STORE_METHOD_MAX);
 	for (const unsigned char *p = (const unsigned char *)method; *p; p++)
 		if (*p <= 0x20 || *p >= 0x7f)
-			return eq_error_set(err, EQ_ERR_INVAL, "method '%.80s': expected printable characters without spaces",
-					    method);
+			return eq_error_set(err, EQ_ERR_INVAL,
+					    "method '%.80s': expected printable characters without spaces", method);
 	return EQ_OK;
 }
 
@@ -791,7 +793,8 @@ static eq_err report_op(struct eq_hashserv *h, void *vctx, struct eq_error *err)
 static eq_err check_meta(const char *field, const char *v, struct eq_error *err)
 {
 	if (v && strlen(v) > EQ_STORE_META_MAX)
-		return eq_error_set(err, EQ_ERR_INVAL, "%s '%.80s...': longer than %d bytes", field, v, EQ_STORE_META_MAX);
+		return eq_error_set(err, EQ_ERR_INVAL, "%s '%.80s...': longer than %d bytes", field, v,
+				    EQ_STORE_META_MAX);
 	return EQ_OK;
 }
 
@@ -802,7 +805,8 @@ eq_err eq_hashserv_report_many(struct eq_hashserv *h, const char *method, struct
 	for (size_t i = 0; !r && i < n; i++) {
 		if (!hash_ok(v[i].taskhash) || !hash_ok(v[i].outhash) || (v[i].unihash && !hash_ok(v[i].unihash)))
 			r = eq_error_set(err, EQ_ERR_INVAL,
-					 "report %zu: taskhash, outhash and unihash must be 64 lower-case hex digits", i);
+					 "report %zu: taskhash, outhash and unihash must be 64 lower-case hex digits",
+					 i);
 		else if (!(r = check_meta("PN", v[i].pn, err)))
 			r = check_meta("PV", v[i].pv, err);
 	}
@@ -817,7 +821,8 @@ eq_err eq_hashserv_report_equiv(struct eq_hashserv *h, const char *method, const
 {
 	eq_err r = check_method(method, err);
 	if (!r && (!hash_ok(taskhash) || !hash_ok(unihash)))
-		r = eq_error_set(err, EQ_ERR_INVAL, "report-equiv: taskhash and unihash must be 64 lower-case hex digits");
+		r = eq_error_set(err, EQ_ERR_INVAL,
+				 "report-equiv: taskhash and unihash must be 64 lower-case hex digits");
 	if (r)
 		return r;
 	struct eq_hashserv_report x = {.taskhash = taskhash, .unihash = unihash};

@@ -17,7 +17,7 @@
 struct walk_item {
 	char *board, *channel, *path;
 	uint64_t number;
-	struct eq_manifest *m; /* owned */
+	struct eq_manifest *m;        /* owned */
 	struct eq_manifest_header hd; /* strings owned by m */
 };
 
@@ -91,7 +91,8 @@ static eq_err list_dirs(const char *dir, bool missing_ok, char ***ret, size_t *r
 		if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
 			continue;
 		if (n >= EQ_REPO_WALK_MAX_MANIFESTS) {
-			r = eq_error_set(err, EQ_ERR_LIMIT, "'%s' has more than %u entries", dir, EQ_REPO_WALK_MAX_MANIFESTS);
+			r = eq_error_set(err, EQ_ERR_LIMIT, "'%s' has more than %u entries", dir,
+					 EQ_REPO_WALK_MAX_MANIFESTS);
 			break;
 		}
 		char **nv = eq_realloc(v, (n + 1) * sizeof(*v));
@@ -162,7 +163,8 @@ static eq_err load_one(struct walk *w, const char *board, const char *channel, u
 	if (!r && (strcmp(hd.board, board) || strcmp(hd.channel, channel) || hd.number != number))
 		/* Unverified too: a manifest copied into another folder would
 		 * be imported under the wrong release. */
-		r = eq_error_set(err, EQ_ERR_STATE, "%s: the manifest is board '%s', channel '%s', number %" PRIu64
+		r = eq_error_set(err, EQ_ERR_STATE,
+				 "%s: the manifest is board '%s', channel '%s', number %" PRIu64
 				 ", not what its folder says",
 				 path, hd.board, hd.channel, hd.number);
 	if (r) {
@@ -179,8 +181,12 @@ static eq_err load_one(struct walk *w, const char *board, const char *channel, u
 		w->v = v;
 		w->cap = cap;
 	}
-	struct walk_item it = {.board = eq_strdup(board), .channel = eq_strdup(channel), .path = eq_strdup(path),
-			       .number = number, .m = m, .hd = hd};
+	struct walk_item it = {.board = eq_strdup(board),
+			       .channel = eq_strdup(channel),
+			       .path = eq_strdup(path),
+			       .number = number,
+			       .m = m,
+			       .hd = hd};
 	if (!it.board || !it.channel || !it.path) {
 		eq_free(it.board);
 		eq_free(it.channel);
@@ -205,7 +211,8 @@ static eq_err load_channel(struct walk *w, const char *board, const char *channe
 		if (!release_number(names[i], &number))
 			continue;
 		EQ_AUTOFREE char *path = eq_asprintf("%s/%s/manifest.json", dir, names[i]);
-		r = path ? load_one(w, board, channel, number, path, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		r = path ? load_one(w, board, channel, number, path, err)
+			 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	}
 	free_names(names, n);
 	return r;
@@ -326,8 +333,9 @@ static eq_err import_one(void *ctx, const struct eq_repo_pkg_ref *ref, struct eq
 		/* The store is the authority for what it already answered:
 		 * its unihash may be in manifests this repository never saw. */
 		char what[256];
-		snprintf(what, sizeof(what), "taskhash %.12s... is mapped to unihash %.12s..., the manifest says %.12s...",
-			 p->taskhash, have, p->unihash);
+		snprintf(what, sizeof(what),
+			 "taskhash %.12s... is mapped to unihash %.12s..., the manifest says %.12s...", p->taskhash,
+			 have, p->unihash);
 		conflict(c, ref, what);
 		return EQ_OK;
 	}
@@ -354,16 +362,17 @@ static eq_err import_one(void *ctx, const struct eq_repo_pkg_ref *ref, struct eq
 		c->rep.published_added++;
 	} else if (strcmp(held.payload_sha256, pub.payload_sha256)) {
 		char what[256];
-		snprintf(what, sizeof(what), "unihash %.12s... is published with payload %.12s..., the manifest says %.12s...",
-			 p->unihash, held.payload_sha256, p->payload.sha256);
+		snprintf(what, sizeof(what),
+			 "unihash %.12s... is published with payload %.12s..., the manifest says %.12s...", p->unihash,
+			 held.payload_sha256, p->payload.sha256);
 		conflict(c, ref, what);
 	}
 	return EQ_OK;
 }
 
-eq_err eq_gen_equiv_import(struct eq_store *s, const char *method, const char *repo,
-			   const struct eq_repo_walk_opts *o, eq_import_conflict_fn on_conflict, void *conflict_ctx,
-			   struct eq_import_report *ret, struct eq_error *err)
+eq_err eq_gen_equiv_import(struct eq_store *s, const char *method, const char *repo, const struct eq_repo_walk_opts *o,
+			   eq_import_conflict_fn on_conflict, void *conflict_ctx, struct eq_import_report *ret,
+			   struct eq_error *err)
 {
 	if (!s || !ret)
 		return eq_error_set(err, EQ_ERR_INVAL, "import: no store or report");

@@ -116,12 +116,13 @@ static eq_err check_taskhashes(struct eq_build_index *idx, const char *path, str
 	for (size_t i = 1; i < idx->n && !r; i++) {
 		if (memcmp(v[i - 1]->taskhash, v[i]->taskhash, EQ_SHA256_HEX_LEN))
 			continue;
-		r = eq_error_set(err, EQ_ERR_PARSE,
-				 "%s:%zu: package '%s' has the taskhash of package '%s' (line %zu): every package needs "
-				 "its own taskhash, or one gets the other's unihash and bytes. All packages of a Yocto "
-				 "recipe share its task hashes: hash the recipe's unihash with the package name "
-				 "(docs/yocto.md)",
-				 path, v[i]->line, v[i]->name, v[i - 1]->name, v[i - 1]->line);
+		r = eq_error_set(
+			err, EQ_ERR_PARSE,
+			"%s:%zu: package '%s' has the taskhash of package '%s' (line %zu): every package needs "
+			"its own taskhash, or one gets the other's unihash and bytes. All packages of a Yocto "
+			"recipe share its task hashes: hash the recipe's unihash with the package name "
+			"(docs/yocto.md)",
+			path, v[i]->line, v[i]->name, v[i - 1]->name, v[i - 1]->line);
 	}
 	eq_free(v);
 	return r;
@@ -158,9 +159,10 @@ static eq_err parse(struct eq_build_index *idx, const char *path, size_t len, st
 					    "%s:%zu: package name '%.80s': expected 1..255 printable characters", path,
 					    lineno, name);
 		if (!eq_is_sha256_hex(hash))
-			return eq_error_set(err, EQ_ERR_PARSE,
-					    "%s:%zu: package '%.80s': bad taskhash '%.80s': expected 64 lower-case hex digits",
-					    path, lineno, name, hash);
+			return eq_error_set(
+				err, EQ_ERR_PARSE,
+				"%s:%zu: package '%.80s': bad taskhash '%.80s': expected 64 lower-case hex digits",
+				path, lineno, name, hash);
 		if (idx->n == cap) {
 			if (cap >= EQ_BUILD_INDEX_MAX_ENTRIES)
 				return eq_error_set(err, EQ_ERR_LIMIT, "%s:%zu: more than %u packages", path, lineno,
@@ -184,8 +186,7 @@ static eq_err parse(struct eq_build_index *idx, const char *path, size_t len, st
 	for (size_t i = 1; i < idx->n; i++) {
 		if (strcmp(idx->entries[i - 1].name, idx->entries[i].name) == 0)
 			return eq_error_set(err, EQ_ERR_PARSE, "%s:%zu: duplicate package '%s' (first at line %zu)",
-					    path, idx->entries[i].line, idx->entries[i].name,
-					    idx->entries[i - 1].line);
+					    path, idx->entries[i].line, idx->entries[i].name, idx->entries[i - 1].line);
 	}
 	return check_taskhashes(idx, path, err);
 }

@@ -524,9 +524,7 @@ static eq_err add_one(struct reader *rd, struct archive *a, struct archive_entry
 			if (r != EQ_OK)
 				return r;
 			break;
-		case AE_IFDIR:
-			e->type = EQ_ENTRY_DIR;
-			break;
+		case AE_IFDIR: e->type = EQ_ENTRY_DIR; break;
 		case AE_IFLNK: {
 			const char *t = archive_entry_symlink(ae);
 			if (!t || !*t)
@@ -546,9 +544,7 @@ static eq_err add_one(struct reader *rd, struct archive *a, struct archive_entry
 			e->devmajor = (uint32_t)archive_entry_rdevmajor(ae);
 			e->devminor = (uint32_t)archive_entry_rdevminor(ae);
 			break;
-		case AE_IFIFO:
-			e->type = EQ_ENTRY_FIFO;
-			break;
+		case AE_IFIFO: e->type = EQ_ENTRY_FIFO; break;
 		default:
 			return eq_error_set(err, EQ_ERR_UNSUPPORTED, "unsupported file type 0%o",
 					    (unsigned)archive_entry_filetype(ae));
@@ -556,8 +552,7 @@ static eq_err add_one(struct reader *rd, struct archive *a, struct archive_entry
 	}
 	la_int64_t uid = archive_entry_uid(ae), gid = archive_entry_gid(ae);
 	if (uid < 0 || uid > (la_int64_t)UINT32_MAX || gid < 0 || gid > (la_int64_t)UINT32_MAX)
-		return eq_error_set(err, EQ_ERR_PARSE, "owner %lld:%lld out of range", (long long)uid,
-				    (long long)gid);
+		return eq_error_set(err, EQ_ERR_PARSE, "owner %lld:%lld out of range", (long long)uid, (long long)gid);
 	e->uid = (uint32_t)uid;
 	e->gid = (uint32_t)gid;
 	e->mode = (uint32_t)archive_entry_perm(ae) & 07777u;
@@ -636,8 +631,7 @@ static eq_err open_nested(struct archive *outer, struct nested *n, struct archiv
 	return EQ_OK;
 }
 
-static eq_err read_control_member(struct reader *rd, struct archive *outer, const char *member,
-				  struct eq_error *err)
+static eq_err read_control_member(struct reader *rd, struct archive *outer, const char *member, struct eq_error *err)
 {
 	struct nested *n = eq_malloc(sizeof(*n));
 	if (!n)
@@ -733,7 +727,8 @@ static eq_err walk_container(struct reader *rd, struct archive *a, struct eq_err
 			if (got < 0)
 				return arch_fail(a, name, err);
 			if (got < 2 || rd->buf[0] != '2' || rd->buf[1] != '.')
-				return eq_error_set(err, EQ_ERR_UNSUPPORTED, "debian-binary: format version is not 2.x");
+				return eq_error_set(err, EQ_ERR_UNSUPPORTED,
+						    "debian-binary: format version is not 2.x");
 		} else if (member_is(name, "control.tar")) {
 			if (rd->have_control)
 				return eq_error_set(err, EQ_ERR_PARSE, "%s: second control member", name);
@@ -1037,8 +1032,7 @@ static eq_err build_payload(struct reader *rd, struct eq_error *err)
 	return r;
 }
 
-eq_err eq_pkg_read(const char *path, const struct eq_payload_limits *limits, struct eq_pkg **ret,
-		   struct eq_error *err)
+eq_err eq_pkg_read(const char *path, const struct eq_payload_limits *limits, struct eq_pkg **ret, struct eq_error *err)
 {
 	struct reader *rd = eq_calloc(1, sizeof(*rd));
 	struct eq_pkg *pkg = eq_calloc(1, sizeof(*pkg));

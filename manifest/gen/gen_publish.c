@@ -21,8 +21,8 @@ struct pub_ctx {
 	struct eq_equiv *equiv;
 	struct eq_build_index *index;
 	struct eq_path_table *paths; /* who ships which path (gen_conflict.c) */
-	struct eq_buf unindexed; /* names the build index does not list */
-	bool unindexed_more;     /* ... and more than fit */
+	struct eq_buf unindexed;     /* names the build index does not list */
+	bool unindexed_more;         /* ... and more than fit */
 	struct eq_manifest *m;
 	struct eq_publish_report rep;
 	char **files;
@@ -110,8 +110,7 @@ static eq_err install_file(const char *tmp, const char *dest, struct eq_error *e
 }
 
 /* Compresses payload file @payload into objects/; fills object sha/size. */
-static eq_err write_object(struct pub_ctx *c, const char *payload, struct eq_store_published *pub,
-			   struct eq_error *err)
+static eq_err write_object(struct pub_ctx *c, const char *payload, struct eq_store_published *pub, struct eq_error *err)
 {
 	int in = open(payload, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
@@ -155,7 +154,8 @@ static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, uint6
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	int in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
-		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open object '%s'", src);
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open object '%s'",
+				      src);
 	int out;
 	char *tmp = NULL;
 	eq_err r = tmp_file(c, "ref", &out, &tmp, err);
@@ -303,9 +303,9 @@ static eq_err check_payload(struct pub_ctx *c, const char *path, const char *wha
 /* One package between reading and its unihash: the report of a whole batch
  * is one round of messages to a hashserv instead of one per package. */
 struct prep {
-	const char *file;    /* borrowed from pub_ctx.files */
+	const char *file; /* borrowed from pub_ctx.files */
 	struct eq_pkg *pkg;
-	char *payload;       /* temporary payload file */
+	char *payload; /* temporary payload file */
 	uint64_t psize;
 	char outhash[EQ_SHA256_HEX_LEN + 1];
 	char taskhash[EQ_SHA256_HEX_LEN + 1];
@@ -390,12 +390,13 @@ static eq_err finish_one(struct pub_ctx *c, struct prep *p, const char *unihash,
 		/* Another package's bytes must never go out under this name:
 		 * that happens when two packages were given one taskhash. */
 		if (!same_package) {
-			r = eq_error_set(err, EQ_ERR_STATE,
-					 "package '%s' (taskhash %s) has unihash %s, which was published with the "
-					 "payload of another package: two packages were given one taskhash. Give every "
-					 "package its own taskhash (for Yocto: hash the recipe's unihash with the package "
-					 "name, docs/yocto.md)",
-					 info->name, p->taskhash, unihash);
+			r = eq_error_set(
+				err, EQ_ERR_STATE,
+				"package '%s' (taskhash %s) has unihash %s, which was published with the "
+				"payload of another package: two packages were given one taskhash. Give every "
+				"package its own taskhash (for Yocto: hash the recipe's unihash with the package "
+				"name, docs/yocto.md)",
+				info->name, p->taskhash, unihash);
 			goto out;
 		}
 		/* Same inputs, other bytes: keep serving what devices may already
@@ -405,7 +406,8 @@ static eq_err finish_one(struct pub_ctx *c, struct prep *p, const char *unihash,
 		pub = known;
 		r = object_to_payload(c, known.object_sha256, known.payload_size, &stored_payload, err);
 		if (r) {
-			eq_error_prefix(err, r, "package '%s' is not reproducible and the object published for its unihash",
+			eq_error_prefix(err, r,
+					"package '%s' is not reproducible and the object published for its unihash",
 					info->name);
 			goto out;
 		}
@@ -443,9 +445,10 @@ static eq_err finish_one(struct pub_ctx *c, struct prep *p, const char *unihash,
 			goto out;
 		out->state = EQ_PUB_NEW;
 		if (!inserted && strcmp(winner.payload_sha256, pub.payload_sha256)) {
-			r = eq_error_set(err, EQ_ERR_STATE,
-					 "unihash of '%s' was published with other bytes by a concurrent run; publish again",
-					 info->name);
+			r = eq_error_set(
+				err, EQ_ERR_STATE,
+				"unihash of '%s' was published with other bytes by a concurrent run; publish again",
+				info->name);
 			goto out;
 		}
 	} else {
@@ -504,8 +507,8 @@ static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq
 		if (r)
 			break;
 		const struct eq_pkg_info *info = eq_pkg_get_info(p[i].pkg);
-		items[i] = (struct eq_equiv_item){.taskhash = p[i].taskhash, .outhash = p[i].outhash,
-						  .pn = info->name, .pv = info->version};
+		items[i] = (struct eq_equiv_item){
+			.taskhash = p[i].taskhash, .outhash = p[i].outhash, .pn = info->name, .pv = info->version};
 	}
 	if (!r) {
 		r = eq_equiv_report_many(c->equiv, EQ_PAYLOAD_METHOD, items, n, err);
@@ -569,16 +572,18 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 		} else if (!r) {
 			struct eq_root_info info;
 			eq_root_get_info(root, &info);
-			if ((r = eq_manifest_verify(json, json_len, sig, sig_len, eq_root_role(root, EQ_ROLE_RELEASE), err)))
-				eq_error_prefix(err, r,
-						"the keys given (--key) do not meet the release role of root version %" PRIu64
-						"; the release is not published",
-						info.version);
+			if ((r = eq_manifest_verify(json, json_len, sig, sig_len, eq_root_role(root, EQ_ROLE_RELEASE),
+						    err)))
+				eq_error_prefix(
+					err, r,
+					"the keys given (--key) do not meet the release role of root version %" PRIu64
+					"; the release is not published",
+					info.version);
 			eq_root_free(root);
 		}
 	}
-	EQ_AUTOFREE char *rdir = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel,
-					     c->rep.number);
+	EQ_AUTOFREE char *rdir =
+		eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel, c->rep.number);
 	if (!r && !rdir)
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	if (!r)
@@ -646,7 +651,8 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 		return r;
 	for (size_t i = 0; i < c->hist.n; i++)
 		if (!strcmp(c->hist.v[i].release, o->release))
-			return eq_error_set(err, EQ_ERR_STATE, "release '%s' is already published for %s/%s as number %" PRIu64,
+			return eq_error_set(err, EQ_ERR_STATE,
+					    "release '%s' is already published for %s/%s as number %" PRIu64,
 					    o->release, o->board, o->channel, c->hist.v[i].number);
 	if (o->build_index && (r = eq_build_index_load(o->build_index, &c->index, err)))
 		return r;
@@ -658,7 +664,8 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 	if ((r = eq_gen_list_packages(o->packages_dir, &c->files, &c->n_files, err)))
 		return r;
 	if (c->n_files == 0)
-		return eq_error_set(err, EQ_ERR_NOTFOUND, "no packages (.deb .ipk .rpm .tar.*) in '%s'", o->packages_dir);
+		return eq_error_set(err, EQ_ERR_NOTFOUND, "no packages (.deb .ipk .rpm .tar.*) in '%s'",
+				    o->packages_dir);
 	if ((r = eq_manifest_new(&c->m, err)))
 		return r;
 	return EQ_OK;
@@ -697,7 +704,8 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 	if (r)
 		goto out;
 	if (c.rep.default_taskhashes)
-		eq_log(EQ_LOG_WARNING, "build index '%s' lists no taskhash for %zu of %zu packages (%.*s%s): they get "
+		eq_log(EQ_LOG_WARNING,
+		       "build index '%s' lists no taskhash for %zu of %zu packages (%.*s%s): they get "
 		       "default taskhashes from their content",
 		       o->build_index, c.rep.default_taskhashes, c.n_files, (int)c.unindexed.len,
 		       (const char *)c.unindexed.data, c.unindexed_more ? ", ..." : "");

@@ -122,8 +122,8 @@ static bool is_package_name(const char *n)
 	/* Every suffix the package reader takes (names_from_tarball() in
 	 * gen_package.c); a package file skipped here is silently missing
 	 * from the release. */
-	static const char *const ext[] = {".deb",     ".ipk",     ".rpm",       ".tar", ".tar.gz", ".tgz", ".tar.xz",
-					  ".tar.zst", ".tar.bz2", ".tar.lzma", ".txz", ".tbz2"};
+	static const char *const ext[] = {".deb",    ".ipk",     ".rpm",     ".tar",      ".tar.gz", ".tgz",
+					  ".tar.xz", ".tar.zst", ".tar.bz2", ".tar.lzma", ".txz",    ".tbz2"};
 	size_t len = strlen(n);
 	if (n[0] == '.')
 		return false;
@@ -144,8 +144,8 @@ eq_err eq_gen_list_packages(const char *dir, char ***ret_paths, size_t *ret_n, s
 {
 	DIR *d = opendir(dir);
 	if (!d)
-		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot read package folder '%s'",
-				      dir);
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO,
+				      "cannot read package folder '%s'", dir);
 	char **v = NULL;
 	size_t n = 0;
 	eq_err r = EQ_OK;
@@ -183,16 +183,11 @@ eq_err eq_gen_list_packages(const char *dir, char ***ret_paths, size_t *ret_n, s
 const char *eq_diff_state_name(enum eq_diff_state s)
 {
 	switch (s) {
-	case EQ_DIFF_KEPT:
-		return "kept";
-	case EQ_DIFF_EQUIVALENT:
-		return "equivalent";
-	case EQ_DIFF_CHANGED:
-		return "changed";
-	case EQ_DIFF_ADDED:
-		return "added";
-	case EQ_DIFF_REMOVED:
-		return "removed";
+	case EQ_DIFF_KEPT: return "kept";
+	case EQ_DIFF_EQUIVALENT: return "equivalent";
+	case EQ_DIFF_CHANGED: return "changed";
+	case EQ_DIFF_ADDED: return "added";
+	case EQ_DIFF_REMOVED: return "removed";
 	}
 	return "?";
 }
@@ -251,11 +246,14 @@ eq_err eq_gen_diff(const struct eq_manifest *from, const struct eq_manifest *to,
 		int c = !a ? 1 : !b ? -1 : strcmp(a->name, b->name);
 		struct eq_diff_entry e = {0};
 		if (c < 0) {
-			e = (struct eq_diff_entry){.state = EQ_DIFF_REMOVED, .name = a->name, .old_version = a->version};
+			e = (struct eq_diff_entry){
+				.state = EQ_DIFF_REMOVED, .name = a->name, .old_version = a->version};
 			i++;
 		} else if (c > 0) {
 			bool dl;
-			e = (struct eq_diff_entry){.state = EQ_DIFF_ADDED, .name = b->name, .new_version = b->version,
+			e = (struct eq_diff_entry){.state = EQ_DIFF_ADDED,
+						   .name = b->name,
+						   .new_version = b->version,
 						   .bytes = download_cost(b, NULL, &dl)};
 			d.full_bytes += b->object.size;
 			j++;

@@ -97,8 +97,8 @@ eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_erro
 }
 
 /* The role @ro of the new root: from .pub files when given, else @keep's. */
-static eq_err role_for(const struct eq_root_opts *o, int ro, const struct eq_root *keep,
-		       struct eq_manifest_trust **ret, struct eq_error *err)
+static eq_err role_for(const struct eq_root_opts *o, int ro, const struct eq_root *keep, struct eq_manifest_trust **ret,
+		       struct eq_error *err)
 {
 	const struct eq_root_role_opts *ropt = &o->roles[ro];
 	eq_err r;
@@ -145,7 +145,8 @@ eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_
 	}
 	struct eq_root_info info = {.version = 1, .issued = o->now ? o->now : clock_now()};
 	if (!r && !changed && !o->expires_days)
-		r = eq_error_set(err, EQ_ERR_INVAL, "nothing changes: give new keys, a threshold, --revoke or --expires");
+		r = eq_error_set(err, EQ_ERR_INVAL,
+				 "nothing changes: give new keys, a threshold, --revoke or --expires");
 	if (!r && cur) {
 		struct eq_root_info ci;
 		eq_root_get_info(cur, &ci);
@@ -169,16 +170,19 @@ eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_
 		eq_root_free(check);
 		if (r)
 			eq_error_prefix(err, r,
-					cur ? "root version %" PRIu64 " not written: sign with a threshold of the old root "
+					cur ? "root version %" PRIu64
+					      " not written: sign with a threshold of the old root "
 					      "role and of the new one (--key)"
-					    : "root version %" PRIu64 " not written: sign with the new root role's keys (--key)",
+					    : "root version %" PRIu64
+					      " not written: sign with the new root role's keys (--key)",
 					info.version);
 	}
 	if (!r)
 		r = eq_mkdir_p(rdir, 0755, err);
 	if (!r) {
 		EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", o->repo, info.version);
-		r = path ? eq_signed_file_write(path, doc, dl, sig, sl, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		r = path ? eq_signed_file_write(path, doc, dl, sig, sl, err)
+			 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	}
 	if (!r && ret_version)
 		*ret_version = info.version;

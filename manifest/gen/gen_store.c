@@ -27,34 +27,33 @@ struct eq_store {
 	bool busy; /* the last failed SQLite call said SQLITE_BUSY/LOCKED */
 };
 
-static const char schema_sql[] =
-	"CREATE TABLE unihashes ("
-	" id INTEGER PRIMARY KEY,"
-	" method TEXT NOT NULL,"
-	" taskhash TEXT NOT NULL,"
-	" unihash TEXT NOT NULL,"
-	" UNIQUE(method, taskhash));"
-	"CREATE INDEX unihashes_unihash ON unihashes(method, unihash);"
-	/* id is the insertion order: hashserv's "oldest" (section 2.5). */
-	"CREATE TABLE outhashes ("
-	" id INTEGER PRIMARY KEY,"
-	" method TEXT NOT NULL,"
-	" taskhash TEXT NOT NULL,"
-	" outhash TEXT NOT NULL,"
-	" created TEXT NOT NULL,"
-	" pn TEXT,"
-	" pv TEXT,"
-	" UNIQUE(method, taskhash, outhash));"
-	"CREATE INDEX outhashes_outhash ON outhashes(method, outhash);"
-	"CREATE TABLE published ("
-	" method TEXT NOT NULL,"
-	" unihash TEXT NOT NULL,"
-	" payload_sha256 TEXT NOT NULL,"
-	" payload_size INTEGER NOT NULL,"
-	" object_sha256 TEXT NOT NULL,"
-	" object_size INTEGER NOT NULL,"
-	" created TEXT NOT NULL,"
-	" PRIMARY KEY(method, unihash));";
+static const char schema_sql[] = "CREATE TABLE unihashes ("
+				 " id INTEGER PRIMARY KEY,"
+				 " method TEXT NOT NULL,"
+				 " taskhash TEXT NOT NULL,"
+				 " unihash TEXT NOT NULL,"
+				 " UNIQUE(method, taskhash));"
+				 "CREATE INDEX unihashes_unihash ON unihashes(method, unihash);"
+				 /* id is the insertion order: hashserv's "oldest" (section 2.5). */
+				 "CREATE TABLE outhashes ("
+				 " id INTEGER PRIMARY KEY,"
+				 " method TEXT NOT NULL,"
+				 " taskhash TEXT NOT NULL,"
+				 " outhash TEXT NOT NULL,"
+				 " created TEXT NOT NULL,"
+				 " pn TEXT,"
+				 " pv TEXT,"
+				 " UNIQUE(method, taskhash, outhash));"
+				 "CREATE INDEX outhashes_outhash ON outhashes(method, outhash);"
+				 "CREATE TABLE published ("
+				 " method TEXT NOT NULL,"
+				 " unihash TEXT NOT NULL,"
+				 " payload_sha256 TEXT NOT NULL,"
+				 " payload_size INTEGER NOT NULL,"
+				 " object_sha256 TEXT NOT NULL,"
+				 " object_size INTEGER NOT NULL,"
+				 " created TEXT NOT NULL,"
+				 " PRIMARY KEY(method, unihash));";
 
 #define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
 
@@ -65,8 +64,7 @@ static eq_err db_fail(struct eq_store *s, int rc, const char *what, struct eq_er
 	int prim = rc & 0xff;
 	if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) {
 		s->busy = true;
-		return eq_error_set(err, EQ_ERR_STATE, "%s: %s: database is locked by another process", s->path,
-				    what);
+		return eq_error_set(err, EQ_ERR_STATE, "%s: %s: database is locked by another process", s->path, what);
 	}
 	eq_err code = EQ_ERR_IO;
 	if (prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB)
@@ -109,8 +107,8 @@ static eq_err check_method(const char *m, struct eq_error *err)
 static eq_err check_meta(const char *field, const char *v, struct eq_error *err)
 {
 	if (v && (strlen(v) > EQ_STORE_META_MAX || !printable(v, true)))
-		return eq_error_set(err, EQ_ERR_INVAL, "%s '%.80s': expected at most %d printable characters",
-				    field, v, EQ_STORE_META_MAX);
+		return eq_error_set(err, EQ_ERR_INVAL, "%s '%.80s': expected at most %d printable characters", field, v,
+				    EQ_STORE_META_MAX);
 	return EQ_OK;
 }
 
@@ -275,9 +273,8 @@ static eq_err schema_body(struct eq_store *s, void *ctx, struct eq_error *err)
 	if (app != STORE_APPLICATION_ID)
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "%s: not an eqota equivalence store", s->path);
 	if (version > STORE_SCHEMA_VERSION)
-		return eq_error_set(err, EQ_ERR_UNSUPPORTED,
-				    "%s: schema version %d is newer than this program's (%d)", s->path, version,
-				    STORE_SCHEMA_VERSION);
+		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "%s: schema version %d is newer than this program's (%d)",
+				    s->path, version, STORE_SCHEMA_VERSION);
 	if (version < 1)
 		return eq_error_set(err, EQ_ERR_PARSE, "%s: schema version %d is invalid", s->path, version);
 	return EQ_OK;
@@ -312,8 +309,7 @@ eq_err eq_store_open(const char *path, struct eq_store **ret, struct eq_error *e
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	}
 	eq_err r;
-	int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-				 NULL);
+	int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		if (!s->db)
 			r = eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", path);
@@ -385,9 +381,9 @@ static eq_err make_default_dir(const char *db_path, struct eq_error *err)
 	if (stat(dir, &st) != 0)
 		return eq_error_errno(err, EQ_ERR_IO, "cannot stat the default store folder '%s'", dir);
 	if (!S_ISDIR(st.st_mode))
-		return eq_error_set(err, EQ_ERR_IO,
-				    "the default store folder '%s' exists and is not a folder: move it away or pass --store",
-				    dir);
+		return eq_error_set(
+			err, EQ_ERR_IO,
+			"the default store folder '%s' exists and is not a folder: move it away or pass --store", dir);
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
 		return eq_error_set(err, EQ_ERR_UNSAFE,
 				    "the default store folder '%s' is writable by others (mode %04o): "
@@ -410,8 +406,9 @@ eq_err eq_store_default_path(char **ret_path, struct eq_error *err)
 			char buf[4096];
 			if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) != 0 || !res || !res->pw_dir ||
 			    res->pw_dir[0] != '/')
-				return eq_error_set(err, EQ_ERR_NOTFOUND,
-						    "no home directory for the default store: set HOME or XDG_DATA_HOME");
+				return eq_error_set(
+					err, EQ_ERR_NOTFOUND,
+					"no home directory for the default store: set HOME or XDG_DATA_HOME");
 			p = eq_asprintf("%s/.local/share/eqota/equiv.db", res->pw_dir);
 		} else {
 			p = eq_asprintf("%s/.local/share/eqota/equiv.db", home);
@@ -536,8 +533,8 @@ static eq_err equiv_body(struct eq_store *s, void *vctx, struct eq_error *err)
 {
 	struct map_ctx *c = vctx;
 	const char *map[] = {c->method, c->taskhash, c->unihash};
-	eq_err r = exec_stmt(s, "INSERT OR IGNORE INTO unihashes(method, taskhash, unihash) VALUES(?1, ?2, ?3)", map,
-			     3, NULL, err);
+	eq_err r = exec_stmt(s, "INSERT OR IGNORE INTO unihashes(method, taskhash, unihash) VALUES(?1, ?2, ?3)", map, 3,
+			     NULL, err);
 	if (r != EQ_OK)
 		return r;
 	return query_text(s, "SELECT unihash FROM unihashes WHERE method = ?1 AND taskhash = ?2", map, 2, c->out,
@@ -789,8 +786,8 @@ static eq_err owner_body(struct eq_store *s, void *vctx, struct eq_error *err)
 	struct owner_ctx *c = vctx;
 	sqlite3_stmt *st = NULL;
 	const char *k[] = {c->method, c->outhash, c->pn};
-	eq_err r = prepare(s, "SELECT 1 FROM outhashes WHERE method = ?1 AND outhash = ?2 AND pn = ?3 LIMIT 1", &st,
-			   err);
+	eq_err r =
+		prepare(s, "SELECT 1 FROM outhashes WHERE method = ?1 AND outhash = ?2 AND pn = ?3 LIMIT 1", &st, err);
 	if (r == EQ_OK)
 		r = bind_texts(s, st, k, 3, err);
 	if (r == EQ_OK) {
@@ -804,8 +801,8 @@ static eq_err owner_body(struct eq_store *s, void *vctx, struct eq_error *err)
 	return r;
 }
 
-eq_err eq_store_output_of(struct eq_store *s, const char *method, const char *outhash, const char *pn,
-			  bool *ret_found, struct eq_error *err)
+eq_err eq_store_output_of(struct eq_store *s, const char *method, const char *outhash, const char *pn, bool *ret_found,
+			  struct eq_error *err)
 {
 	eq_err r = check_method(method, err);
 	if (r == EQ_OK)

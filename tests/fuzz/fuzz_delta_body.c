@@ -69,7 +69,7 @@ static void make_reference(void)
 	uint32_t x = 12345;
 	for (size_t i = 0; i < REF_SIZE; i++) {
 		x = x * 1103515245u + 12345u;
-		ref[i] = (i / 512) % 2 ? (uint8_t)"eqota reference payload\n"[i % 24] : (uint8_t)(x >> 16);
+		ref[i] = (i / 512) % 2 ? (uint8_t) "eqota reference payload\n"[i % 24] : (uint8_t)(x >> 16);
 		if (i % 64 == 0)
 			ref[i] = 0xe8;
 	}
@@ -102,7 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.window_log = EQ_ZSTD_WINDOW_LOG_MIN + data[1] % 9u,
 		.ref_size = REF_SIZE,
 		.result_size = ((uint32_t)data[2] | (uint32_t)data[3] << 8 | (uint32_t)data[4] << 16 |
-				(uint32_t)data[5] << 24) % (RESULT_MAX + 1u),
+				(uint32_t)data[5] << 24) %
+			       (RESULT_MAX + 1u),
 	};
 	memcpy(info.ref_sha256, ref_sha, EQ_SHA256_LEN);
 	size_t body = size - PREFIX;

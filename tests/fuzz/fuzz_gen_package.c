@@ -82,7 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct eq_error e;
 	if (!dir[0]) {
 		/* tmpfs where there is one: the code under test fsyncs. */
-		snprintf(dir, sizeof(dir), "%s/eq-fuzz-pkg.XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+		snprintf(dir, sizeof(dir), "%s/eq-fuzz-pkg.XXXXXX",
+			 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 		if (!mkdtemp(dir))
 			abort();
 		for (int i = 0; i < 4; i++)

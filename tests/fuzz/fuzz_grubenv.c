@@ -46,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (!dir[0]) {
 		/* tmpfs where there is one: the code under test fsyncs. */
-		snprintf(dir, sizeof(dir), "%s/eq-fuzz-grubenv.XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+		snprintf(dir, sizeof(dir), "%s/eq-fuzz-grubenv.XXXXXX",
+			 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 		if (!mkdtemp(dir))
 			abort();
 		snprintf(path1, sizeof(path1), "%s/grubenv", dir);
@@ -73,7 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int slot = eq_bl_state_pick(&st);
 		if (slot >= 0 && eq_bl_mark_good(bl, (unsigned)slot, &e) == EQ_OK &&
 		    eq_bl_try_once(bl, 1u - (unsigned)slot, &e) == EQ_OK && eq_bl_get_state(bl, &st, &e) != EQ_OK) {
-			fprintf(stderr, "fuzz_grubenv: the blocks eqota wrote do not read back: %s\n", eq_error_msg(&e));
+			fprintf(stderr, "fuzz_grubenv: the blocks eqota wrote do not read back: %s\n",
+				eq_error_msg(&e));
 			abort();
 		}
 	}

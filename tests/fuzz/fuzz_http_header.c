@@ -77,8 +77,8 @@ static void check_line(const struct eq_http_header *h, enum eq_http_line kind, c
 	check_fields(h);
 	switch (kind) {
 	case EQ_HTTP_LINE_STATUS:
-		if (len < 5 || memcmp(line, "HTTP/", 5) != 0 || h->has_length || h->has_range ||
-		    h->has_range_total || h->etag[0] || h->last_modified[0])
+		if (len < 5 || memcmp(line, "HTTP/", 5) != 0 || h->has_length || h->has_range || h->has_range_total ||
+		    h->etag[0] || h->last_modified[0])
 			abort();
 		break;
 	case EQ_HTTP_LINE_END:
@@ -98,12 +98,9 @@ static void check_line(const struct eq_http_header *h, enum eq_http_line kind, c
 		}
 		break;
 	case EQ_HTTP_LINE_ETAG:
-	case EQ_HTTP_LINE_LAST_MODIFIED:
-		check_validators_round_trip(h->etag, h->last_modified);
-		break;
+	case EQ_HTTP_LINE_LAST_MODIFIED: check_validators_round_trip(h->etag, h->last_modified); break;
 	case EQ_HTTP_LINE_RANGE:
-	case EQ_HTTP_LINE_OTHER:
-		break;
+	case EQ_HTTP_LINE_OTHER: break;
 	}
 }
 

@@ -20,13 +20,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The key behind tests/fuzz/corpus/manifest/sig-valid.json, which signs
  * the message below; the private half is not kept anywhere. */
-static const char trust_json[] =
-	"{\"format\":1,\"threshold\":1,\"keys\":[{\"keyid\":"
-	"\"65cfadc85c4bf8e6a18d5b055025fbbbd79af654ef1b63190b8a6efbd4b25733\",\"pem\":"
-	"\"-----BEGIN PUBLIC KEY-----\\n"
-	"MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFTTQFYIU/wXqq3y5kt78nEyzrSe1\\n"
-	"5K7bUOBuLWlCsvL1ICWos2Uym3IalAWnGxgLjJmUEGMyZnrSZTN8/w70EA==\\n"
-	"-----END PUBLIC KEY-----\\n\"}]}";
+static const char trust_json[] = "{\"format\":1,\"threshold\":1,\"keys\":[{\"keyid\":"
+				 "\"65cfadc85c4bf8e6a18d5b055025fbbbd79af654ef1b63190b8a6efbd4b25733\",\"pem\":"
+				 "\"-----BEGIN PUBLIC KEY-----\\n"
+				 "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFTTQFYIU/wXqq3y5kt78nEyzrSe1\\n"
+				 "5K7bUOBuLWlCsvL1ICWos2Uym3IalAWnGxgLjJmUEGMyZnrSZTN8/w70EA==\\n"
+				 "-----END PUBLIC KEY-----\\n\"}]}";
 static const char message[] = "eqota fuzz";
 
 /* A failed invariant in a harness must stop the fuzzer loudly. */

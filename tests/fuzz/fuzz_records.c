@@ -15,10 +15,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static bool same(const struct eq_rec_entry *a, const struct eq_rec_entry *b)
 {
-	return a->type == b->type && a->mode == b->mode && a->uid == b->uid && a->gid == b->gid &&
-	       a->size == b->size && memcmp(a->sha256, b->sha256, EQ_SHA256_LEN) == 0 &&
-	       strcmp(a->path, b->path) == 0 && !a->link == !b->link && (!a->link || strcmp(a->link, b->link) == 0) &&
-	       a->devmajor == b->devmajor && a->devminor == b->devminor;
+	return a->type == b->type && a->mode == b->mode && a->uid == b->uid && a->gid == b->gid && a->size == b->size &&
+	       memcmp(a->sha256, b->sha256, EQ_SHA256_LEN) == 0 && strcmp(a->path, b->path) == 0 &&
+	       !a->link == !b->link && (!a->link || strcmp(a->link, b->link) == 0) && a->devmajor == b->devmajor &&
+	       a->devminor == b->devminor;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

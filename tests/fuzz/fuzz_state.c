@@ -51,7 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (!dir[0]) {
 		/* tmpfs where there is one: the code under test fsyncs. */
-		snprintf(dir, sizeof(dir), "%s/eq-fuzz-state.XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+		snprintf(dir, sizeof(dir), "%s/eq-fuzz-state.XXXXXX",
+			 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 		if (!mkdtemp(dir))
 			abort();
 		snprintf(in_path, sizeof(in_path), "%s/state", dir);

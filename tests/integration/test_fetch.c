@@ -97,7 +97,7 @@ static struct fx *fx_new(const char *port_env, unsigned retries, const char *boa
 	snprintf(x->dl, sizeof(x->dl), "%s/dl-%u", env("EQ_WORK"), ++test_no);
 	x->cfg.url = x->url;
 	x->cfg.board = (char *)(uintptr_t)board;
-	x->cfg.channel = (char *)(uintptr_t)"stable";
+	x->cfg.channel = (char *)(uintptr_t) "stable";
 	x->cfg.connect_timeout_s = 5;
 	x->cfg.low_speed_time_s = 2;
 	x->cfg.retries = retries;
@@ -493,7 +493,8 @@ static void test_bad_arguments(void **state)
 	char *out = NULL;
 	char sha[EQ_SHA256_HEX_LEN + 1];
 	sha_hex("x", 1, sha);
-	expect_err(eq_fetch_object(x->f, "../etc/passwd", sha, 1, &out, &e), &e, EQ_ERR_UNSAFE, "not a repository path");
+	expect_err(eq_fetch_object(x->f, "../etc/passwd", sha, 1, &out, &e), &e, EQ_ERR_UNSAFE,
+		   "not a repository path");
 	expect_err(eq_fetch_object(x->f, "objects/x", "../../x", 1, &out, &e), &e, EQ_ERR_INVAL, "is not a SHA-256");
 	assert_int_equal(stats(x).requests, 0);
 	fx_free(x);

@@ -41,9 +41,10 @@ static eq_err fd_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-m METHODS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
-			"       compress [-l LEVEL] IN OUT | decompress IN OUT | info DELTA | filter IN OUT |\n"
-			"       unfilter IN OUT | membound REF_SIZE WLOG\n");
+	fprintf(stderr,
+		"usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-m METHODS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
+		"       compress [-l LEVEL] IN OUT | decompress IN OUT | info DELTA | filter IN OUT |\n"
+		"       unfilter IN OUT | membound REF_SIZE WLOG\n");
 	return 2;
 }
 
@@ -97,20 +98,11 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = getopt(argc, argv, "l:w:Fm:")) != -1) {
 		switch (c) {
-		case 'l':
-			level = p.level = (int)strtol(optarg, NULL, 10);
-			break;
-		case 'w':
-			p.window_log = lim.max_window_log = (unsigned)strtoul(optarg, NULL, 10);
-			break;
-		case 'F':
-			p.exec_filter = false;
-			break;
-		case 'm':
-			p.methods = (unsigned)strtoul(optarg, NULL, 0);
-			break;
-		default:
-			return usage();
+		case 'l': level = p.level = (int)strtol(optarg, NULL, 10); break;
+		case 'w': p.window_log = lim.max_window_log = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'F': p.exec_filter = false; break;
+		case 'm': p.methods = (unsigned)strtoul(optarg, NULL, 0); break;
+		default: return usage();
 		}
 	}
 	char **a = argv + optind;
@@ -120,7 +112,7 @@ int main(int argc, char **argv)
 
 	if (strcmp(cmd, "membound") == 0 && na == 2) {
 		printf("%llu\n", (unsigned long long)eq_delta_apply_mem_bound(strtoull(a[0], NULL, 10),
-									     (unsigned)strtoul(a[1], NULL, 10)));
+									      (unsigned)strtoul(a[1], NULL, 10)));
 		return 0;
 	}
 	if (strcmp(cmd, "info") == 0 && na == 1) {

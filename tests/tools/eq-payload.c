@@ -51,20 +51,13 @@ static int cmd_create(const char *dir, const char *out)
 static const char *type_name(enum eq_entry_type t)
 {
 	switch (t) {
-	case EQ_ENTRY_FILE:
-		return "file";
-	case EQ_ENTRY_DIR:
-		return "dir";
-	case EQ_ENTRY_SYMLINK:
-		return "symlink";
-	case EQ_ENTRY_HARDLINK:
-		return "hardlink";
-	case EQ_ENTRY_CHR:
-		return "chr";
-	case EQ_ENTRY_BLK:
-		return "blk";
-	case EQ_ENTRY_FIFO:
-		return "fifo";
+	case EQ_ENTRY_FILE: return "file";
+	case EQ_ENTRY_DIR: return "dir";
+	case EQ_ENTRY_SYMLINK: return "symlink";
+	case EQ_ENTRY_HARDLINK: return "hardlink";
+	case EQ_ENTRY_CHR: return "chr";
+	case EQ_ENTRY_BLK: return "blk";
+	case EQ_ENTRY_FIFO: return "fifo";
 	}
 	return "?";
 }

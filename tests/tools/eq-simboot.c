@@ -40,8 +40,7 @@ static void describe(const struct eq_bl_state *st, char *buf, size_t size)
 	for (size_t i = 0; i < st->n_order && i < EQ_BL_SLOTS; i++)
 		snprintf(order + strlen(order), sizeof(order) - strlen(order), "%s%s", i ? " " : "",
 			 eq_bl_slot_name(st->order[i]));
-	snprintf(buf, size, "BOOT_ORDER='%s', A %u attempts left, B %u attempts left", order, st->left[0],
-		 st->left[1]);
+	snprintf(buf, size, "BOOT_ORDER='%s', A %u attempts left, B %u attempts left", order, st->left[0], st->left[1]);
 }
 
 int main(int argc, char **argv)

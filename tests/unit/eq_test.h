@@ -29,12 +29,12 @@ static inline unsigned *eq_test_skips(void)
 
 /* Skips the current case: prints "SKIP: " and the printf-style reason,
  * which should name what is missing and how to get it. */
-#define EQ_SKIP(...)                                                                                 \
-	do {                                                                                         \
-		print_message("SKIP: " __VA_ARGS__);                                                 \
-		print_message("\n");                                                                 \
-		(*eq_test_skips())++;                                                                \
-		_skip(__FILE__, __LINE__);                                                           \
+#define EQ_SKIP(...)                                                                                                   \
+	do {                                                                                                           \
+		print_message("SKIP: " __VA_ARGS__);                                                                   \
+		print_message("\n");                                                                                   \
+		(*eq_test_skips())++;                                                                                  \
+		_skip(__FILE__, __LINE__);                                                                             \
 	} while (0)
 
 /* A plain skip() would pass in CTest without a reason: use EQ_SKIP(). */
@@ -50,11 +50,11 @@ static inline unsigned *eq_test_skips(void)
  *   EQ_HOOKS_MISSING(test_x)
  *   #endif
  */
-#define EQ_HOOKS_MISSING(name)                                                                       \
-	static void name(void **state)                                                               \
-	{                                                                                            \
-		(void)state;                                                                         \
-		EQ_SKIP("this build has no test hooks (configure with -DEQ_TEST_HOOKS=ON)");         \
+#define EQ_HOOKS_MISSING(name)                                                                                         \
+	static void name(void **state)                                                                                 \
+	{                                                                                                              \
+		(void)state;                                                                                           \
+		EQ_SKIP("this build has no test hooks (configure with -DEQ_TEST_HOOKS=ON)");                           \
 	}
 
 /* Whether @name is in the comma-separated @list, or is "CASE/..." for a
@@ -90,8 +90,8 @@ static inline int eq_test_check_list(const char *list, const struct CMUnitTest *
 	return ok;
 }
 
-static inline int eq_test_run_(const char *group, const struct CMUnitTest *tests, size_t n,
-			       CMFixtureFunction setup, CMFixtureFunction teardown, int argc, char **argv)
+static inline int eq_test_run_(const char *group, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
+			       CMFixtureFunction teardown, int argc, char **argv)
 {
 	const char *only = NULL, *except = NULL;
 	for (int i = 1; i < argc; i += 2) {
@@ -111,7 +111,8 @@ static inline int eq_test_run_(const char *group, const struct CMUnitTest *tests
 		return 1;
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
-		if ((!only || eq_test_listed(only, tests[i].name)) && !(except && eq_test_listed(except, tests[i].name)))
+		if ((!only || eq_test_listed(only, tests[i].name)) &&
+		    !(except && eq_test_listed(except, tests[i].name)))
 			sel[m++] = tests[i];
 	int failed = _cmocka_run_group_tests(group, sel, m, setup, teardown);
 	free(sel);
@@ -127,7 +128,7 @@ static inline int eq_test_run_(const char *group, const struct CMUnitTest *tests
 /* cmocka_run_group_tests() with the --only/--except selection of argv: 0
  * when every selected case passed, EQ_TEST_SKIP when none failed but some
  * skipped, 1 on failures, 2 on a usage error. */
-#define eq_test_run(tests, setup, teardown, argc, argv)                                              \
+#define eq_test_run(tests, setup, teardown, argc, argv)                                                                \
 	eq_test_run_(#tests, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown, argc, argv)
 
 #endif

@@ -208,8 +208,8 @@ static void test_payload(void **state)
 /* ---- payload builder (the publisher side) --------------------------------- */
 
 struct build_ctx {
-	int how;          /* 0: add_tree, 1: add_paths, 2: add (explicit entries) */
-	int data_fd;      /* how 2: the file data */
+	int how;           /* 0: add_tree, 1: add_paths, 2: add (explicit entries) */
+	int data_fd;       /* how 2: the file data */
 	struct eq_buf out; /* the last run's payload */
 };
 
@@ -245,8 +245,8 @@ static eq_err add_entries(struct eq_payload_builder *b, int data_fd, struct eq_e
 
 static eq_err op_build(void *ctx, struct eq_error *err)
 {
-	static const char *const paths[] = {"etc",       "etc/motd",          "usr",          "usr/bin",
-					    "usr/bin/tool", "usr/bin/tool-hard", "usr/bin/tool-link"};
+	static const char *const paths[] = {
+		"etc", "etc/motd", "usr", "usr/bin", "usr/bin/tool", "usr/bin/tool-hard", "usr/bin/tool-link"};
 	struct build_ctx *c = ctx;
 	eq_buf_reset(&c->out);
 	struct eq_payload_builder *b = NULL;
@@ -331,7 +331,8 @@ static void make_deb(const char *path_in)
 	eq_buf_init(&ctl, 1u << 20);
 	uint8_t sha[EQ_SHA256_LEN];
 	uint64_t n;
-	const struct eq_payload_entry ce = {.path = "control", .type = EQ_ENTRY_FILE, .mode = 0644, .size = sizeof(control) - 1};
+	const struct eq_payload_entry ce = {
+		.path = "control", .type = EQ_ENTRY_FILE, .mode = 0644, .size = sizeof(control) - 1};
 	if (eq_payload_builder_new(NULL, &b, &e) || eq_payload_builder_add(b, &ce, fd, 0, &e) ||
 	    eq_payload_builder_write(b, buf_sink, &ctl, sha, &n, &e))
 		fail_msg("control.tar: %s", e.msg);
@@ -487,14 +488,15 @@ static eq_err op_rec_from_payload(void *ctx, struct eq_error *err)
 static void test_records(void **state)
 {
 	(void)state;
-	static const char rec[] = "eqota-files 1\n"
-				  "d 0755 0 0 0 - etc\n"
-				  "f 0644 0 0 3 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad etc/abc\n"
-				  "d 0755 0 0 0 - usr\n"
-				  "d 0755 0 0 0 - usr/bin\n"
-				  "f 0755 0 0 0 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 usr/bin/a%20b\n"
-				  "h 0755 0 0 0 - usr/bin/c usr/bin/a%20b\n"
-				  "l 0777 0 0 0 - usr/bin/d a%20b\n";
+	static const char rec[] =
+		"eqota-files 1\n"
+		"d 0755 0 0 0 - etc\n"
+		"f 0644 0 0 3 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad etc/abc\n"
+		"d 0755 0 0 0 - usr\n"
+		"d 0755 0 0 0 - usr/bin\n"
+		"f 0755 0 0 0 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 usr/bin/a%20b\n"
+		"h 0755 0 0 0 - usr/bin/c usr/bin/a%20b\n"
+		"l 0777 0 0 0 - usr/bin/d a%20b\n";
 	put(at("pkg.files"), rec, sizeof(rec) - 1);
 	assert_true(fail_each("records load", op_rec_load, NULL) > 7);
 	rm(at("tree"));
@@ -551,12 +553,9 @@ static int teardown(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_payload),
-		cmocka_unit_test(test_payload_builder),
-		cmocka_unit_test(test_package_reader),
-		cmocka_unit_test(test_delta),
-		cmocka_unit_test(test_records),
-		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_payload),        cmocka_unit_test(test_payload_builder),
+		cmocka_unit_test(test_package_reader), cmocka_unit_test(test_delta),
+		cmocka_unit_test(test_records),        cmocka_unit_test(test_state),
 	};
 	return eq_test_run(tests, setup, teardown, argc, argv);
 }

@@ -550,14 +550,10 @@ struct wstep {
 static eq_err do_write(struct eq_bl *bl, const struct wstep *w, struct eq_error *e)
 {
 	switch (w->op) {
-	case W_INIT:
-		return eq_bl_init_default(bl, w->slot, e);
-	case W_TRY:
-		return eq_bl_try_once(bl, w->slot, e);
-	case W_GOOD:
-		return eq_bl_mark_good(bl, w->slot, e);
-	case W_BAD:
-		return eq_bl_mark_bad(bl, w->slot, e);
+	case W_INIT: return eq_bl_init_default(bl, w->slot, e);
+	case W_TRY: return eq_bl_try_once(bl, w->slot, e);
+	case W_GOOD: return eq_bl_mark_good(bl, w->slot, e);
+	case W_BAD: return eq_bl_mark_bad(bl, w->slot, e);
 	case W_SET: {
 		struct eq_bl_state st;
 		eq_bl_state_init(&st);
@@ -668,15 +664,11 @@ static void test_power_cuts(void **state)
 	 * unsynced, synced. Creating a copy: temp file, written, synced,
 	 * renamed, directory synced. */
 	const struct wstep from_nothing[] = {
-		{W_INIT, 0, NULL, 10},
-		{W_TRY, 1, NULL, 5},
+		{W_INIT, 0, NULL, 10},      {W_TRY, 1, NULL, 5},
 		{W_SET, 0, "B A|3|0|B", 5}, /* the boot script's decrement */
-		{W_GOOD, 1, NULL, 5},
-		{W_TRY, 0, NULL, 5},
-		{W_BAD, 0, NULL, 5},
-		{W_GOOD, 1, NULL, 0}, /* no change: nothing written */
-		{W_TRY, 0, NULL, 5},
-		{W_GOOD, 0, NULL, 5},
+		{W_GOOD, 1, NULL, 5},       {W_TRY, 0, NULL, 5},
+		{W_BAD, 0, NULL, 5},        {W_GOOD, 1, NULL, 0}, /* no change: nothing written */
+		{W_TRY, 0, NULL, 5},        {W_GOOD, 0, NULL, 5},
 	};
 	cut_sequence(bl, from_nothing, sizeof(from_nothing) / sizeof(from_nothing[0]));
 
@@ -687,11 +679,8 @@ static void test_power_cuts(void **state)
 	make_plain(blk, "BOOT_ORDER=A B\nBOOT_A_LEFT=3\nBOOT_B_LEFT=3\nBOOT_TRIAL=\nsaved_entry=0\n");
 	write_file(p1, blk, BLK);
 	const struct wstep from_image[] = {
-		{W_TRY, 1, NULL, 5},
-		{W_SET, 0, "B A|3|0|B", 5},
-		{W_BAD, 1, NULL, 5},
-		{W_SET, 0, "A B|3|3|-", 5},
-		{W_TRY, 1, NULL, 5},
+		{W_TRY, 1, NULL, 5},        {W_SET, 0, "B A|3|0|B", 5}, {W_BAD, 1, NULL, 5},
+		{W_SET, 0, "A B|3|3|-", 5}, {W_TRY, 1, NULL, 5},
 	};
 	cut_sequence(bl, from_image, sizeof(from_image) / sizeof(from_image[0]));
 	eq_bl_close(bl);

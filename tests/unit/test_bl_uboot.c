@@ -356,10 +356,10 @@ static bool have_tool(const char *name)
 	return system(cmd) == 0;
 }
 
-#define NEED_TOOL(name, pkg)                                                                         \
-	do {                                                                                         \
-		if (!have_tool(name))                                                                \
-			EQ_SKIP("%s not found in PATH (apt-get install %s)", name, pkg);             \
+#define NEED_TOOL(name, pkg)                                                                                           \
+	do {                                                                                                           \
+		if (!have_tool(name))                                                                                  \
+			EQ_SKIP("%s not found in PATH (apt-get install %s)", name, pkg);                               \
 	} while (0)
 
 /* Runs a shell command; its output (stdout and stderr) into @out. Returns
@@ -434,7 +434,10 @@ static void test_config(void **state)
 	expect_open_error(text, EQ_ERR_PARSE, "line 2: the second copy overlaps the first", NULL);
 	snprintf(text, sizeof(text), "%s/nodev 0x0 0x4000\n", tmpdir);
 	expect_open_error(text, EQ_ERR_IO, "line 1: environment device", "nodev': No such file");
-	write_file(cfg_path, "\x7f" "ELF\x02\x01\x01\x00\x00\x00", 10);
+	write_file(cfg_path,
+		   "\x7f"
+		   "ELF\x02\x01\x01\x00\x00\x00",
+		   10);
 	expect_open_error(NULL, EQ_ERR_PARSE, "line 1: binary data", cfg_path);
 	expect_open_error("/dev/null 0x0 0x4000 \x01\n", EQ_ERR_PARSE, "binary data (byte 0x01)", NULL);
 
@@ -527,7 +530,7 @@ static void test_transitions(void **state)
 	assert_non_null(snap);
 	take(snap);
 	assert_int_equal(eq_bl_try_once(bl, 0, &e), EQ_ERR_STATE); /* B is no fallback */
-	assert_int_equal(eq_bl_mark_good(bl, 0, &e), EQ_OK);        /* nothing changes: no write */
+	assert_int_equal(eq_bl_mark_good(bl, 0, &e), EQ_OK);       /* nothing changes: no write */
 	assert_true(unchanged(snap));
 
 	set_state(bl, "A B", 3, 3, -1);
@@ -726,12 +729,8 @@ static void test_torn_write(void **state)
 		restore(before);
 		memcpy(torn, old, ENV_SIZE);
 		switch (c) {
-		case 0: /* cut halfway through the bytes that change */
-			memcpy(torn, nu, d0 + (d1 - d0) / 2);
-			break;
-		case 1: /* the header (CRC and the newer flag) only */
-			memcpy(torn, nu, hdr());
-			break;
+		case 0: /* cut halfway through the bytes that change */ memcpy(torn, nu, d0 + (d1 - d0) / 2); break;
+		case 1: /* the header (CRC and the newer flag) only */ memcpy(torn, nu, hdr()); break;
 		case 2: { /* the variables made it, the padding after them not */
 			size_t end = hdr();
 			while (end < ENV_SIZE && nu[end])
@@ -746,12 +745,8 @@ static void test_torn_write(void **state)
 			for (size_t i = 0; i < ENV_SIZE; i++)
 				torn[i] = (uint8_t)rand();
 			break;
-		case 4: /* everything but the last changed byte */
-			memcpy(torn, nu, d1 - 1);
-			break;
-		default: /* complete: the new state */
-			memcpy(torn, nu, ENV_SIZE);
-			break;
+		case 4: /* everything but the last changed byte */ memcpy(torn, nu, d1 - 1); break;
+		default: /* complete: the new state */ memcpy(torn, nu, ENV_SIZE); break;
 		}
 		assert_true(c == 5 || memcmp(torn, nu, ENV_SIZE) != 0);
 		write_copy(w, torn);
@@ -1017,7 +1012,10 @@ EQ_HOOKS_MISSING(test_alloc_failures)
 #endif
 
 /* Named "test/layout" so a failure says which layout. */
-#define T(f, l) {#f "/" #l, f, setup_layout, teardown_dir, &(l)}
+#define T(f, l)                                                                                                        \
+	{                                                                                                              \
+#f "/" #l, f, setup_layout, teardown_dir, &(l)                                                         \
+	}
 
 int main(int argc, char **argv)
 {

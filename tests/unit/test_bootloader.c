@@ -354,9 +354,11 @@ static void test_var_names(void **state)
 		{"A1234567890123456789012345678901234567890123456789012345678901234", NULL, NULL, "expected 1 to 64"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct eq_bl_config c = {
-			.backend = "file", .path = env_path, .var_order = bad[i].order, .var_a_left = bad[i].a,
-			.var_trial = bad[i].trial};
+		struct eq_bl_config c = {.backend = "file",
+					 .path = env_path,
+					 .var_order = bad[i].order,
+					 .var_a_left = bad[i].a,
+					 .var_trial = bad[i].trial};
 		bl = NULL;
 		assert_int_equal(eq_bl_open(&c, &bl, &e), EQ_ERR_INVAL);
 		assert_null(bl);
@@ -480,7 +482,8 @@ static void test_garbled(void **state)
 	  "order=A B A=0 B=3 trial=-");
 	G("BOOT_A_LEFT=3\nBOOT_B_LEFT=0\n", EQ_ERR_PARSE, "BOOT_ORDER is missing", "order=A B A=3 B=0 trial=-");
 	G("BOOT_ORDER=B\nBOOT_B_LEFT=1\n", EQ_ERR_PARSE, "BOOT_A_LEFT is missing", "order=B A=3 B=1 trial=-");
-	G("", EQ_ERR_PARSE, "BOOT_ORDER is missing (a boot script uses 'A B') (and 2 more problems)", "order=A B A=3 B=3 trial=-");
+	G("", EQ_ERR_PARSE, "BOOT_ORDER is missing (a boot script uses 'A B') (and 2 more problems)",
+	  "order=A B A=3 B=3 trial=-");
 	G("BOOT_ORDER=A\nBOOT_A_LEFT=3\nBOOT_B_LEFT=0\nBOOT_TRIAL=AB\n", EQ_ERR_PARSE, "BOOT_TRIAL='AB'",
 	  "order=A A=3 B=0 trial=-");
 	G("BOOT_ORDER=A\nBOOT_A_LEFT=3\ngarbage here\nBOOT_B_LEFT=0\n", EQ_ERR_PARSE,
@@ -600,10 +603,11 @@ EQ_HOOKS_MISSING(test_alloc_failures)
 static eq_err err_from_name(const char *name)
 {
 	for (int c = 0; c < EQ_ERR__COUNT; c++) {
-		static const char *const names[] = {"EQ_OK", "EQ_ERR_NOMEM", "EQ_ERR_IO", "EQ_ERR_PARSE",
-						    "EQ_ERR_VERIFY", "EQ_ERR_NETWORK", "EQ_ERR_LIMIT", "EQ_ERR_STATE",
-						    "EQ_ERR_INVAL", "EQ_ERR_NOTFOUND", "EQ_ERR_UNSUPPORTED",
-						    "EQ_ERR_EXPIRED", "EQ_ERR_UNSAFE"};
+		static const char *const names[] = {"EQ_OK",           "EQ_ERR_NOMEM",       "EQ_ERR_IO",
+						    "EQ_ERR_PARSE",    "EQ_ERR_VERIFY",      "EQ_ERR_NETWORK",
+						    "EQ_ERR_LIMIT",    "EQ_ERR_STATE",       "EQ_ERR_INVAL",
+						    "EQ_ERR_NOTFOUND", "EQ_ERR_UNSUPPORTED", "EQ_ERR_EXPIRED",
+						    "EQ_ERR_UNSAFE"};
 		if ((size_t)c < sizeof(names) / sizeof(names[0]) && strcmp(names[c], name) == 0)
 			return (eq_err)c;
 	}

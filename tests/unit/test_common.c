@@ -217,10 +217,10 @@ EQ_HOOKS_MISSING(test_alloc_hook)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_error_null_same_code),
-		cmocka_unit_test(test_buf_limit),
-		cmocka_unit_test(test_crc32_vectors), cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_atomic_replace),
-		cmocka_unit_test(test_alloc_hook), cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_error_prefix),   cmocka_unit_test(test_error_null_same_code),
+		cmocka_unit_test(test_buf_limit),      cmocka_unit_test(test_crc32_vectors),
+		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_atomic_replace),
+		cmocka_unit_test(test_alloc_hook),     cmocka_unit_test(test_json_str),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -19,16 +19,16 @@
 
 #include <eq/agent.h>
 
-#define MIN_CONF                                                                                              \
-	"[repository]\n"                                                                                      \
-	"url = https://updates.example.com/repo\n"                                                            \
-	"board = qemux86-64\n"                                                                                \
-	"channel = stable\n"                                                                                  \
-	"key = /etc/eqota/release.pub\n"                                                                      \
-	"[slots]\n"                                                                                           \
-	"A = /srv/slot-a\n"                                                                                   \
-	"B = /srv/slot-b\n"                                                                                   \
-	"[bootloader]\n"                                                                                      \
+#define MIN_CONF                                                                                                       \
+	"[repository]\n"                                                                                               \
+	"url = https://updates.example.com/repo\n"                                                                     \
+	"board = qemux86-64\n"                                                                                         \
+	"channel = stable\n"                                                                                           \
+	"key = /etc/eqota/release.pub\n"                                                                               \
+	"[slots]\n"                                                                                                    \
+	"A = /srv/slot-a\n"                                                                                            \
+	"B = /srv/slot-b\n"                                                                                            \
+	"[bootloader]\n"                                                                                               \
 	"backend = uboot\n"
 
 static eq_err parse(const char *text, struct eq_config *c, struct eq_error *e)
@@ -44,8 +44,8 @@ static void expect_err(const char *text, eq_err want, const char *substr)
 	memset(&c, 0x5a, sizeof(c));
 	eq_err r = parse(text, &c, &e);
 	if (r != want || !strstr(e.msg, substr))
-		fail_msg("got %s '%s', want %s containing '%s'\n--- input:\n%s", eq_err_str(r), e.msg,
-			 eq_err_str(want), substr, text);
+		fail_msg("got %s '%s', want %s containing '%s'\n--- input:\n%s", eq_err_str(r), e.msg, eq_err_str(want),
+			 substr, text);
 	/* ret_* is written only on success */
 	assert_int_equal(c.retries, 0x5a5a5a5au);
 }
@@ -88,44 +88,43 @@ static void test_defaults(void **state)
 static void test_every_key(void **state)
 {
 	(void)state;
-	static const char text[] =
-		"# full config\r\n"
-		"; another comment style\n"
-		"  [ repository ]  \n"
-		"url=http://127.0.0.1:8080/r///   # trailing slashes go\n"
-		"\tboard\t=\tboard_1.x \n"
-		"channel = beta-2\n"
-		"trust = /etc/eqota/root.json\n"
-		"ca-file = /etc/ssl/ca.pem\n"
-		"connect-timeout = 600\n"
-		"low-speed-time = 1\n"
-		"retries = 0\n"
-		"retry-delay-ms = 600000\n"
-		"\n"
-		"[slots]\n"
-		"type = block\n"
-		"A = /dev/mmcblk0p2\n"
-		"B = /dev/mmcblk0p3\n"
-		"mkfs = mkfs.ext4 -q -F -L root#1\n"
-		"[bootloader]\n"
-		"backend = grub\n"
-		"path = /boot/grub/grubenv\n"
-		"cmdline = /tmp/cmdline\n"
-		"good-attempts = 9\n"
-		"try-attempts = 2\n"
-		"var-order = BOOTORDER\n"
-		"var-a-left = BOOT_A_TRIES\n"
-		"var-b-left = BOOT_B_TRIES\n"
-		"var-trial = EQ_TRIAL\n"
-		"[paths]\n"
-		"data = /data/eqota\n"
-		"[health]\n"
-		"check = /usr/bin/systemctl is-system-running --wait\n"
-		"check = /bin/true ; not a comment\n"
-		"timeout = 86400\n"
-		"[daemon]\n"
-		"interval = 604800\n"
-		"jitter = 0\n";
+	static const char text[] = "# full config\r\n"
+				   "; another comment style\n"
+				   "  [ repository ]  \n"
+				   "url=http://127.0.0.1:8080/r///   # trailing slashes go\n"
+				   "\tboard\t=\tboard_1.x \n"
+				   "channel = beta-2\n"
+				   "trust = /etc/eqota/root.json\n"
+				   "ca-file = /etc/ssl/ca.pem\n"
+				   "connect-timeout = 600\n"
+				   "low-speed-time = 1\n"
+				   "retries = 0\n"
+				   "retry-delay-ms = 600000\n"
+				   "\n"
+				   "[slots]\n"
+				   "type = block\n"
+				   "A = /dev/mmcblk0p2\n"
+				   "B = /dev/mmcblk0p3\n"
+				   "mkfs = mkfs.ext4 -q -F -L root#1\n"
+				   "[bootloader]\n"
+				   "backend = grub\n"
+				   "path = /boot/grub/grubenv\n"
+				   "cmdline = /tmp/cmdline\n"
+				   "good-attempts = 9\n"
+				   "try-attempts = 2\n"
+				   "var-order = BOOTORDER\n"
+				   "var-a-left = BOOT_A_TRIES\n"
+				   "var-b-left = BOOT_B_TRIES\n"
+				   "var-trial = EQ_TRIAL\n"
+				   "[paths]\n"
+				   "data = /data/eqota\n"
+				   "[health]\n"
+				   "check = /usr/bin/systemctl is-system-running --wait\n"
+				   "check = /bin/true ; not a comment\n"
+				   "timeout = 86400\n"
+				   "[daemon]\n"
+				   "interval = 604800\n"
+				   "jitter = 0\n";
 	struct eq_config c;
 	struct eq_error e;
 	assert_int_equal(parse(text, &c, &e), EQ_OK);
@@ -173,12 +172,14 @@ static void test_syntax_errors(void **state)
 	expect_err("[repo]\n", EQ_ERR_PARSE, "eqota.conf:1: unknown section '[repo]'");
 	expect_err("[repository\n", EQ_ERR_PARSE, "eqota.conf:1: expected '[section]'");
 	expect_err("[]\n", EQ_ERR_PARSE, "eqota.conf:1: expected '[section]'");
-	expect_err("[slots]\n[health]\n[slots]\n", EQ_ERR_PARSE, "eqota.conf:3: section [slots] appears twice (first at line 1)");
+	expect_err("[slots]\n[health]\n[slots]\n", EQ_ERR_PARSE,
+		   "eqota.conf:3: section [slots] appears twice (first at line 1)");
 	expect_err("[repository]\njust words\n", EQ_ERR_PARSE, "eqota.conf:2: expected 'key = value' or '[section]'");
 	expect_err("[repository]\n = x\n", EQ_ERR_PARSE, "eqota.conf:2: missing key before '='");
 	expect_err("[repository]\nboard = a\n\nboard = b\n", EQ_ERR_PARSE,
 		   "eqota.conf:4: duplicate key 'board' in [repository] (first at line 2)");
-	expect_err("[repository]\nurl = \"http://x\"\n", EQ_ERR_PARSE, "eqota.conf:2: url: values are written without quotes");
+	expect_err("[repository]\nurl = \"http://x\"\n", EQ_ERR_PARSE,
+		   "eqota.conf:2: url: values are written without quotes");
 	expect_err("[repository]\nboard =   # nothing\n", EQ_ERR_INVAL, "eqota.conf:2: board: empty value");
 	expect_err("[repository]\nboard = a\0b\n", EQ_ERR_INVAL, "[repository] url is required");
 	/* a NUL inside the text (not a C string) */
@@ -223,18 +224,20 @@ static void test_value_errors(void **state)
 		    strcmp(cases[i].section, "bootloader") == 0) {
 			/* sections may not repeat: put the line into the existing one */
 			const char *hdr = strcmp(cases[i].section, "repository") == 0 ? "[repository]\n"
-					  : strcmp(cases[i].section, "slots") == 0     ? "[slots]\n"
-										       : "[bootloader]\n";
+					  : strcmp(cases[i].section, "slots") == 0    ? "[slots]\n"
+										      : "[bootloader]\n";
 			const char *at = strstr(MIN_CONF, hdr) + strlen(hdr);
 			snprintf(buf, sizeof(buf), "%.*s%s\n%s", (int)(at - MIN_CONF), MIN_CONF, cases[i].line, at);
 		}
 		expect_err(buf, EQ_ERR_INVAL, cases[i].msg);
 	}
-	expect_err("[repository]\nurl = ftp://x\n", EQ_ERR_INVAL, "url = ftp://x: expected an http://, https:// or file:// URL");
+	expect_err("[repository]\nurl = ftp://x\n", EQ_ERR_INVAL,
+		   "url = ftp://x: expected an http://, https:// or file:// URL");
 	expect_err("[repository]\nurl = http://x/a?b=1\n", EQ_ERR_INVAL, "may not contain spaces, '?' or '#'");
 	expect_err("[repository]\nboard = ../etc\n", EQ_ERR_INVAL, "board = ../etc: expected up to 128 of");
 	expect_err("[repository]\nchannel = a/b\n", EQ_ERR_INVAL, "channel = a/b: expected up to 128 of");
-	expect_err("[bootloader]\nbackend = barebox\n", EQ_ERR_INVAL, "backend = barebox: expected file, uboot or grub");
+	expect_err("[bootloader]\nbackend = barebox\n", EQ_ERR_INVAL,
+		   "backend = barebox: expected file, uboot or grub");
 }
 
 static void test_required(void **state)
@@ -341,9 +344,10 @@ static eq_err code_by_name(const char *name)
 {
 	for (int i = 0; i < EQ_ERR__COUNT; i++) {
 		static const char *const names[EQ_ERR__COUNT] = {
-			"EQ_OK",          "EQ_ERR_NOMEM",    "EQ_ERR_IO",          "EQ_ERR_PARSE",   "EQ_ERR_VERIFY",
-			"EQ_ERR_NETWORK", "EQ_ERR_LIMIT",    "EQ_ERR_STATE",       "EQ_ERR_INVAL",   "EQ_ERR_NOTFOUND",
-			"EQ_ERR_UNSUPPORTED", "EQ_ERR_EXPIRED", "EQ_ERR_UNSAFE",
+			"EQ_OK",         "EQ_ERR_NOMEM",    "EQ_ERR_IO",          "EQ_ERR_PARSE",
+			"EQ_ERR_VERIFY", "EQ_ERR_NETWORK",  "EQ_ERR_LIMIT",       "EQ_ERR_STATE",
+			"EQ_ERR_INVAL",  "EQ_ERR_NOTFOUND", "EQ_ERR_UNSUPPORTED", "EQ_ERR_EXPIRED",
+			"EQ_ERR_UNSAFE",
 		};
 		if (strcmp(names[i], name) == 0)
 			return (eq_err)i;
@@ -429,9 +433,10 @@ EQ_HOOKS_MISSING(test_alloc_failures)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),   cmocka_unit_test(test_every_key), cmocka_unit_test(test_syntax_errors),
-		cmocka_unit_test(test_value_errors), cmocka_unit_test(test_required), cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_load),       cmocka_unit_test(test_bad_corpus),
+		cmocka_unit_test(test_defaults),       cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_syntax_errors),  cmocka_unit_test(test_value_errors),
+		cmocka_unit_test(test_required),       cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_load),           cmocka_unit_test(test_bad_corpus),
 		cmocka_unit_test(test_alloc_failures),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);

@@ -563,8 +563,7 @@ static size_t bsd_round_trip(const uint8_t *old, size_t old_len, const uint8_t *
 	struct eq_delta_info info;
 	assert_int_equal(eq_delta_info_parse(d1.data, d1.len, &info, &e), EQ_OK);
 	assert_int_equal(info.method, EQ_DELTA_METHOD_BSD);
-	assert_true(eq_delta_apply_mem_bound(info.ref_size, info.window_log) <
-		    info.ref_size + ((uint64_t)64 << 20));
+	assert_true(eq_delta_apply_mem_bound(info.ref_size, info.window_log) < info.ref_size + ((uint64_t)64 << 20));
 	check_apply(&d1, new_, new_len, 0);
 	check_apply(&d1, new_, new_len, 4099);
 	check_apply(&d1, new_, new_len, 1);
@@ -725,10 +724,11 @@ static void test_mem_bound(void **state)
 static eq_err err_from_name(const char *name)
 {
 	for (int c = 0; c < EQ_ERR__COUNT; c++) {
-		static const char *const names[] = {"EQ_OK", "EQ_ERR_NOMEM", "EQ_ERR_IO", "EQ_ERR_PARSE",
-						    "EQ_ERR_VERIFY", "EQ_ERR_NETWORK", "EQ_ERR_LIMIT", "EQ_ERR_STATE",
-						    "EQ_ERR_INVAL", "EQ_ERR_NOTFOUND", "EQ_ERR_UNSUPPORTED",
-						    "EQ_ERR_EXPIRED", "EQ_ERR_UNSAFE"};
+		static const char *const names[] = {"EQ_OK",           "EQ_ERR_NOMEM",       "EQ_ERR_IO",
+						    "EQ_ERR_PARSE",    "EQ_ERR_VERIFY",      "EQ_ERR_NETWORK",
+						    "EQ_ERR_LIMIT",    "EQ_ERR_STATE",       "EQ_ERR_INVAL",
+						    "EQ_ERR_NOTFOUND", "EQ_ERR_UNSUPPORTED", "EQ_ERR_EXPIRED",
+						    "EQ_ERR_UNSAFE"};
 		if ((size_t)c < sizeof(names) / sizeof(names[0]) && strcmp(names[c], name) == 0)
 			return (eq_err)c;
 	}

@@ -365,8 +365,9 @@ static void test_rule_wrong_owner(void **state)
 	assert_int_equal(n.warnings, 1);
 	assert_non_null(strstr(eq_error_msg(&e), "--path-owner 'bin/busybox=nosuch': nosuch does not ship bin/busybox, "
 						 "which was left out of busybox: no package would install it"));
-	assert_string_equal(n.last_warning, "--path-owner 'etc/gone=busybox': no package of the release ships etc/gone, "
-					    "ignoring");
+	assert_string_equal(n.last_warning,
+			    "--path-owner 'etc/gone=busybox': no package of the release ships etc/gone, "
+			    "ignoring");
 	eq_path_table_free(t);
 }
 
@@ -380,7 +381,8 @@ static void test_bad_rules(void **state)
 		{"=busybox", "--path-owner '=busybox': expected PATH=PACKAGE"},
 		{"bin/busybox=", "--path-owner 'bin/busybox=': expected PATH=PACKAGE"},
 		{"/=busybox", "--path-owner '/=busybox': path '/': empty path"},
-		{"bin/../etc/passwd=x", "--path-owner 'bin/../etc/passwd=x': path 'bin/../etc/passwd': empty, '.' or '..' component"},
+		{"bin/../etc/passwd=x",
+		 "--path-owner 'bin/../etc/passwd=x': path 'bin/../etc/passwd': empty, '.' or '..' component"},
 		{"bin//sh=x", "--path-owner 'bin//sh=x': path 'bin//sh': empty, '.' or '..' component"},
 		{"bin/sh=two words", "--path-owner 'bin/sh=two words': 'two words' is not a package name"},
 	};

@@ -89,8 +89,12 @@ static void write_release(struct fx *f, const char *board, const char *channel, 
 	struct eq_manifest *m = NULL;
 	char rel[32];
 	snprintf(rel, sizeof(rel), "r%" PRIu64, number);
-	struct eq_manifest_header h = {.board = board, .channel = channel, .release = rel, .number = number,
-				       .issued = issued, .expires = issued + 86400};
+	struct eq_manifest_header h = {.board = board,
+				       .channel = channel,
+				       .release = rel,
+				       .number = number,
+				       .issued = issued,
+				       .expires = issued + 86400};
 	assert_int_equal(eq_manifest_new(&m, &e), EQ_OK);
 	assert_int_equal(eq_manifest_set_header(m, &h, &e), EQ_OK);
 	for (size_t i = 0; i < n; i++) {
@@ -204,7 +208,8 @@ static void test_walk_refusals(void **state)
 	assert_non_null(strstr(e.msg, "releases/5/manifest.json"));
 	struct eq_repo_walk_opts ou = {.unverified = true};
 	assert_int_equal(eq_repo_walk(f->repo, &ou, collect, &s, &e), EQ_ERR_STATE);
-	assert_non_null(strstr(e.msg, "releases/5/manifest.json: the manifest is board 'aa', channel 'stable', number 1"));
+	assert_non_null(
+		strstr(e.msg, "releases/5/manifest.json: the manifest is board 'aa', channel 'stable', number 1"));
 	assert_int_equal(s.calls, 0);
 }
 

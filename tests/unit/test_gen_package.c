@@ -68,8 +68,8 @@ static int teardown(void **state)
 	return 0;
 }
 
-#define LONG_DIR                                                                                                   \
-	"usr/share/a-rather-long-directory-name-to-pass-the-ustar-limit/and-another-level-of-nesting-that-is-long/"   \
+#define LONG_DIR                                                                                                       \
+	"usr/share/a-rather-long-directory-name-to-pass-the-ustar-limit/and-another-level-of-nesting-that-is-long/"    \
 	"and-a-third-one-for-good-measure"
 
 /* The package's installed tree: setuid file, symlink, hard link, long path. */
@@ -271,8 +271,8 @@ static void test_ipk(void **state)
 	}
 }
 
-static void add_entry(struct archive *a, const char *path, unsigned type, unsigned mode, long uid,
-		      const char *data, const char *link)
+static void add_entry(struct archive *a, const char *path, unsigned type, unsigned mode, long uid, const char *data,
+		      const char *link)
 {
 	struct archive_entry *e = archive_entry_new();
 	archive_entry_set_pathname(e, path);
@@ -403,11 +403,12 @@ static void test_tarball(void **state)
 static void test_list_suffixes(void **state)
 {
 	struct fx *f = *state;
-	assert_int_equal(sh("cd %s; mkdir -p pk t/usr/share/x; echo x > t/usr/share/x/f\n"
-			    "tar -C t -cJf pk/a_1.txz . && tar -C t -cjf pk/b_1.tbz2 . && tar -C t --lzma -cf pk/c_1.tar.lzma .\n"
-			    "tar -C t -czf pk/d_1.tgz . && echo notes > pk/README.txt",
-			    f->dir),
-			 0);
+	assert_int_equal(
+		sh("cd %s; mkdir -p pk t/usr/share/x; echo x > t/usr/share/x/f\n"
+		   "tar -C t -cJf pk/a_1.txz . && tar -C t -cjf pk/b_1.tbz2 . && tar -C t --lzma -cf pk/c_1.tar.lzma .\n"
+		   "tar -C t -czf pk/d_1.tgz . && echo notes > pk/README.txt",
+		   f->dir),
+		0);
 	char dir[128];
 	snprintf(dir, sizeof(dir), "%s/pk", f->dir);
 	char **paths = NULL;
@@ -547,8 +548,8 @@ static void test_broken(void **state)
 		const char *name;
 		eq_err code;
 	} cases[] = {
-		{"half.deb", EQ_ERR_PARSE},   {"short.deb", EQ_ERR_PARSE},       {"junk.deb", EQ_ERR_PARSE},
-		{"empty.deb", EQ_ERR_PARSE},  {"flipped.deb", EQ_ERR_PARSE},     {"nodata.deb", EQ_ERR_NOTFOUND},
+		{"half.deb", EQ_ERR_PARSE},       {"short.deb", EQ_ERR_PARSE},   {"junk.deb", EQ_ERR_PARSE},
+		{"empty.deb", EQ_ERR_PARSE},      {"flipped.deb", EQ_ERR_PARSE}, {"nodata.deb", EQ_ERR_NOTFOUND},
 		{"missing.deb", EQ_ERR_NOTFOUND},
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {

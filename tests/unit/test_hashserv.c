@@ -27,20 +27,20 @@
 
 enum behaviour {
 	GOOD,
-	CHUNKED_PING,  /* answers ping with a chunk-stream message */
-	HTTP,          /* speaks HTTP */
-	SILENT_CLOSE,  /* closes after the handshake (wrong version) */
-	DROP_ONCE,     /* first connection: closes at the first report */
-	DROP_ALWAYS,   /* every connection closes at the first report */
-	JUNK_UNIHASH,  /* answers a report with a malformed unihash */
-	OTHER_TASK,    /* answers a report about another taskhash */
-	HUGE_LINE,     /* answers with a line over the cap */
-	INVOKE_ERROR,  /* refuses reports with an invoke-error */
-	MUTE,          /* never answers ping */
-	NUL_BYTE,      /* a NUL inside an answer */
-	GET_JUNK,      /* get-stream answers a malformed unihash */
-	AUTH,          /* wants a login: user "u", token "t" */
-	HUGE_CHUNKS,   /* a chunk-stream message over the cap */
+	CHUNKED_PING, /* answers ping with a chunk-stream message */
+	HTTP,         /* speaks HTTP */
+	SILENT_CLOSE, /* closes after the handshake (wrong version) */
+	DROP_ONCE,    /* first connection: closes at the first report */
+	DROP_ALWAYS,  /* every connection closes at the first report */
+	JUNK_UNIHASH, /* answers a report with a malformed unihash */
+	OTHER_TASK,   /* answers a report about another taskhash */
+	HUGE_LINE,    /* answers with a line over the cap */
+	INVOKE_ERROR, /* refuses reports with an invoke-error */
+	MUTE,         /* never answers ping */
+	NUL_BYTE,     /* a NUL inside an answer */
+	GET_JUNK,     /* get-stream answers a malformed unihash */
+	AUTH,         /* wants a login: user "u", token "t" */
+	HUGE_CHUNKS,  /* a chunk-stream message over the cap */
 };
 
 struct fx {
@@ -185,7 +185,8 @@ static void serve(enum behaviour b, int conn_no)
 			if (b == DROP_ALWAYS || (b == DROP_ONCE && conn_no == 0))
 				return;
 			if (b == INVOKE_ERROR) {
-				srv_sendf("{\"invoke-error\": {\"message\": \"u is not allowed to access permissions(s) @report\"}}\n");
+				srv_sendf(
+					"{\"invoke-error\": {\"message\": \"u is not allowed to access permissions(s) @report\"}}\n");
 				return;
 			}
 			char th[80], uh[80];
@@ -256,10 +257,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-#define SETUP(name, b)                                                                               \
-	static int setup_##name(void **state)                                                        \
-	{                                                                                            \
-		return setup_server(state, b);                                                       \
+#define SETUP(name, b)                                                                                                 \
+	static int setup_##name(void **state)                                                                          \
+	{                                                                                                              \
+		return setup_server(state, b);                                                                         \
 	}
 SETUP(good, GOOD)
 SETUP(chunked, CHUNKED_PING)
@@ -352,8 +353,8 @@ static void test_good(void **state)
 static void test_bad_addresses(void **state)
 {
 	(void)state;
-	const char *bad[] = {"", "localhost", "host:", "host:0", "host:65536", "host:12a", "a:b:c", "[::1]9",
-			     "[::1", ":80", "unix://"};
+	const char *bad[] = {"",      "localhost", "host:", "host:0", "host:65536", "host:12a",
+			     "a:b:c", "[::1]9",    "[::1",  ":80",    "unix://"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		struct eq_hashserv *h = NULL;
 		struct eq_error e;

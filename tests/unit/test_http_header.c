@@ -175,7 +175,7 @@ static void test_length_numbers(void **state)
 	assert_int_equal(h.length, 42);
 	/* negative, signed, not a number */
 	static const char *const bad[] = {
-		"Content-Length: -1\r\n", "Content-Length: +5\r\n", "Content-Length: abc\r\n",
+		"Content-Length: -1\r\n",  "Content-Length: +5\r\n", "Content-Length: abc\r\n",
 		"Content-Length: \t5\r\n", "Content-Length:   \r\n", "Content-Length:\r\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -241,10 +241,8 @@ static void test_content_range_start(void **state)
 	assert_int_equal(LINE(&h, "Content-Range: bytes */10\r\n"), EQ_HTTP_LINE_RANGE);
 	assert_false(h.has_range);
 	static const char *const bad[] = {
-		"Content-Range: bytes \r\n",
-		"Content-Range: bytes x-9/10\r\n",
-		"Content-Range: bytes -5/10\r\n",
-		"Content-Range: bytes 123456789012345678901234567890-1/2\r\n",
+		"Content-Range: bytes \r\n",      "Content-Range: bytes x-9/10\r\n",
+		"Content-Range: bytes -5/10\r\n", "Content-Range: bytes 123456789012345678901234567890-1/2\r\n",
 		"Content-Range: bytes ",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -300,8 +298,8 @@ static void test_content_range_end_total(void **state)
 		    h.has_range_total != cases[i].total || h.range_start != cases[i].s || h.range_end != cases[i].e ||
 		    h.range_total != cases[i].t)
 			fail_msg("'%s': got %d %d %d %llu %llu %llu", cases[i].line, h.has_range, h.has_range_end,
-				 h.has_range_total, (unsigned long long)h.range_start,
-				 (unsigned long long)h.range_end, (unsigned long long)h.range_total);
+				 h.has_range_total, (unsigned long long)h.range_start, (unsigned long long)h.range_end,
+				 (unsigned long long)h.range_total);
 	}
 }
 

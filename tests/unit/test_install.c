@@ -358,8 +358,8 @@ static int walk_fn(const char *path, const struct stat *st, int flag, struct FTW
 	const char *rel = path + strlen(walk_root);
 	if (*rel == '/')
 		rel++;
-	if (!*rel || !strncmp(rel, EQ_SLOT_RECORD_DIR, strlen(EQ_SLOT_RECORD_DIR)) ||
-	    !strcmp(rel, "usr/lib/eqota") || !strcmp(rel, "usr/lib") || !strcmp(rel, "usr"))
+	if (!*rel || !strncmp(rel, EQ_SLOT_RECORD_DIR, strlen(EQ_SLOT_RECORD_DIR)) || !strcmp(rel, "usr/lib/eqota") ||
+	    !strcmp(rel, "usr/lib") || !strcmp(rel, "usr"))
 		return 0;
 	if (!bsearch(&rel, walk_set->v, walk_set->n, sizeof(char *), cmp_strp)) {
 		snprintf(walk_extra, sizeof(walk_extra), "%s", rel);
@@ -409,8 +409,8 @@ static bool check_slot(const char *root, const struct release *rel, const char *
 			snprintf(why, why_len, "%s: %s", pkg->name, eq_error_msg(&e));
 			ok = false;
 		} else if (strcmp(hex, pkg->payload.sha256) || size != pkg->payload.size) {
-			snprintf(why, why_len, "package '%s' in '%s': payload %s, the manifest says %s", pkg->name, root,
-				 hex, pkg->payload.sha256);
+			snprintf(why, why_len, "package '%s' in '%s': payload %s, the manifest says %s", pkg->name,
+				 root, hex, pkg->payload.sha256);
 			ok = false;
 		}
 		eq_payload_builder_free(b);
@@ -423,7 +423,8 @@ static bool check_slot(const char *root, const struct release *rel, const char *
 		walk_root = root;
 		walk_extra[0] = '\0';
 		if (nftw(root, walk_fn, 16, FTW_PHYS)) {
-			snprintf(why, why_len, "'%s' holds '%s', which no package of the release has", root, walk_extra);
+			snprintf(why, why_len, "'%s' holds '%s', which no package of the release has", root,
+				 walk_extra);
 			ok = false;
 		}
 	}
@@ -436,8 +437,8 @@ static bool check_slot(const char *root, const struct release *rel, const char *
 		ok = false;
 	}
 	struct eq_manifest_header h, h2;
-	if (ok && (eq_manifest_get_header(m, &h, &e) || eq_manifest_get_header(rel->m, &h2, &e) ||
-		   h.number != h2.number)) {
+	if (ok &&
+	    (eq_manifest_get_header(m, &h, &e) || eq_manifest_get_header(rel->m, &h2, &e) || h.number != h2.number)) {
 		snprintf(why, why_len, "slot record: not the installed release");
 		ok = false;
 	}
@@ -864,7 +865,11 @@ static void test_records_round_trip(void **state)
 		{.type = 'p', .mode = 0600, .path = "dev/z-fifo"},
 		{.type = 'd', .mode = 01777, .path = "tmp"},
 		{.type = 'f', .mode = 04755, .uid = 4000000000u, .gid = 7, .size = 5, .path = "x y%z\x7f\xc3\xa9"},
-		{.type = 'h', .mode = 04755, .uid = 4000000000u, .gid = 7, .path = "x y%z\x7f\xc3\xa9-2",
+		{.type = 'h',
+		 .mode = 04755,
+		 .uid = 4000000000u,
+		 .gid = 7,
+		 .path = "x y%z\x7f\xc3\xa9-2",
 		 .link = "x y%z\x7f\xc3\xa9"},
 		{.type = 'l', .mode = 0777, .path = "z", .link = "../a b/\t"},
 	};
@@ -921,9 +926,9 @@ static void test_records_round_trip(void **state)
 }
 
 static const char *const ERR_NAMES[] = {
-	"EQ_OK",		"EQ_ERR_NOMEM",	"EQ_ERR_IO",	 "EQ_ERR_PARSE",   "EQ_ERR_VERIFY",
-	"EQ_ERR_NETWORK",	"EQ_ERR_LIMIT",	"EQ_ERR_STATE",	 "EQ_ERR_INVAL",   "EQ_ERR_NOTFOUND",
-	"EQ_ERR_UNSUPPORTED", "EQ_ERR_EXPIRED", "EQ_ERR_UNSAFE",
+	"EQ_OK",         "EQ_ERR_NOMEM", "EQ_ERR_IO",    "EQ_ERR_PARSE",    "EQ_ERR_VERIFY",      "EQ_ERR_NETWORK",
+	"EQ_ERR_LIMIT",  "EQ_ERR_STATE", "EQ_ERR_INVAL", "EQ_ERR_NOTFOUND", "EQ_ERR_UNSUPPORTED", "EQ_ERR_EXPIRED",
+	"EQ_ERR_UNSAFE",
 };
 
 static void test_records_bad_corpus(void **state)

@@ -124,9 +124,12 @@ static struct eq_manifest *make_manifest(size_t n_pkgs, const char *board)
 {
 	struct eq_manifest *m = NULL;
 	struct eq_error e;
-	struct eq_manifest_header h = {
-		.board = board, .channel = "stable", .release = "2026.12.1", .number = 2,
-		.issued = T_ISSUED, .expires = T_EXPIRES};
+	struct eq_manifest_header h = {.board = board,
+				       .channel = "stable",
+				       .release = "2026.12.1",
+				       .number = 2,
+				       .issued = T_ISSUED,
+				       .expires = T_EXPIRES};
 	assert_int_equal(eq_manifest_new(&m, &e), EQ_OK);
 	assert_int_equal(eq_manifest_set_header(m, &h, &e), EQ_OK);
 	/* added in reverse order: the model keeps them sorted */
@@ -188,9 +191,10 @@ static void test_roundtrip(void **state)
 	assert_int_equal(alen, blen);
 	assert_memory_equal(a, b, alen);
 	/* layout: fixed key order and two-space indentation */
-	assert_non_null(strstr((char *)a, "{\n  \"format\": 1,\n  \"board\": \"qemux86-64\",\n  \"channel\": \"stable\",\n"
-					  "  \"release\": \"2026.12.1\",\n  \"number\": 2,\n"
-					  "  \"issued\": \"2026-12-03T08:00:00Z\",\n  \"expires\": \"2027-01-02T08:00:00Z\",\n"));
+	assert_non_null(strstr((char *)a,
+			       "{\n  \"format\": 1,\n  \"board\": \"qemux86-64\",\n  \"channel\": \"stable\",\n"
+			       "  \"release\": \"2026.12.1\",\n  \"number\": 2,\n"
+			       "  \"issued\": \"2026-12-03T08:00:00Z\",\n  \"expires\": \"2027-01-02T08:00:00Z\",\n"));
 
 	struct eq_manifest_header h;
 	assert_int_equal(eq_manifest_get_header(m2, &h, &e), EQ_OK);
@@ -242,8 +246,12 @@ static void test_model_rules(void **state)
 	size_t len;
 	assert_int_equal(eq_manifest_new(&m, &e), EQ_OK);
 	expect_err(eq_manifest_to_json(m, &data, &len, &e), &e, EQ_ERR_STATE, "no header");
-	struct eq_manifest_header h = {.board = "qemux86-64", .channel = "stable", .release = "r1", .number = 1,
-				       .issued = T_ISSUED, .expires = T_ISSUED};
+	struct eq_manifest_header h = {.board = "qemux86-64",
+				       .channel = "stable",
+				       .release = "r1",
+				       .number = 1,
+				       .issued = T_ISSUED,
+				       .expires = T_ISSUED};
 	expect_err(eq_manifest_set_header(m, &h, &e), &e, EQ_ERR_INVAL, "expires: must be after issued");
 	h.expires = T_EXPIRES;
 	h.release = "a/b";
@@ -271,7 +279,8 @@ static void test_model_rules(void **state)
 	expect_err(eq_manifest_add_package(m, &p, &e), &e, EQ_ERR_LIMIT, "at most 16");
 	assert_int_equal(eq_manifest_package_count(m), 1);
 
-	expect_err(eq_manifest_check_newer(m, 5, &e), &e, EQ_ERR_STATE, "release number 5 is not newer than the installed 5");
+	expect_err(eq_manifest_check_newer(m, 5, &e), &e, EQ_ERR_STATE,
+		   "release number 5 is not newer than the installed 5");
 	assert_int_equal(eq_manifest_check_newer(m, 4, &e), EQ_OK);
 	eq_manifest_free(m);
 	eq_manifest_free(NULL);
@@ -323,7 +332,8 @@ static void test_parse_errors(void **state)
 	expect_err(parse_str("{\"format\": 1, \"bogus\": 1}", &e), &e, EQ_ERR_PARSE,
 		   "unknown key 'bogus' at the top level");
 	expect_err(parse_str("{\"format\": 1, \"bo\\u0001gus\": 1}", &e), &e, EQ_ERR_PARSE, "unknown key 'bo?gus'");
-	expect_err(parse_str("{\"a\":[[[[[[[[1]]]]]]]]}", &e), &e, EQ_ERR_LIMIT, "line 1 column 13: JSON nesting deeper than 8");
+	expect_err(parse_str("{\"a\":[[[[[[[[1]]]]]]]]}", &e), &e, EQ_ERR_LIMIT,
+		   "line 1 column 13: JSON nesting deeper than 8");
 	assert_int_equal(parse_str("{\"a\":[[[[[[1]]]]]]}", &e), EQ_ERR_PARSE); /* depth 7 is fine for the scanner */
 
 	/* too many packages: caught by the scanner before cJSON allocates */
@@ -666,14 +676,16 @@ static void test_verify_failures(void **state)
 	/* malformed signature files */
 	const char *bad_sigs[][3] = {
 		{"{\"signatures\":[]}", "EQ_ERR_VERIFY", "0 of 1 required signatures"},
-		{"{\"signatures\":[{\"keyid\":\"ab\",\"sig\":\"AA==\"}]}", "EQ_ERR_PARSE", "signatures[0].keyid: expected 64"},
+		{"{\"signatures\":[{\"keyid\":\"ab\",\"sig\":\"AA==\"}]}", "EQ_ERR_PARSE",
+		 "signatures[0].keyid: expected 64"},
 		{"{\"signatures\":{}}", "EQ_ERR_PARSE", "signatures: expected an array"},
 		{"{\"sigs\":[]}", "EQ_ERR_PARSE", "unknown key 'sigs'"},
 		{"{\"signatures\":[", "EQ_ERR_PARSE", "signature file: line 1 column 16: unexpected end of input"},
 	};
 	for (size_t i = 0; i < sizeof(bad_sigs) / sizeof(bad_sigs[0]); i++)
-		expect_err(eq_manifest_verify(data, len, (const uint8_t *)bad_sigs[i][0], strlen(bad_sigs[i][0]), tb, &e), &e,
-			   code_by_name(bad_sigs[i][1]), bad_sigs[i][2]);
+		expect_err(
+			eq_manifest_verify(data, len, (const uint8_t *)bad_sigs[i][0], strlen(bad_sigs[i][0]), tb, &e),
+			&e, code_by_name(bad_sigs[i][1]), bad_sigs[i][2]);
 	expect_err(eq_manifest_verify(data, len, sig, EQ_MANIFEST_SIG_MAX_BYTES + 1, tb, &e), &e, EQ_ERR_LIMIT,
 		   "more than the limit");
 	/* 17 signatures */

@@ -31,8 +31,7 @@
 #include <eq/delta.h>
 
 /* A valid vfs_cap_data v2 blob: cap_net_raw permitted and effective. */
-static const uint8_t CAP_V2[20] = {0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0, 0,
-				   0,    0,    0,    0,    0,    0,    0,    0,    0, 0};
+static const uint8_t CAP_V2[20] = {0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -438,7 +437,8 @@ static void test_gnu_tar(void **state)
 	EQ_AUTOFREE char *gnu = P(f, "gnu-gnu.tar");
 	EQ_AUTOFREE char *px = P(f, "px");
 	assert_int_equal(mkdir(px, 0755), 0);
-	const char *cp[] = {"tar", "--format=posix", "--xattrs", "--xattrs-include=*", "-cpf", pax, "-C", src, ".", NULL};
+	const char *cp[] = {"tar", "--format=posix", "--xattrs", "--xattrs-include=*", "-cpf", pax, "-C", src, ".",
+			    NULL};
 	assert_int_equal(run(cp), 0);
 	const char *cg[] = {"tar", "--format=gnu", "-cpf", gnu, "-C", src, ".", NULL};
 	assert_int_equal(run(cg), 0);
@@ -571,8 +571,19 @@ static void test_add_paths(void **state)
 	snprintf(l1, sizeof(l1), "./%s", a);
 	snprintf(l2, sizeof(l2), "%s/%s", a, bb);
 	snprintf(l3, sizeof(l3), "%s/%s/file", a, bb);
-	const char *paths[] = {"usr/bin/sh", "usr/bin/ping6", "usr", "usr/bin", "usr/bin/ping", "dev",
-			       "dev/null", "dev/fifo", "tmp", l1, l2, l3, "longlink"};
+	const char *paths[] = {"usr/bin/sh",
+			       "usr/bin/ping6",
+			       "usr",
+			       "usr/bin",
+			       "usr/bin/ping",
+			       "dev",
+			       "dev/null",
+			       "dev/fifo",
+			       "tmp",
+			       l1,
+			       l2,
+			       l3,
+			       "longlink"};
 	struct eq_payload_builder *b = NULL;
 	struct eq_error e;
 	struct eq_buf list, tree;
@@ -645,7 +656,10 @@ static uint8_t *raw_hdr(struct raw *r, const char *name, char type, uint64_t siz
 	h[156] = (uint8_t)type;
 	if (link)
 		memcpy(h + 157, link, strlen(link) < 100 ? strlen(link) : 100);
-	memcpy(h + 257, "ustar\0" "00", 8);
+	memcpy(h + 257,
+	       "ustar\0"
+	       "00",
+	       8);
 	raw_octal(h + 329, 8, 0);
 	raw_octal(h + 337, 8, 0);
 	r->len += 512;
@@ -854,12 +868,14 @@ static const struct bad_case BAD[] = {
 	{"reserved-symlink", EQ_ERR_UNSAFE,
 	 "entry 'usr/lib/eqota/slot/packages/zeta.files.tmp' at byte 0: 'usr/lib/eqota/slot' is eqota's own folder",
 	 gen_reserved_symlink},
-	{"reserved-dir", EQ_ERR_UNSAFE, "entry 'usr/lib/eqota/slot' at byte 512: 'usr/lib/eqota/slot' is eqota's own folder",
-	 gen_reserved_dir},
+	{"reserved-dir", EQ_ERR_UNSAFE,
+	 "entry 'usr/lib/eqota/slot' at byte 512: 'usr/lib/eqota/slot' is eqota's own folder", gen_reserved_dir},
 	{"reserved-parent-symlink", EQ_ERR_UNSAFE,
-	 "entry 'usr/lib/eqota' at byte 512: a non-directory on the way to eqota's reserved folder", gen_reserved_parent_symlink},
+	 "entry 'usr/lib/eqota' at byte 512: a non-directory on the way to eqota's reserved folder",
+	 gen_reserved_parent_symlink},
 	{"long-component", EQ_ERR_LIMIT, "is 256 bytes long, the limit is 255", gen_long_component},
-	{"through-own-file", EQ_ERR_UNSAFE, "entry 'f1/b' at byte 1024: path goes through 'f1', a non-directory", gen_through_own_file},
+	{"through-own-file", EQ_ERR_UNSAFE, "entry 'f1/b' at byte 1024: path goes through 'f1', a non-directory",
+	 gen_through_own_file},
 	{"absolute-path", EQ_ERR_UNSAFE, "absolute path", gen_absolute},
 	{"dotdot", EQ_ERR_UNSAFE, "'..' path component", gen_dotdot},
 	{"dotdot-middle", EQ_ERR_UNSAFE, "entry 'a/../../x' at byte 1536: '..' path component", gen_dotdot_mid},
@@ -890,9 +906,9 @@ static const struct eq_payload_limits CORPUS_LIMITS = {
 };
 
 static const char *const ERR_NAMES[] = {
-	"EQ_OK",	"EQ_ERR_NOMEM", "EQ_ERR_IO",	   "EQ_ERR_PARSE",	 "EQ_ERR_VERIFY",
-	"EQ_ERR_NETWORK", "EQ_ERR_LIMIT", "EQ_ERR_STATE", "EQ_ERR_INVAL",	 "EQ_ERR_NOTFOUND",
-	"EQ_ERR_UNSUPPORTED", "EQ_ERR_EXPIRED", "EQ_ERR_UNSAFE",
+	"EQ_OK",         "EQ_ERR_NOMEM", "EQ_ERR_IO",    "EQ_ERR_PARSE",    "EQ_ERR_VERIFY",      "EQ_ERR_NETWORK",
+	"EQ_ERR_LIMIT",  "EQ_ERR_STATE", "EQ_ERR_INVAL", "EQ_ERR_NOTFOUND", "EQ_ERR_UNSUPPORTED", "EQ_ERR_EXPIRED",
+	"EQ_ERR_UNSAFE",
 };
 
 /* A root with some content, which a failed extraction must leave alone. */
@@ -906,8 +922,7 @@ static void make_victim_root(const struct fx *f, const char *top)
 	mkdir_at(f, rel, 0700);
 }
 
-static void check_bad(const struct fx *f, const char *label, const uint8_t *d, size_t len, eq_err code,
-		      const char *msg)
+static void check_bad(const struct fx *f, const char *label, const uint8_t *d, size_t len, eq_err code, const char *msg)
 {
 	EQ_AUTOFREE char *root = P(f, "root");
 	uint8_t before[32], after[32], etc_before[32], etc_after[32];

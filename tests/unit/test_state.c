@@ -135,8 +135,8 @@ static void expect_refused_n(const char *text, size_t len, eq_err want, const ch
 	eq_error_clear(&e);
 	eq_err r = eq_state_load(path, &s, &e);
 	if (r != want || !strstr(e.msg, substr) || !strstr(e.msg, path))
-		fail_msg("got %s '%s', want %s naming %s and containing '%s'\n--- input (%zu bytes):\n%.*s", eq_err_str(r),
-			 e.msg, eq_err_str(want), path, substr, len, (int)len, text);
+		fail_msg("got %s '%s', want %s naming %s and containing '%s'\n--- input (%zu bytes):\n%.*s",
+			 eq_err_str(r), e.msg, eq_err_str(want), path, substr, len, (int)len, text);
 	for (size_t i = 0; i < sizeof(s); i++)
 		if (((unsigned char *)&s)[i] != 0x5a)
 			fail_msg("*ret written at byte %zu on an error ('%s')", i, e.msg);
@@ -155,8 +155,8 @@ static void load_text(const char *text, struct eq_state *s)
 		fail_msg("'%s'\n--- input:\n%s", e.msg, text);
 }
 
-#define OLD_IDLE                                                                                              \
-	"phase=idle\ntarget_slot=-\nfrom_slot=-\ntarget_number=0\ntarget_release=\nfailed_number=0\n"         \
+#define OLD_IDLE                                                                                                       \
+	"phase=idle\ntarget_slot=-\nfrom_slot=-\ntarget_number=0\ntarget_release=\nfailed_number=0\n"                  \
 	"failed_reason=\nchanged_at=1\n"
 #define ADDED_NONE "boot_id=\nerror_number=0\nerror=\nerror_at=0\nattempts=0\nnext_attempt=0\n"
 
@@ -335,7 +335,8 @@ static void truncations_of(const struct eq_state *orig)
 			continue;
 		}
 		if (n != old_len)
-			fail_msg("cut at %zu of %zu bytes: read as a valid state\n--- input:\n%.*s", n, len, (int)n, text);
+			fail_msg("cut at %zu of %zu bytes: read as a valid state\n--- input:\n%.*s", n, len, (int)n,
+				 text);
 		struct eq_state want = full;
 		want.boot_id[0] = want.error[0] = '\0';
 		want.error_number = want.attempts = 0;
@@ -384,9 +385,9 @@ static void test_duplicate_keys(void **state)
 {
 	(void)state;
 	static const char *const lines[] = {
-		"phase=idle\n",   "target_slot=-\n", "from_slot=-\n",  "target_number=0\n", "target_release=\n",
-		"failed_number=0\n", "failed_reason=\n", "changed_at=1\n", "boot_id=\n",    "error_number=0\n",
-		"error=\n",       "error_at=0\n",    "attempts=0\n",   "next_attempt=0\n",
+		"phase=idle\n",      "target_slot=-\n",  "from_slot=-\n",  "target_number=0\n", "target_release=\n",
+		"failed_number=0\n", "failed_reason=\n", "changed_at=1\n", "boot_id=\n",        "error_number=0\n",
+		"error=\n",          "error_at=0\n",     "attempts=0\n",   "next_attempt=0\n",
 	};
 	for (size_t k = 0; k < sizeof(lines) / sizeof(lines[0]); k++) {
 		char text[1024], msg[64];
@@ -534,8 +535,8 @@ static void test_inconsistent(void **state)
 static void test_added_keys_together(void **state)
 {
 	(void)state;
-	static const char *const added[] = {"boot_id=", "error_number=", "error=", "error_at=", "attempts=",
-					    "next_attempt="};
+	static const char *const added[] = {
+		"boot_id=", "error_number=", "error=", "error_at=", "attempts=", "next_attempt="};
 	for (size_t k = 0; k < sizeof(added) / sizeof(added[0]); k++) {
 		char text[1024], msg[64];
 		const char *all = OLD_IDLE ADDED_NONE;

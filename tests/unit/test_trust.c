@@ -94,7 +94,7 @@ static struct repo {
 	struct file f[64];
 	size_t n;
 	unsigned fetches;
-	size_t manifest_max; /* the cap asked for manifest.json */
+	size_t manifest_max;   /* the cap asked for manifest.json */
 	const char *fail_path; /* this path fails with EQ_ERR_NETWORK */
 } repo;
 
@@ -346,10 +346,10 @@ static uint64_t root_ver(const struct eq_trust *t)
 	return info.version;
 }
 
-#define assert_msg(e, needle)                                                                        \
-	do {                                                                                         \
-		if (!strstr((e).msg, (needle)))                                                      \
-			fail_msg("message '%s' lacks '%s'", (e).msg, (needle));                      \
+#define assert_msg(e, needle)                                                                                          \
+	do {                                                                                                           \
+		if (!strstr((e).msg, (needle)))                                                                        \
+			fail_msg("message '%s' lacks '%s'", (e).msg, (needle));                                        \
 	} while (0)
 
 /* ---- cases -------------------------------------------------------------- */
@@ -532,14 +532,16 @@ static void test_threat_mix_and_match(void **state)
 	struct eq_trust *t = device_open();
 	struct eq_error e;
 	/* beta's timestamp at stable's path */
-	struct file *bt = repo_find("boards/b1/beta/timestamp.json"), *bts = repo_find("boards/b1/beta/timestamp.json.sig");
+	struct file *bt = repo_find("boards/b1/beta/timestamp.json"),
+		    *bts = repo_find("boards/b1/beta/timestamp.json.sig");
 	put_copy("boards/b1/stable/timestamp.json", bt->data, bt->len);
 	put_copy("boards/b1/stable/timestamp.json.sig", bts->data, bts->len);
 	assert_int_equal(check(t, T0, &e, NULL), EQ_ERR_STATE);
 	assert_msg(e, "timestamp is for channel 'beta', this device follows 'stable'");
 	/* stable's timestamp, beta's manifest */
 	release(1, 1, T0);
-	struct file *bm = repo_find("boards/b1/beta/manifest.json"), *bms = repo_find("boards/b1/beta/manifest.json.sig");
+	struct file *bm = repo_find("boards/b1/beta/manifest.json"),
+		    *bms = repo_find("boards/b1/beta/manifest.json.sig");
 	put_copy("boards/b1/stable/manifest.json", bm->data, bm->len);
 	put_copy("boards/b1/stable/manifest.json.sig", bms->data, bms->len);
 	assert_int_equal(check(t, T0, &e, NULL), EQ_ERR_VERIFY);
@@ -600,7 +602,8 @@ static void test_threat_wrong_board_channel(void **state)
 	/* b1's timestamp naming b2's manifest */
 	timestamp_doc_at("b1", "stable", "boards/b2/stable/manifest.json", "boards/b1/stable/timestamp.json", 1, T0,
 			 T0 + HOUR, 1, "T1");
-	struct file *m = repo_find("boards/b2/stable/manifest.json"), *s = repo_find("boards/b2/stable/manifest.json.sig");
+	struct file *m = repo_find("boards/b2/stable/manifest.json"),
+		    *s = repo_find("boards/b2/stable/manifest.json.sig");
 	put_copy("boards/b1/stable/manifest.json", m->data, m->len);
 	put_copy("boards/b1/stable/manifest.json.sig", s->data, s->len);
 	assert_int_equal(check(t, T0, &e, NULL), EQ_ERR_STATE);
@@ -679,9 +682,9 @@ static void test_threat_root_rotation(void **state)
 		uint64_t version;
 		const char *msg;
 	} bad[] = {
-		{"R2", 2, "not signed by root version 1's root role"},   /* new keys only */
-		{"R1", 2, "not signed by its own root role"},            /* old keys only */
-		{"R1,R2", 3, "root version 3, expected 2"},              /* a skipped version */
+		{"R2", 2, "not signed by root version 1's root role"}, /* new keys only */
+		{"R1", 2, "not signed by its own root role"},          /* old keys only */
+		{"R1,R2", 3, "root version 3, expected 2"},            /* a skipped version */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		repo_clear();
@@ -782,8 +785,8 @@ static void test_document_rules(void **state)
 		{"\"type\": \"root\"", "\"type\": \"timestamp\"", EQ_ERR_PARSE, "type: 'timestamp', expected 'root'"},
 		{"\"format\": 1", "\"format\": 2", EQ_ERR_UNSUPPORTED, "format version 2"},
 		{"\"version\": 1", "\"version\": 0", EQ_ERR_PARSE, "version"},
-		{"\"threshold\": 1,\n      \"keyids\": [\n        \"", "\"threshold\": 2,\n      \"keyids\": [\n        \"",
-		 EQ_ERR_PARSE, "roles.root.threshold"},
+		{"\"threshold\": 1,\n      \"keyids\": [\n        \"",
+		 "\"threshold\": 2,\n      \"keyids\": [\n        \"", EQ_ERR_PARSE, "roles.root.threshold"},
 		{"\"roles\": {", "\"roles\": {\"x\": {},", EQ_ERR_PARSE, "roles: unknown key 'x'"},
 		{"\"expires\": \"", "\"expires\": \"1", EQ_ERR_PARSE, "expires"},
 	};
@@ -812,8 +815,7 @@ static void test_document_rules(void **state)
 	/* revoking the last key of a role is refused */
 	struct eq_manifest_trust *r1 = role("R1", 1), *c = NULL;
 	bool removed = false;
-	assert_int_equal(eq_manifest_trust_copy(r1, eq_manifest_key_id(keys[0]), 0, &c, &removed, &e),
-			 EQ_ERR_STATE);
+	assert_int_equal(eq_manifest_trust_copy(r1, eq_manifest_key_id(keys[0]), 0, &c, &removed, &e), EQ_ERR_STATE);
 	assert_int_equal(eq_manifest_trust_copy(r1, "00", 0, &c, &removed, &e), EQ_OK);
 	assert_false(removed);
 	eq_manifest_trust_free(c);

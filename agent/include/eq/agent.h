@@ -34,26 +34,26 @@ enum eq_slot_type { EQ_SLOT_DIR, EQ_SLOT_BLOCK };
  */
 struct eq_config {
 	/* [repository] */
-	char *url;          /* base URL of the repository (http, https, file) */
+	char *url; /* base URL of the repository (http, https, file) */
 	char *board;
 	char *channel;
-	char *root;         /* installed root document (root mode), or NULL */
-	char *key;          /* a PEM public key (legacy mode), or NULL */
-	char *trust;        /* root-of-trust file (legacy mode), or NULL; one of the three is set */
-	char *ca_file;      /* CA bundle for https, NULL: system default */
-	unsigned connect_timeout_s;   /* default 15 */
-	unsigned low_speed_time_s;    /* abort below min_rate for this long, default 60 */
-	unsigned min_rate;            /* bytes/s, default 1024; also sets each request's deadline */
-	unsigned retries;             /* per request, default 5 */
-	unsigned retry_delay_ms;      /* first backoff, doubled each retry, default 1000 */
+	char *root;                 /* installed root document (root mode), or NULL */
+	char *key;                  /* a PEM public key (legacy mode), or NULL */
+	char *trust;                /* root-of-trust file (legacy mode), or NULL; one of the three is set */
+	char *ca_file;              /* CA bundle for https, NULL: system default */
+	unsigned connect_timeout_s; /* default 15 */
+	unsigned low_speed_time_s;  /* abort below min_rate for this long, default 60 */
+	unsigned min_rate;          /* bytes/s, default 1024; also sets each request's deadline */
+	unsigned retries;           /* per request, default 5 */
+	unsigned retry_delay_ms;    /* first backoff, doubled each retry, default 1000 */
 	/* [slots] */
 	enum eq_slot_type slot_type;
-	char *slot_a;       /* directory (dir) or block device (block) */
+	char *slot_a; /* directory (dir) or block device (block) */
 	char *slot_b;
-	char *mkfs;         /* block slots: mkfs command, default "mkfs.ext4 -q -F" */
+	char *mkfs; /* block slots: mkfs command, default "mkfs.ext4 -q -F" */
 	/* [bootloader] */
-	char *bl_backend;   /* "file", "uboot", "grub" */
-	char *bl_path;      /* env file (file), first grubenv copy (grub), fw_env.config (uboot);
+	char *bl_backend;          /* "file", "uboot", "grub" */
+	char *bl_path;             /* env file (file), first grubenv copy (grub), fw_env.config (uboot);
 			     * NULL: the backend's default (not for file) */
 	unsigned bl_good_attempts; /* 1..9, 0: the default 3 */
 	unsigned bl_try_attempts;  /* 1..9, 0: the default 1 */
@@ -61,17 +61,17 @@ struct eq_config {
 	char *bl_var_a_left;
 	char *bl_var_b_left;
 	char *bl_var_trial;
-	char *cmdline;      /* where the booted slot is read, default /proc/cmdline */
+	char *cmdline; /* where the booted slot is read, default /proc/cmdline */
 	/* [paths] */
-	char *data_dir;     /* default /var/lib/eqota */
+	char *data_dir; /* default /var/lib/eqota */
 	/* [health] */
 	char *checks[EQ_CONFIG_MAX_CHECKS]; /* command lines, split at spaces */
 	size_t n_checks;
 	unsigned health_timeout_s; /* default 60 */
 	/* [daemon] */
-	unsigned poll_interval_s;  /* default 3600 */
-	unsigned poll_jitter_s;    /* default 600 */
-	unsigned cycle_timeout_s;  /* a poll is stopped after this long, default 10800 */
+	unsigned poll_interval_s; /* default 3600 */
+	unsigned poll_jitter_s;   /* default 600 */
+	unsigned cycle_timeout_s; /* a poll is stopped after this long, default 10800 */
 };
 
 /*
@@ -95,9 +95,9 @@ struct eq_fetcher;
 /* Counters of what went over the network (for reports and tests). */
 struct eq_fetch_stats {
 	uint64_t requests;
-	uint64_t bytes;          /* body bytes received */
-	uint64_t resumed;        /* downloads continued with a Range request */
-	uint64_t not_modified;   /* 304 answers */
+	uint64_t bytes;        /* body bytes received */
+	uint64_t resumed;      /* downloads continued with a Range request */
+	uint64_t not_modified; /* 304 answers */
 };
 
 /*
@@ -201,9 +201,9 @@ struct eq_plan {
 	struct eq_plan_item *items; /* owned; pointers into the two manifests */
 	size_t n;
 	size_t count[4];
-	uint64_t download_bytes;  /* sum of items' download */
-	uint64_t full_bytes;      /* every object of the new release */
-	uint64_t install_bytes;   /* sum of payload sizes of the new release */
+	uint64_t download_bytes; /* sum of items' download */
+	uint64_t full_bytes;     /* every object of the new release */
+	uint64_t install_bytes;  /* sum of payload sizes of the new release */
 };
 
 /*
@@ -219,25 +219,25 @@ EQ_API void eq_plan_done(struct eq_plan *p);
 
 /* Fetches an object or delta for the installer; returns a local file path
  * (malloc'ed, caller frees) holding exactly the verified bytes. */
-typedef eq_err (*eq_object_fn)(void *ctx, const char *rel_path, const char *sha256_hex, uint64_t size,
-			       char **ret_path, struct eq_error *err);
+typedef eq_err (*eq_object_fn)(void *ctx, const char *rel_path, const char *sha256_hex, uint64_t size, char **ret_path,
+			       struct eq_error *err);
 
 struct eq_install {
-	const char *running_root;      /* root of the running slot, NULL when provisioning */
+	const char *running_root; /* root of the running slot, NULL when provisioning */
 	const struct eq_manifest *running;
-	const char *target_root;       /* empty directory that becomes the new slot's root */
+	const char *target_root; /* empty directory that becomes the new slot's root */
 	const struct eq_manifest *next;
 	const uint8_t *manifest_bytes; /* the signed bytes of @next and its .sig, recorded in the slot */
 	size_t manifest_len;
 	const uint8_t *sig_bytes;
 	size_t sig_len;
-	const char *work_dir;          /* for temporary payloads */
+	const char *work_dir; /* for temporary payloads */
 	eq_object_fn fetch;
 	void *fetch_ctx;
-	bool owners;                   /* apply owners and xattrs (running as root) */
+	bool owners; /* apply owners and xattrs (running as root) */
 	eq_progress_fn progress;
 	void *progress_ctx;
-	const char *target_name;       /* added: slot name for messages ("B"); NULL: target_root */
+	const char *target_name;           /* added: slot name for messages ("B"); NULL: target_root */
 	const volatile sig_atomic_t *stop; /* added: when set, stop before the next package (EQ_ERR_STOPPED) */
 };
 
@@ -259,8 +259,8 @@ struct eq_install_report {
  * EQ_SLOT_RECORD_DIR and everything is synced. The plan @plan must come from
  * eq_plan_make(in->running, in->next).
  */
-EQ_API eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan,
-			      struct eq_install_report *ret, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, struct eq_install_report *ret,
+			      struct eq_error *err) EQ_MUST_CHECK;
 
 /*
  * Added. The early space check eq_install_slot() runs before it fetches
@@ -330,24 +330,24 @@ EQ_API const char *eq_phase_name(enum eq_phase p);
 
 struct eq_state {
 	enum eq_phase phase;
-	int target_slot;                 /* 0/1, -1 when idle */
-	int from_slot;                   /* slot that was running when the update began */
-	uint64_t target_number;          /* release number being installed or tried */
+	int target_slot;        /* 0/1, -1 when idle */
+	int from_slot;          /* slot that was running when the update began */
+	uint64_t target_number; /* release number being installed or tried */
 	char target_release[65];
-	uint64_t failed_number;          /* last release that failed its trial, 0 for none */
+	uint64_t failed_number; /* last release that failed its trial, 0 for none */
 	char failed_reason[EQ_STATE_REASON_MAX];
-	int64_t changed_at;              /* seconds since the epoch of the last change */
+	int64_t changed_at; /* seconds since the epoch of the last change */
 	/* Added. Kernel boot id (/proc/sys/kernel/random/boot_id) when the
 	 * trial was armed: the same id at confirm means "not rebooted yet".
 	 * "" when unknown. */
 	char boot_id[EQ_STATE_BOOT_ID_MAX + 1];
 	/* Added. The last transient install error: never marks the release
 	 * failed, only delays its next attempt (EQ_RETRY_*). 0/"" for none. */
-	uint64_t error_number;           /* release the error was for */
+	uint64_t error_number; /* release the error was for */
 	char error[EQ_STATE_REASON_MAX];
-	int64_t error_at;                /* when it happened */
-	uint64_t attempts;               /* failed attempts in a row for error_number */
-	int64_t next_attempt;            /* the daemon tries again from this time on */
+	int64_t error_at;     /* when it happened */
+	uint64_t attempts;    /* failed attempts in a row for error_number */
+	int64_t next_attempt; /* the daemon tries again from this time on */
 };
 
 EQ_API void eq_state_init(struct eq_state *s);
@@ -432,12 +432,12 @@ struct eq_slot_info {
 };
 
 struct eq_status {
-	int booted;                      /* slot named on the kernel command line, -1 if none */
+	int booted; /* slot named on the kernel command line, -1 if none */
 	struct eq_bl_state bl;
 	bool bl_garbled;
 	struct eq_slot_info slot[EQ_BL_SLOTS];
 	struct eq_state state;
-	struct eq_fetch_stats fetched;   /* of this process */
+	struct eq_fetch_stats fetched; /* of this process */
 	/* Root mode only (root_mode false otherwise): what the trust store
 	 * accepted. ts_version 0: no timestamp yet. */
 	struct {
@@ -453,15 +453,15 @@ EQ_API eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct 
 /* The result of a check: the verified new manifest and the plan. */
 struct eq_check {
 	bool up_to_date;
-	bool skipped_failed;             /* newer release that failed before (see --retry) */
+	bool skipped_failed; /* newer release that failed before (see --retry) */
 	/* Added: the offered release failed to install (a transient error)
 	 * and its next attempt is not due yet (see --retry). */
 	bool waiting;
 	int64_t next_attempt;
 	uint64_t attempts;
 	char error[EQ_STATE_REASON_MAX];
-	struct eq_manifest *running;     /* owned */
-	struct eq_manifest *next;        /* owned, NULL when up to date */
+	struct eq_manifest *running; /* owned */
+	struct eq_manifest *next;    /* owned, NULL when up to date */
 	struct eq_plan plan;
 	uint8_t *manifest_bytes, *sig_bytes;
 	size_t manifest_len, sig_len;
@@ -469,8 +469,7 @@ struct eq_check {
 EQ_API void eq_check_done(struct eq_check *c);
 
 /* Fetches and verifies the manifest and plans; changes nothing. */
-EQ_API eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret,
-			     struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, struct eq_error *err) EQ_MUST_CHECK;
 
 struct eq_update_result {
 	enum eq_exit exit;
@@ -501,8 +500,8 @@ EQ_API eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err) EQ_MU
  * number) reads up to 256 earlier signed manifests, newest first.
  * EQ_ERR_NOTFOUND "no release 'X' (by name or number) in board B, channel
  * C; releases, newest first: 'r2' (2), 'r1' (1)" when none matches. */
-EQ_API eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release,
-				 struct eq_update_result *ret, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_agent_provision(struct eq_agent *a, unsigned slot, const char *release, struct eq_update_result *ret,
+				 struct eq_error *err) EQ_MUST_CHECK;
 
 #ifdef __cplusplus
 }

@@ -45,13 +45,13 @@ EQ_API const char *eq_bl_slot_name(unsigned slot);
 EQ_API int eq_bl_slot_index(const char *name);
 
 struct eq_bl_config {
-	const char *backend;     /* "uboot", "grub" or "file"; see docs/bootloader.md */
-	const char *path;        /* env file (file), first grubenv copy (grub), fw_env.config (uboot); NULL: backend default
+	const char *backend; /* "uboot", "grub" or "file"; see docs/bootloader.md */
+	const char *path;    /* env file (file), first grubenv copy (grub), fw_env.config (uboot); NULL: backend default
 				  * (uboot: /etc/fw_env.config, grub: /boot/efi/EFI/eqota/grubenv; file: none, NULL is
 				  * EQ_ERR_INVAL there) */
-	unsigned good_attempts;  /* attempts of a committed slot, 1..9, 0 means the default 3; also
+	unsigned good_attempts; /* attempts of a committed slot, 1..9, 0 means the default 3; also
 				  * the value a boot script assumes for a missing BOOT_x_LEFT */
-	unsigned try_attempts;   /* attempts of a slot on trial, 1..9, 0 means the default 1 */
+	unsigned try_attempts;  /* attempts of a slot on trial, 1..9, 0 means the default 1 */
 	/* The variables' names, for boot scripts that call them otherwise;
 	 * NULL: RAUC's BOOT_ORDER, BOOT_A_LEFT, BOOT_B_LEFT and eqota's
 	 * BOOT_TRIAL. Up to 64 of A-Z a-z 0-9 _, all four distinct. */

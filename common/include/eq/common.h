@@ -93,8 +93,7 @@ EQ_API enum eq_log_level eq_log_get_level(void);
 /* Writes "<level>: message" to stderr (with the "<N>" syslog prefix
  * journald understands when stderr is not a terminal). Debug lines carry
  * file:line. Use the eq_log() macro. */
-EQ_API void eq_log_at(enum eq_log_level level, const char *file, int line, const char *fmt, ...)
-	EQ_PRINTF(4, 5);
+EQ_API void eq_log_at(enum eq_log_level level, const char *file, int line, const char *fmt, ...) EQ_PRINTF(4, 5);
 #define eq_log(level, ...) eq_log_at((level), __FILE__, __LINE__, __VA_ARGS__)
 
 /* ---- allocation ------------------------------------------------------- */
@@ -220,8 +219,8 @@ EQ_API bool eq_is_sha256_hex(const char *s);
  * logger (STYLE 24). Units are bytes and items (packages).
  */
 struct eq_progress {
-	const char *what;   /* "publish", "download", ... */
-	const char *item;   /* current item's name, may be NULL */
+	const char *what; /* "publish", "download", ... */
+	const char *item; /* current item's name, may be NULL */
 	uint64_t items_done, items_total;
 	uint64_t bytes_done, bytes_total;
 	double elapsed_s;

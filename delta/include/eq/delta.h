@@ -54,8 +54,8 @@ enum eq_entry_type {
 };
 
 struct eq_xattr {
-	char *name;      /* e.g. "security.capability" */
-	uint8_t *value;  /* binary */
+	char *name;     /* e.g. "security.capability" */
+	uint8_t *value; /* binary */
 	size_t len;
 };
 
@@ -68,7 +68,7 @@ struct eq_xattr {
 struct eq_payload_entry {
 	const char *path; /* relative, '/'-separated, no "./", no trailing '/' */
 	enum eq_entry_type type;
-	uint32_t mode;    /* permission bits including setuid/setgid/sticky (07777) */
+	uint32_t mode; /* permission bits including setuid/setgid/sticky (07777) */
 	uint32_t uid, gid;
 	uint64_t size;    /* regular files only */
 	const char *link; /* symlink target, or hard link's target path */
@@ -109,9 +109,8 @@ EQ_API eq_err eq_payload_builder_add_tree(struct eq_payload_builder *b, const ch
  * rebuilds the payload of a package it has installed from the package's
  * recorded file list. Symlinks are not followed.
  */
-EQ_API eq_err eq_payload_builder_add_paths(struct eq_payload_builder *b, const char *root,
-					   const char *const *paths, size_t n_paths,
-					   struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_payload_builder_add_paths(struct eq_payload_builder *b, const char *root, const char *const *paths,
+					   size_t n_paths, struct eq_error *err) EQ_MUST_CHECK;
 
 /* Number of entries added so far. */
 EQ_API size_t eq_payload_builder_count(const struct eq_payload_builder *b);
@@ -238,16 +237,16 @@ EQ_API eq_err eq_object_compress(eq_read_fn src, void *src_ctx, eq_write_fn sink
 
 /* Decompresses an object; refuses to produce more than @max_out bytes or to
  * use a window larger than 2^@max_window_log (0 = 27). */
-EQ_API eq_err eq_object_decompress(eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx,
-				   uint64_t max_out, unsigned max_window_log, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_object_decompress(eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx, uint64_t max_out,
+				   unsigned max_window_log, struct eq_error *err) EQ_MUST_CHECK;
 
 /* ---- deltas ---------------------------------------------------------- */
 
 struct eq_delta_params {
-	int level;           /* zstd level, default 19 */
-	unsigned window_log; /* method 0: 0 = smallest power of two covering the reference */
-	bool exec_filter;    /* pre-filter ELF code (x86-64, AArch64), default true */
-	unsigned methods;    /* mask of 1u << EQ_DELTA_METHOD_* to try; 0 = all built in (default) */
+	int level;               /* zstd level, default 19 */
+	unsigned window_log;     /* method 0: 0 = smallest power of two covering the reference */
+	bool exec_filter;        /* pre-filter ELF code (x86-64, AArch64), default true */
+	unsigned methods;        /* mask of 1u << EQ_DELTA_METHOD_* to try; 0 = all built in (default) */
 	unsigned max_window_log; /* method 0 only when its window fits 2^this (device memory
 				  * beyond the reference); default EQ_DELTA_DEVICE_WINDOW_LOG */
 };

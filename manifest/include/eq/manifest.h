@@ -30,15 +30,15 @@ extern "C" {
 
 /* ---- limits (hard caps on everything that comes from outside) --------- */
 
-#define EQ_MANIFEST_FORMAT 1                      /* the only version read and written */
+#define EQ_MANIFEST_FORMAT 1                        /* the only version read and written */
 #define EQ_MANIFEST_MAX_BYTES (16u * 1024u * 1024u) /* manifest.json */
 #define EQ_MANIFEST_MAX_PACKAGES 100000u
-#define EQ_MANIFEST_MAX_DELTAS 16u                /* per package */
-#define EQ_MANIFEST_MAX_DEPTH 8u                  /* JSON nesting of objects/arrays */
-#define EQ_MANIFEST_NAME_MAX 64u                  /* board, channel, release, arch */
-#define EQ_MANIFEST_PKG_MAX 128u                  /* package name and version */
+#define EQ_MANIFEST_MAX_DELTAS 16u                 /* per package */
+#define EQ_MANIFEST_MAX_DEPTH 8u                   /* JSON nesting of objects/arrays */
+#define EQ_MANIFEST_NAME_MAX 64u                   /* board, channel, release, arch */
+#define EQ_MANIFEST_PKG_MAX 128u                   /* package name and version */
 #define EQ_MANIFEST_NUMBER_MAX (UINT64_C(1) << 53) /* release number and sizes */
-#define EQ_MANIFEST_SIG_MAX_BYTES (64u * 1024u)   /* manifest.json.sig */
+#define EQ_MANIFEST_SIG_MAX_BYTES (64u * 1024u)    /* manifest.json.sig */
 #define EQ_MANIFEST_MAX_SIGNATURES 16u
 #define EQ_MANIFEST_TRUST_MAX_BYTES (64u * 1024u) /* root-of-trust file */
 #define EQ_MANIFEST_TRUST_MAX_KEYS 16u
@@ -72,10 +72,10 @@ struct eq_manifest_header {
 
 /* A binary delta from an older payload to this package's payload. */
 struct eq_manifest_delta {
-	char from[EQ_MANIFEST_HASH_LEN + 1];           /* payload sha256 of the old payload */
-	char path[EQ_MANIFEST_DELTA_PATH_LEN + 1];     /* "deltas/<from>-<payload sha256>" */
-	char sha256[EQ_MANIFEST_HASH_LEN + 1];         /* of the delta file */
-	uint64_t size;                                 /* of the delta file, 0..2^53 */
+	char from[EQ_MANIFEST_HASH_LEN + 1];       /* payload sha256 of the old payload */
+	char path[EQ_MANIFEST_DELTA_PATH_LEN + 1]; /* "deltas/<from>-<payload sha256>" */
+	char sha256[EQ_MANIFEST_HASH_LEN + 1];     /* of the delta file */
+	uint64_t size;                             /* of the delta file, 0..2^53 */
 };
 
 struct eq_manifest_payload {
@@ -154,8 +154,7 @@ EQ_API size_t eq_manifest_package_count(const struct eq_manifest *m);
 EQ_API const struct eq_manifest_package *eq_manifest_package_at(const struct eq_manifest *m, size_t i);
 
 /* The package called @name (binary search), NULL if none. Owned by @m. */
-EQ_API const struct eq_manifest_package *eq_manifest_find_package(const struct eq_manifest *m,
-								  const char *name);
+EQ_API const struct eq_manifest_package *eq_manifest_find_package(const struct eq_manifest *m, const char *name);
 
 /*
  * Serialises @m as manifest format 1: keys in the documented order, two
@@ -292,8 +291,8 @@ EQ_API eq_err eq_manifest_sign(const uint8_t *data, size_t len, const struct eq_
  * The existing signatures are not verified here.
  */
 EQ_API eq_err eq_manifest_sign_append(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
-				      const struct eq_manifest_key *key, uint8_t **ret_sig,
-				      size_t *ret_sig_len, struct eq_error *err) EQ_MUST_CHECK;
+				      const struct eq_manifest_key *key, uint8_t **ret_sig, size_t *ret_sig_len,
+				      struct eq_error *err) EQ_MUST_CHECK;
 
 /* ---- trust ------------------------------------------------------------ */
 
@@ -328,15 +327,14 @@ EQ_API eq_err eq_manifest_trust_load(const char *path, struct eq_manifest_trust 
  * file name. Free with eq_manifest_trust_free().
  */
 EQ_API eq_err eq_manifest_trust_from_pubkeys(const char *const *paths, size_t n_paths, unsigned threshold,
-					     struct eq_manifest_trust **ret_trust,
-					     struct eq_error *err) EQ_MUST_CHECK;
+					     struct eq_manifest_trust **ret_trust, struct eq_error *err) EQ_MUST_CHECK;
 
 /*
  * Writes @trust as a root-of-trust file (the format eq_manifest_trust_parse()
  * reads). *ret_data is NUL-terminated, caller frees with eq_free().
  */
-EQ_API eq_err eq_manifest_trust_to_json(const struct eq_manifest_trust *trust, uint8_t **ret_data,
-					size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_manifest_trust_to_json(const struct eq_manifest_trust *trust, uint8_t **ret_data, size_t *ret_len,
+					struct eq_error *err) EQ_MUST_CHECK;
 
 /* Frees @trust. NULL is a no-op. */
 EQ_API void eq_manifest_trust_free(struct eq_manifest_trust *trust);
@@ -375,8 +373,8 @@ EQ_API eq_err eq_manifest_verify(const uint8_t *data, size_t len, const uint8_t 
  * write both atomically, the signature first, so a reader that sees the new
  * file never finds an older signature file beside it.
  */
-EQ_API eq_err eq_signed_file_read(const char *path, size_t max, uint8_t **ret_data, size_t *ret_len,
-				  uint8_t **ret_sig, size_t *ret_sig_len, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_signed_file_read(const char *path, size_t max, uint8_t **ret_data, size_t *ret_len, uint8_t **ret_sig,
+				  size_t *ret_sig_len, struct eq_error *err) EQ_MUST_CHECK;
 EQ_API eq_err eq_signed_file_write(const char *path, const uint8_t *data, size_t len, const uint8_t *sig,
 				   size_t sig_len, struct eq_error *err) EQ_MUST_CHECK;
 
@@ -404,9 +402,8 @@ struct eq_manifest_policy {
  * On success *ret_m is a new manifest, freed with eq_manifest_free().
  */
 EQ_API eq_err eq_manifest_load_verified(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
-					const struct eq_manifest_trust *trust,
-					const struct eq_manifest_policy *policy, struct eq_manifest **ret_m,
-					struct eq_error *err) EQ_MUST_CHECK;
+					const struct eq_manifest_trust *trust, const struct eq_manifest_policy *policy,
+					struct eq_manifest **ret_m, struct eq_error *err) EQ_MUST_CHECK;
 
 /*
  * eq_manifest_load_verified() of the files @manifest_path and @sig_path
@@ -456,8 +453,9 @@ struct eq_root_info {
  * frees with eq_free(). EQ_ERR_INVAL (version 0, expires <= issued, more
  * than EQ_ROOT_MAX_KEYS distinct keys), EQ_ERR_NOMEM.
  */
-EQ_API eq_err eq_root_to_json(const struct eq_root_info *info, const struct eq_manifest_trust *const roles[EQ_ROLE_COUNT],
-			      uint8_t **ret_data, size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_root_to_json(const struct eq_root_info *info,
+			      const struct eq_manifest_trust *const roles[EQ_ROLE_COUNT], uint8_t **ret_data,
+			      size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
 
 /*
  * Parses a root document WITHOUT checking a signature (host tools, fuzzers,
@@ -509,14 +507,14 @@ EQ_API eq_err eq_manifest_trust_copy(const struct eq_manifest_trust *trust, cons
 
 /* The signed timestamp of one board and channel. */
 struct eq_timestamp {
-	uint64_t version;                       /* 1..2^53, grows with every timestamp */
+	uint64_t version; /* 1..2^53, grows with every timestamp */
 	char board[EQ_MANIFEST_NAME_MAX + 1];
 	char channel[EQ_MANIFEST_NAME_MAX + 1];
 	int64_t issued;
-	int64_t expires;                        /* > issued; hours, not weeks */
-	uint64_t number;                        /* the manifest's release number */
-	char sha256[EQ_MANIFEST_HASH_LEN + 1];  /* of manifest.json's exact bytes */
-	uint64_t size;                          /* of manifest.json, 1..EQ_MANIFEST_MAX_BYTES */
+	int64_t expires;                       /* > issued; hours, not weeks */
+	uint64_t number;                       /* the manifest's release number */
+	char sha256[EQ_MANIFEST_HASH_LEN + 1]; /* of manifest.json's exact bytes */
+	uint64_t size;                         /* of manifest.json, 1..EQ_MANIFEST_MAX_BYTES */
 };
 
 /* Timestamp document bytes (deterministic); caller frees *ret_data with
@@ -593,10 +591,10 @@ typedef eq_err (*eq_trust_fetch_fn)(void *ctx, const char *path, size_t max, con
 
 /* What eq_trust_refresh() verified. Free with eq_trust_result_done(). */
 struct eq_trust_result {
-	uint8_t *manifest, *sig;   /* the exact bytes of manifest.json and its .sig */
+	uint8_t *manifest, *sig; /* the exact bytes of manifest.json and its .sig */
 	size_t manifest_len, sig_len;
-	struct eq_manifest *m;     /* parsed from them */
-	uint64_t roots_walked;     /* root versions accepted by this refresh */
+	struct eq_manifest *m; /* parsed from them */
+	uint64_t roots_walked; /* root versions accepted by this refresh */
 };
 EQ_API void eq_trust_result_done(struct eq_trust_result *res);
 

@@ -77,8 +77,9 @@ EQ_API eq_err eq_store_default_path(char **ret_path, struct eq_error *err) EQ_MU
 /* Flags returned by eq_store_report(). */
 #define EQ_STORE_NEW_OUTHASH 0x1u /* the (method, taskhash, outhash) row was new */
 #define EQ_STORE_NEW_MAPPING 0x2u /* this call gave the taskhash its unihash */
-#define EQ_STORE_INHERITED   0x4u /* ... taken from an earlier, equivalent taskhash */
-#define EQ_STORE_OUTHASH_CHANGED 0x8u /* the taskhash was known with another outhash:
+#define EQ_STORE_INHERITED 0x4u   /* ... taken from an earlier, equivalent taskhash */
+#define EQ_STORE_OUTHASH_CHANGED                                                                                       \
+	0x8u /* the taskhash was known with another outhash:
 				       * its output is not reproducible */
 
 /*
@@ -106,9 +107,8 @@ EQ_API eq_err eq_store_report(struct eq_store *s, const char *method, const char
  * outhash. Insert-or-ignore: an existing mapping is never changed.
  * @ret_unihash receives the mapping the store now holds.
  */
-EQ_API eq_err eq_store_report_equiv(struct eq_store *s, const char *method, const char *taskhash,
-				    const char *unihash, char ret_unihash[EQ_SHA256_HEX_LEN + 1],
-				    struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_store_report_equiv(struct eq_store *s, const char *method, const char *taskhash, const char *unihash,
+				    char ret_unihash[EQ_SHA256_HEX_LEN + 1], struct eq_error *err) EQ_MUST_CHECK;
 
 /* get: the unihash of (@method, @taskhash), EQ_ERR_NOTFOUND if none. */
 EQ_API eq_err eq_store_get(struct eq_store *s, const char *method, const char *taskhash,
@@ -225,9 +225,9 @@ EQ_API eq_err eq_hashserv_get_many(struct eq_hashserv *h, const char *method, co
 
 struct eq_hashserv_report {
 	const char *taskhash, *outhash;
-	const char *unihash;                      /* proposed; NULL: the taskhash */
-	const char *pn, *pv;                      /* sent as PN and PV when not NULL */
-	char ret_unihash[EQ_SHA256_HEX_LEN + 1];  /* the server's answer */
+	const char *unihash;                     /* proposed; NULL: the taskhash */
+	const char *pn, *pv;                     /* sent as PN and PV when not NULL */
+	char ret_unihash[EQ_SHA256_HEX_LEN + 1]; /* the server's answer */
 };
 
 /*
@@ -235,8 +235,8 @@ struct eq_hashserv_report {
  * server, or a user without @report, answers without recording anything:
  * the caller finds out with a get (eq_equiv_report_many() does).
  */
-EQ_API eq_err eq_hashserv_report_many(struct eq_hashserv *h, const char *method, struct eq_hashserv_report *v,
-				      size_t n, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_hashserv_report_many(struct eq_hashserv *h, const char *method, struct eq_hashserv_report *v, size_t n,
+				      struct eq_error *err) EQ_MUST_CHECK;
 /* report-equiv (needs @read and @report); @ret_unihash: what the server
  * holds for @taskhash afterwards. */
 EQ_API eq_err eq_hashserv_report_equiv(struct eq_hashserv *h, const char *method, const char *taskhash,
@@ -281,10 +281,10 @@ EQ_API bool eq_equiv_is_remote(const struct eq_equiv *e);
 /* One report of eq_equiv_report_many(). */
 struct eq_equiv_item {
 	const char *taskhash, *outhash;
-	const char *proposed;  /* NULL: the taskhash */
-	const char *pn, *pv;   /* may be NULL */
+	const char *proposed;                /* NULL: the taskhash */
+	const char *pn, *pv;                 /* may be NULL */
 	char unihash[EQ_SHA256_HEX_LEN + 1]; /* out */
-	unsigned flags;        /* out: EQ_STORE_* (local store only; 0 with a hashserv) */
+	unsigned flags;                      /* out: EQ_STORE_* (local store only; 0 with a hashserv) */
 };
 
 /*
@@ -444,8 +444,7 @@ struct eq_build_index;
  * NUL byte), EQ_ERR_LIMIT, EQ_ERR_NOTFOUND, EQ_ERR_IO. On success *ret is
  * new; free with eq_build_index_free().
  */
-EQ_API eq_err eq_build_index_load(const char *path, struct eq_build_index **ret,
-				  struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_build_index_load(const char *path, struct eq_build_index **ret, struct eq_error *err) EQ_MUST_CHECK;
 
 /* Frees the index; NULL is a no-op. */
 EQ_API void eq_build_index_free(struct eq_build_index *idx);
@@ -468,8 +467,8 @@ EQ_API size_t eq_build_index_count(const struct eq_build_index *idx);
 /* The signed manifests of one board/channel, oldest first. */
 struct eq_repo_release {
 	uint64_t number;
-	char *release;            /* name */
-	struct eq_manifest *m;    /* owned */
+	char *release;         /* name */
+	struct eq_manifest *m; /* owned */
 };
 struct eq_repo_history {
 	struct eq_repo_release *v;
@@ -505,23 +504,23 @@ struct eq_publish_opts {
 	const char *packages_dir;
 	const char *const *key_paths; /* private keys that sign */
 	size_t n_keys;
-	const char *build_index; /* NULL: default taskhashes */
-	const char *store_path;  /* NULL: eq_store_default_path() */
-	const char *hashserv;    /* non-NULL: this bitbake-hashserv instead of the store (eq_equiv_opts) */
-	unsigned deltas_from;    /* deltas against the last N releases (default 1) */
-	unsigned expires_days;   /* default 30 */
-	int level;               /* zstd level of objects and deltas, default 19 */
-	enum eq_publish_policy policy; /* default EQ_POLICY_DEFAULT */
+	const char *build_index;        /* NULL: default taskhashes */
+	const char *store_path;         /* NULL: eq_store_default_path() */
+	const char *hashserv;           /* non-NULL: this bitbake-hashserv instead of the store (eq_equiv_opts) */
+	unsigned deltas_from;           /* deltas against the last N releases (default 1) */
+	unsigned expires_days;          /* default 30 */
+	int level;                      /* zstd level of objects and deltas, default 19 */
+	enum eq_publish_policy policy;  /* default EQ_POLICY_DEFAULT */
 	const char *const *path_owners; /* "PATH=PACKAGE" owner rules (eq_path_table_new()) */
 	size_t n_path_owners;
-	const char *path_owners_file;   /* NULL: none */
-	eq_progress_fn progress; /* may be NULL */
+	const char *path_owners_file; /* NULL: none */
+	eq_progress_fn progress;      /* may be NULL */
 	void *progress_ctx;
 };
 
 enum eq_publish_state {
-	EQ_PUB_NEW,          /* new content: object written */
-	EQ_PUB_REUSED,       /* unihash already published: object reused */
+	EQ_PUB_NEW,              /* new content: object written */
+	EQ_PUB_REUSED,           /* unihash already published: object reused */
 	EQ_PUB_NOT_REPRODUCIBLE, /* known unihash, other bytes: stored object kept */
 };
 
@@ -707,10 +706,10 @@ struct eq_repo_walk_opts {
  * is owned by the walk and valid during the callback only. */
 struct eq_repo_pkg_ref {
 	const char *board, *channel;
-	const char *release;  /* the manifest's release name */
-	const char *path;     /* the manifest file, for messages */
-	uint64_t number;      /* its release number */
-	int64_t issued;       /* its issue time, seconds since the epoch */
+	const char *release;                /* the manifest's release name */
+	const char *path;                   /* the manifest file, for messages */
+	uint64_t number;                    /* its release number */
+	int64_t issued;                     /* its issue time, seconds since the epoch */
 	size_t manifest_index, n_manifests; /* this manifest's place in the walk, 0-based */
 	const struct eq_manifest_package *pkg;
 };
@@ -740,11 +739,11 @@ EQ_API eq_err eq_repo_walk(const char *repo, const struct eq_repo_walk_opts *o, 
 /* What eq_gen_equiv_import() did, per package visited. */
 struct eq_import_report {
 	size_t manifests, packages;
-	size_t added;     /* taskhash mappings this import gave */
-	size_t present;   /* already mapped to the manifest's unihash */
-	size_t conflicts; /* mapped to another unihash, or the unihash published with other bytes */
-	size_t outhashes_added;  /* (taskhash, outhash) rows recorded */
-	size_t published_added;  /* unihash -> payload rows recorded */
+	size_t added;           /* taskhash mappings this import gave */
+	size_t present;         /* already mapped to the manifest's unihash */
+	size_t conflicts;       /* mapped to another unihash, or the unihash published with other bytes */
+	size_t outhashes_added; /* (taskhash, outhash) rows recorded */
+	size_t published_added; /* unihash -> payload rows recorded */
 };
 
 /* A conflict of eq_gen_equiv_import(): the store's answer is kept. @what
