@@ -23,12 +23,13 @@ eq_err eq_curl_load(struct eq_error *err)
 	void *h = dlopen(SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "cannot load %s: %s", SONAME, dlerror());
-	struct eq_curl_api api;
+	struct eq_curl_api api = {0};
 	/* dlsym returns void *; POSIX guarantees the conversion to a function
 	 * pointer works, ISO C does not, hence the memcpy. */
 	static const char *const names[] = {"curl_easy_init",    "curl_easy_setopt",   "curl_easy_perform",
 					    "curl_easy_getinfo", "curl_easy_cleanup",  "curl_easy_strerror",
 					    "curl_slist_append", "curl_slist_free_all"};
+	/* cppcheck-suppress uninitvar ; the addresses of api's members, filled below */
 	void (**slots[])(void) = {
 		(void (**)(void))(void *)&api.easy_init,    (void (**)(void))(void *)&api.easy_setopt,
 		(void (**)(void))(void *)&api.easy_perform, (void (**)(void))(void *)&api.easy_getinfo,

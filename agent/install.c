@@ -31,7 +31,6 @@
 
 struct inst {
 	const struct eq_install *in;
-	const struct eq_plan *plan;
 	int tfd;    /* target root, O_PATH */
 	int rfd;    /* running root, O_PATH, or -1 */
 	int slotfd; /* <target>/EQ_SLOT_RECORD_DIR, O_RDONLY */
@@ -1052,11 +1051,12 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		r = eq_install_check_space(in, plan, err);
 	if (r)
 		return r;
-	struct inst x = {.in = in, .plan = plan, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .t0 = eq_now_s()};
-	x.use_openat2 = true;
+	struct inst x = {.in = in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .t0 = eq_now_s()};
 #ifdef EQ_TEST_HOOKS
 	/* Test hook shared with extract: the path for kernels before 5.6. */
 	x.use_openat2 = !secure_getenv("EQ_TEST_NO_OPENAT2");
+#else
+	x.use_openat2 = true;
 #endif
 	eq_payload_limits_default(&x.lim);
 	x.prog.what = "install";

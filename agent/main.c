@@ -248,9 +248,11 @@ static int cmd_check(struct eq_agent *a)
 				const struct eq_plan_item *it = &c.plan.items[i];
 				if (it->action == EQ_PLAN_KEEP)
 					continue;
-				printf("%-7s %s %s -> %s %" PRIu64 "\n", eq_plan_action_name(it->action),
-				       it->pkg ? it->pkg->name : it->old->name, it->old ? it->old->version : "-",
-				       it->pkg ? it->pkg->version : "-", it->download);
+				/* Every item has the new package, the old one, or both. */
+				const struct eq_manifest_package *named = it->pkg ? it->pkg : it->old;
+				printf("%-7s %s %s -> %s %" PRIu64 "\n", eq_plan_action_name(it->action), named->name,
+				       it->old ? it->old->version : "-", it->pkg ? it->pkg->version : "-",
+				       it->download);
 			}
 			printf("plan: %zu keep, %zu delta, %zu full, %zu remove; download %" PRIu64 " of %" PRIu64
 			       " bytes\n",

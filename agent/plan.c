@@ -51,7 +51,7 @@ eq_err eq_plan_make(const struct eq_manifest *running, const struct eq_manifest 
 	/* Both counts are capped by the manifest parser (100,000), so the sum
 	 * cannot overflow. */
 	struct eq_plan p = {0};
-	p.items = eq_calloc(n_next + n_run ? n_next + n_run : 1, sizeof(*p.items));
+	p.items = eq_calloc((n_next + n_run) ? n_next + n_run : 1, sizeof(*p.items));
 	if (!p.items)
 		return eq_error_set(err, EQ_ERR_NOMEM, "plan: out of memory for %zu items", n_next + n_run);
 	for (size_t i = 0; i < n_next; i++) {

@@ -361,8 +361,7 @@ eq_err eq_rec_parse(FILE *f, const char *name, struct eq_rec_list *ret, struct e
 	if (!buf)
 		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", name);
 	eq_err r = EQ_OK;
-	bool eof = false;
-	while (!r && !eof) {
+	while (!r) {
 		size_t len = 0;
 		int c;
 		p.line++;
@@ -384,7 +383,6 @@ eq_err eq_rec_parse(FILE *f, const char *name, struct eq_rec_list *ret, struct e
 				r = eq_error_errno(err, EQ_ERR_IO, "%s: read", name);
 				break;
 			}
-			eof = true;
 			if (!len) {
 				if (p.line == 1)
 					r = perr(&p, EQ_ERR_PARSE, "empty file, expected '%s'", EQ_REC_MAGIC);

@@ -238,7 +238,7 @@ static void problem(struct problems *p, const char *fmt, ...)
 static const char *shown(const char *s, char buf[48])
 {
 	size_t i = 0;
-	for (; s[i] && i < 40; i++)
+	for (; i < 40 && s[i]; i++)
 		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
 	if (s[i] && i == 40) {
 		memcpy(buf + i, "...", 3);

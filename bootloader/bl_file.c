@@ -35,7 +35,8 @@ static eq_err each_line(const char *data, size_t len, eq_err (*fn)(const struct 
 	for (size_t pos = 0; pos < len;) {
 		const char *nl = memchr(data + pos, '\n', len - pos);
 		size_t l = nl ? (size_t)(nl - (data + pos)) : len - pos;
-		struct line line = {.p = data + pos, .len = l, .no = ++no, .var = -1};
+		no++;
+		struct line line = {.p = data + pos, .len = l, .no = no, .var = -1};
 		eq_err r = fn(&line, ctx);
 		if (r)
 			return r;
@@ -207,13 +208,10 @@ static eq_err file_set_vars(struct eq_bl *bl, const struct eq_bl_vars *vars, str
 	uint8_t *data = NULL;
 	size_t len = 0;
 	eq_err r = eq_file_read_all(path, EQ_BL_FILE_MAX, &data, &len, err);
-	if (r == EQ_ERR_NOTFOUND) {
-		r = EQ_OK;
-	} else if (r == EQ_ERR_LIMIT) {
+	if (r == EQ_ERR_LIMIT)
 		return eq_error_prefix(err, r, "refusing to overwrite what cannot be a boot environment");
-	} else if (r) {
+	if (r && r != EQ_ERR_NOTFOUND)
 		return r;
-	}
 	struct writer w = {.bl = bl, .path = bl->path, .vars = vars, .err = err};
 	eq_buf_init(&w.out, EQ_BL_FILE_MAX);
 	r = each_line((const char *)data, len, write_line, &w);

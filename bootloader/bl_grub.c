@@ -106,7 +106,7 @@ static eq_err cut(const struct wctx *w, const char *path, struct eq_error *err)
 static const char *shown(const char *s, char buf[48])
 {
 	size_t i = 0;
-	for (; s[i] && i < 40; i++)
+	for (; i < 40 && s[i]; i++)
 		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
 	if (s[i]) {
 		memcpy(buf + i, "...", 3);

@@ -78,7 +78,7 @@ struct uboot {
 static const char *shown(const char *s, char buf[48])
 {
 	size_t i = 0;
-	for (; s[i] && i < 40; i++)
+	for (; i < 40 && s[i]; i++)
 		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
 	if (s[i] && i == 40) {
 		memcpy(buf + i, "...", 3);
@@ -105,6 +105,9 @@ static eq_err config_line(const char *path, unsigned no, const char *line, struc
 			return eq_error_set(err, EQ_ERR_PARSE, "%s: line %u: binary data (byte 0x%02x)", path, no,
 					    (unsigned char)*c);
 	struct env_copy c = {.size = 0};
+	/* fw_env.config is the device's own root-owned configuration, read
+	 * the way libubootenv reads it. */
+	// NOLINTNEXTLINE(cert-err34-c)
 	if (sscanf(s, "%255s %lli %zx", c.dev, &c.offset, &c.size) < 3)
 		return eq_error_set(err, EQ_ERR_PARSE, "%s: line %u: expected 'DEVICE OFFSET SIZE', got '%s'", path, no,
 				    shown(s, q));

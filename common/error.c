@@ -38,6 +38,7 @@ void eq_error_clear(struct eq_error *err)
 	err->msg[0] = '\0';
 }
 
+static void vset(struct eq_error *err, eq_err code, int saved_errno, const char *fmt, va_list ap) EQ_PRINTF(4, 0);
 static void vset(struct eq_error *err, eq_err code, int saved_errno, const char *fmt, va_list ap)
 {
 	err->code = code;

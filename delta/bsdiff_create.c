@@ -297,7 +297,7 @@ static eq_err pack_controls(const struct scan_out *o, struct eq_buf *ctrl, struc
 				part = (struct ctrl){c.add, room - c.add, 0};
 			size_t n = put_uvarint(v, part.add);
 			n += put_uvarint(v + n, part.copy);
-			n += put_uvarint(v + n, ((uint64_t)part.seek << 1) ^ (uint64_t)(part.seek >> 63));
+			n += put_uvarint(v + n, ((uint64_t)part.seek << 1) ^ (part.seek < 0 ? UINT64_MAX : 0));
 			if ((r = eq_buf_append(ctrl, v, n, err)))
 				goto out;
 			cur.n_ctrl++;

@@ -181,6 +181,7 @@ static bool decide_file(struct eq_xf *f, const uint8_t *d, uint64_t avail, uint6
 	bool phdrs_ok = phnum > 0 && phentsize == 56 && phoff >= 64 && phoff <= head_max &&
 			(uint64_t)phnum * 56 <= head_max - phoff;
 	uint64_t ds = f->data_start;
+	/* cppcheck-suppress knownConditionTrueFalse ; phdrs_ok depends on the file's bytes */
 	if (!phdrs_ok) {
 		/* Relocatable objects (kernel modules) have no program headers:
 		 * everything after the ELF header may be code. */

@@ -23,7 +23,7 @@ void eqm_quote(char *out, size_t size, const char *s)
 {
 	size_t n = 0;
 	assert(size > 4);
-	for (; s[n] && n < 64 && n + 4 < size; n++)
+	for (; n < 64 && n + 4 < size && s[n]; n++)
 		out[n] = (s[n] >= 0x20 && s[n] < 0x7f && s[n] != '\'') ? s[n] : '?';
 	if (s[n] && n + 3 < size) {
 		memcpy(out + n, "...", 3);

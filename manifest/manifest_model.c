@@ -297,6 +297,7 @@ eq_err eqm_add_package(struct eq_manifest *m, const struct eq_manifest_package *
 		size_t cap = m->cap_pkgs ? m->cap_pkgs * 2 : 64;
 		if (cap > EQ_MANIFEST_MAX_PACKAGES)
 			cap = EQ_MANIFEST_MAX_PACKAGES;
+		// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
 		struct eq_manifest_package **np = eq_realloc(m->pkgs, cap * sizeof(*np));
 		if (!np)
 			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
@@ -306,6 +307,7 @@ eq_err eqm_add_package(struct eq_manifest *m, const struct eq_manifest_package *
 	struct eq_manifest_package *c = copy_package(p);
 	if (!c)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
 	memmove(&m->pkgs[at + 1], &m->pkgs[at], (m->n_pkgs - at) * sizeof(m->pkgs[0]));
 	m->pkgs[at] = c;
 	m->n_pkgs++;

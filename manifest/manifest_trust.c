@@ -334,7 +334,7 @@ eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, 
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	uint8_t *d = NULL, *s = NULL;
 	size_t dl = 0, sl = 0;
-	struct eq_timestamp ts;
+	struct eq_timestamp ts = {0};
 	r = fetch_pair(fetch, ctx, ts_rel, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &s, &sl, err);
 	if (r == EQ_ERR_NOTFOUND)
 		r = eq_error_set(err, EQ_ERR_VERIFY,

@@ -19,6 +19,8 @@ pkgs=(
   man-db groff-base systemd file
   # the --json documents against their schemas (integration.json_schema)
   python3-jsonschema
+  # static analysis (label static: tests/static)
+  cppcheck clang-tidy clang-format
 )
 
 missing=()

@@ -415,8 +415,8 @@ static eq_err open_socket(struct eq_hashserv *h, struct eq_error *err)
 		host[colon - a] = '\0';
 		port = colon + 1;
 	}
-	if (!*port || strspn(port, "0123456789") != strlen(port) || strlen(port) > 5 || atoi(port) < 1 ||
-	    atoi(port) > 65535)
+	if (!*port || strspn(port, "0123456789") != strlen(port) || strlen(port) > 5 || strtol(port, NULL, 10) < 1 ||
+	    strtol(port, NULL, 10) > 65535)
 		return eq_error_set(err, EQ_ERR_INVAL, "hashserv address '%s': bad port '%s'", a, port);
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
 	int gr = getaddrinfo(host, port, &hints, &res);

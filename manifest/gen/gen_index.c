@@ -106,11 +106,13 @@ static eq_err check_taskhashes(struct eq_build_index *idx, const char *path, str
 {
 	if (idx->n < 2)
 		return EQ_OK;
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
 	const struct index_entry **v = eq_calloc(idx->n, sizeof(*v));
 	if (!v)
 		return eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", path);
 	for (size_t i = 0; i < idx->n; i++)
 		v[i] = &idx->entries[i];
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
 	qsort(v, idx->n, sizeof(*v), cmp_by_taskhash);
 	eq_err r = EQ_OK;
 	for (size_t i = 1; i < idx->n && !r; i++) {

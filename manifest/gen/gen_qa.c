@@ -85,7 +85,7 @@ static eq_err scan_package(const char *file, const char *needle, eq_qa_fn fn, vo
 eq_err eq_gen_qa(const char *packages, const char *build_dir, eq_qa_fn fn, void *ctx, size_t *ret_found,
 		 struct eq_error *err)
 {
-	if (!build_dir[0] || build_dir[0] != '/')
+	if (build_dir[0] != '/')
 		return eq_error_set(err, EQ_ERR_INVAL, "--build-dir '%s' must be an absolute path", build_dir);
 	/* "/build/dir/" and "/build/dir" name the same folder. */
 	EQ_AUTOFREE char *needle = eq_strdup(build_dir);

@@ -169,13 +169,10 @@ eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_
 			eq_error_prefix(err, r, "not signed by its own root role");
 		eq_root_free(check);
 		if (r)
-			eq_error_prefix(err, r,
-					cur ? "root version %" PRIu64
-					      " not written: sign with a threshold of the old root "
-					      "role and of the new one (--key)"
-					    : "root version %" PRIu64
-					      " not written: sign with the new root role's keys (--key)",
-					info.version);
+			eq_error_prefix(err, r, "root version %" PRIu64 " not written: sign with %s (--key)",
+					info.version,
+					cur ? "a threshold of the old root role and of the new one"
+					    : "the new root role's keys");
 	}
 	if (!r)
 		r = eq_mkdir_p(rdir, 0755, err);
@@ -240,7 +237,6 @@ eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *
 	} else if (r != EQ_ERR_NOTFOUND) {
 		goto out;
 	}
-	r = EQ_OK;
 	snprintf(ts.board, sizeof(ts.board), "%s", o->board);
 	snprintf(ts.channel, sizeof(ts.channel), "%s", o->channel);
 	ts.expires = ts.issued + (int64_t)(o->expires_hours ? o->expires_hours : 24) * 3600;

@@ -361,10 +361,9 @@ static eq_err make_default_dir(const char *db_path, struct eq_error *err)
 	assert(slash && slash != dir);
 	*slash = '\0';
 	slash = strrchr(dir, '/');
-	eq_err r = EQ_OK;
 	if (slash != dir) {
 		*slash = '\0';
-		r = eq_mkdir_p(dir, 0700, err);
+		eq_err r = eq_mkdir_p(dir, 0700, err);
 		*slash = '/';
 		if (r)
 			return eq_error_prefix(err, r, "cannot create the default store folder '%s'", dir);

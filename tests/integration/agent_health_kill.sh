@@ -28,9 +28,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "agent_health_kill.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$src/tests/integration/lib/check.sh"
 
 # alive PID: the process exists and is not a zombie (a killed check whose
 # parent exited may wait for a reaper that a container does not have).
@@ -53,12 +51,6 @@ gone_within() {
 }
 # since T0: seconds since T0 (date +%s.%N), one decimal.
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
-# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
-wait_for() {
-  local t=$1 i; shift
-  for ((i = 0; i < t * 10; i++)); do "$@" && return 0; sleep 0.1; done
-  return 1
-}
 # stop_daemon: SIGTERM, at most 15 s, then SIGKILL; sets drc.
 stop_daemon() {
   kill -TERM "$dpid" 2>/dev/null || true

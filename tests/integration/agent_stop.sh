@@ -26,14 +26,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "agent_stop.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-wait_for() { # SECONDS CMD...: polls CMD every 0.1 s until it succeeds
-  local t=$1 i; shift
-  for ((i = 0; i < t * 10; i++)); do "$@" && return 0; sleep 0.1; done
-  return 1
-}
+. "$src/tests/integration/lib/check.sh"
 
 # ---- two releases: five small packages and one of 3 MiB of random bytes
 # (a delta cannot shrink it, so r2 downloads it whole), all changed in r2.

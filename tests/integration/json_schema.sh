@@ -24,9 +24,7 @@ cleanup() { httpd_stop || true; rm -rf "$w"; }
 trap cleanup EXIT
 trap 'echo "json_schema.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$src/tests/integration/lib/check.sh"
 schemas=$src/docs/schemas
 
 # validate NAME SCHEMA FILE: FILE holds one document that is strict UTF-8

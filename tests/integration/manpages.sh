@@ -11,9 +11,7 @@
 # Usage: manpages.sh EQOTA EQOTA_GEN SOURCE_DIR
 set -Eeuo pipefail
 eqota=$1 gen=$2 src=$3
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$src/tests/integration/lib/check.sh"
 
 # ---- groff warnings
 if command -v man >/dev/null && command -v groff >/dev/null; then

@@ -14,9 +14,7 @@
 set -Eeuo pipefail
 src=$1 b=$2
 trap 'echo "packages.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$src/tests/integration/lib/check.sh"
 w=$(mktemp -d /tmp/eq-packages.XXXXXX)
 installed=""
 cleanup() {
@@ -73,10 +71,12 @@ check_depends() { # DEB PROGRAM EXTRA-PACKAGE...
   local d=$1 prog=$2 deps so lib pkg missing=""; shift 2
   deps=$(field "$d" Depends)
   for so in $(readelf -d "$prog" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
-    lib=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+    # awk reads to the end: an early exit would kill ldconfig with SIGPIPE,
+    # which pipefail turns into a failure.
+    lib=$(ldconfig -p | awk -v so="$so" '$1 == so && !n++ { print $NF }')
     [ -n "$lib" ] || { missing="$missing $so(not on this system)"; continue; }
-    pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -1 | cut -d: -f1) ||
-      pkg=$(dpkg -S "$lib" 2>/dev/null | head -1 | cut -d: -f1) || true
+    pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | sed -n 1p | cut -d: -f1) ||
+      pkg=$(dpkg -S "$lib" 2>/dev/null | sed -n 1p | cut -d: -f1) || true
     [ -n "$pkg" ] || { missing="$missing $so(no package)"; continue; }
     grep -qE "(^|, )$pkg( |,|$)" <<<"$deps" || missing="$missing $pkg($so)"
   done

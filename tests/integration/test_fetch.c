@@ -411,7 +411,8 @@ static void test_object_flaky(void **state)
 	fx_free(x);
 
 	/* with no retries the 503 is the answer */
-	d = (free(d), publish_object(len, 16, sha, rel));
+	free(d);
+	d = publish_object(len, 16, sha, rel);
 	x = fx_new("EQ_BAD_FLAKY_PORT", 0, "b");
 	expect_err(eq_fetch_object(x->f, rel, sha, len, &out, &e), &e, EQ_ERR_NETWORK, "HTTP 503");
 	fx_free(x);

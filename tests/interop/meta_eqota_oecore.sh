@@ -86,7 +86,10 @@ grep -q '^EQOTA_BOARD="qemux86-64"' <<<"$e" && pass "eqota: EQOTA_BOARD defaults
 grep -q '^EXTERNALSRC="'"$src"'"' <<<"$e" && pass "eqota builds the sources the layer sits in" || fail "eqota: EXTERNALSRC"
 grep -q '^EXTRA_OECMAKE=.*-DEQ_TEST_HOOKS=OFF.*-DEQ_HOST_TOOLS=OFF' <<<"$e" && pass "eqota: release build, agent only" ||
   fail "eqota: EXTRA_OECMAKE"
-grep -q '^SYSTEMD_SERVICE:eqota="eqota.service"' <<<"$e" && pass "eqota: systemd unit" || fail "eqota: SYSTEMD_SERVICE"
+grep -q '^SYSTEMD_SERVICE:eqota="eqota.service eqota-confirm.service"' <<<"$e" && pass "eqota: the project's systemd units" ||
+  fail "eqota: SYSTEMD_SERVICE"
+grep -q '^EXTRA_OECMAKE=.*-DEQ_SYSTEMD_UNIT_DIR=/' <<<"$e" && pass "eqota: units installed by cmake into systemd_system_unitdir" ||
+  fail "eqota: EQ_SYSTEMD_UNIT_DIR"
 grep -q '^LAYERSERIES_COMPAT_eqota=".*'"$(sed -n 's/^LAYERSERIES_CORENAMES = "\(.*\)"/\1/p' "$EQ_OECORE_DIR/meta/conf/layer.conf" | awk '{print $NF}')"'.*"' <<<"$e" &&
   pass "LAYERSERIES_COMPAT_eqota names oe-core's current series" || fail "LAYERSERIES_COMPAT_eqota"
 e=$(env_of eqota-gen-native)

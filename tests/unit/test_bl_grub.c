@@ -244,7 +244,7 @@ static int editenv_run(char *out, size_t size, const char *path, ...)
 /* `grub-editenv @path list` into @out. */
 static void editenv_list(const char *path, char *out, size_t size)
 {
-	int rc = editenv_run(out, size, path, "list", NULL);
+	int rc = editenv_run(out, size, path, "list", (char *)NULL);
 	if (rc != 0)
 		fail_msg("grub-editenv %s list: exit %d", path, rc);
 }
@@ -252,7 +252,7 @@ static void editenv_list(const char *path, char *out, size_t size)
 static void editenv_do(const char *path, const char *cmd, const char *a1, const char *a2)
 {
 	char out[256];
-	int rc = editenv_run(out, sizeof(out), path, cmd, a1, a2, NULL);
+	int rc = editenv_run(out, sizeof(out), path, cmd, a1, a2, (char *)NULL);
 	if (rc != 0)
 		fail_msg("grub-editenv %s %s %s: exit %d", path, cmd, a1 ? a1 : "", rc);
 }

@@ -240,13 +240,17 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	snprintf(f->dir, sizeof(f->dir), "/tmp/eqgenconf.XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (!mkdtemp(f->dir)) {
+		free(f);
 		return -1;
+	}
 	char p[128];
 	snprintf(p, sizeof(p), "%s/data", f->dir);
 	f->data_fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (f->data_fd < 0 || write(f->data_fd, "dynamic!!!static!!!!", 20) != 20)
+	if (f->data_fd < 0 || write(f->data_fd, "dynamic!!!static!!!!", 20) != 20) {
+		free(f);
 		return -1;
+	}
 	*state = f;
 	return 0;
 }

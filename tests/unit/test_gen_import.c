@@ -42,8 +42,10 @@ static int setup(void **state)
 	if (!f)
 		return -1;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/eq-import-XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (!mkdtemp(f->dir)) {
+		free(f);
 		return -1;
+	}
 	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
 	snprintf(f->key_prefix, sizeof(f->key_prefix), "%s/rel", f->dir);
 	snprintf(f->other_prefix, sizeof(f->other_prefix), "%s/other", f->dir);

@@ -53,8 +53,10 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	snprintf(f->dir, sizeof(f->dir), "/tmp/eqgenpkg.XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (!mkdtemp(f->dir)) {
+		free(f);
 		return -1;
+	}
 	*state = f;
 	return 0;
 }

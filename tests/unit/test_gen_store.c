@@ -41,8 +41,10 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	snprintf(f->dir, sizeof(f->dir), "/tmp/eqgenstore.XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (!mkdtemp(f->dir)) {
+		free(f);
 		return -1;
+	}
 	snprintf(f->db, sizeof(f->db), "%s/equiv.db", f->dir);
 	struct eq_error e;
 	if (eq_store_open(f->db, &f->s, &e) != EQ_OK) {

@@ -90,6 +90,7 @@ static void srv_send(const void *p, size_t n)
 	}
 }
 
+static void srv_sendf(const char *fmt, ...) EQ_PRINTF(1, 2);
 static void srv_sendf(const char *fmt, ...)
 {
 	char b[4096];
@@ -220,14 +221,18 @@ static int setup_server(void **state, enum behaviour b)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	snprintf(f->dir, sizeof(f->dir), "/tmp/eqhs.XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (!mkdtemp(f->dir)) {
+		free(f);
 		return -1;
+	}
 	snprintf(f->addr, sizeof(f->addr), "unix://%s/s", f->dir);
 	struct sockaddr_un un = {.sun_family = AF_UNIX};
 	snprintf(un.sun_path, sizeof(un.sun_path), "%s/s", f->dir);
 	int ls = socket(AF_UNIX, SOCK_STREAM, 0);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&un, sizeof(un)) || listen(ls, 8))
+	if (ls < 0 || bind(ls, (struct sockaddr *)&un, sizeof(un)) || listen(ls, 8)) {
+		free(f);
 		return -1;
+	}
 	f->pid = fork();
 	if (f->pid == 0) {
 		alarm(20); /* never outlive a broken test */

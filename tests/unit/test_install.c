@@ -1044,23 +1044,23 @@ static int driver(int argc, char **argv)
 	}
 	struct eq_error e;
 	const char *paths[] = {pub};
-	struct release run = {0}, next = {0};
+	struct release running = {0}, next = {0};
 	struct eq_plan plan = {0};
 	struct eq_install_report rep = {0};
 	struct fetcher f = {.repo = eq_strdup(repo), .dl = eq_asprintf("%s/dl", work)};
 	eq_err r = eq_manifest_trust_from_pubkeys(paths, 1, 1, &G.trust, &e);
 	if (!r && from)
-		r = release_load(repo, board, (int)from, &run, &e);
+		r = release_load(repo, board, (int)from, &running, &e);
 	if (!r)
 		r = release_load(repo, board, (int)to, &next, &e);
 	if (!r)
 		r = eq_mkdir_p(f.dl, 0755, &e);
 	if (!r)
-		r = eq_plan_make(from ? run.m : NULL, next.m, &plan, &e);
+		r = eq_plan_make(from ? running.m : NULL, next.m, &plan, &e);
 	if (!r) {
 		struct eq_install in = {
 			.running_root = from ? running_root : NULL,
-			.running = from ? run.m : NULL,
+			.running = from ? running.m : NULL,
 			.target_root = target,
 			.next = next.m,
 			.manifest_bytes = next.bytes,
@@ -1089,7 +1089,7 @@ static int driver(int argc, char **argv)
 		}
 	}
 	eq_plan_done(&plan);
-	release_free(&run);
+	release_free(&running);
 	release_free(&next);
 	eq_manifest_trust_free(G.trust);
 	eq_free(f.repo);

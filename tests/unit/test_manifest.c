@@ -51,9 +51,13 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct eq_error e;
-	snprintf(f->dir, sizeof(f->dir), "/tmp/eqm-test-XXXXXX");
-	if (!f || !mkdtemp(f->dir))
+	if (!f)
 		return -1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/eqm-test-XXXXXX");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
 	snprintf(f->prefix_a, sizeof(f->prefix_a), "%s/a", f->dir);
 	snprintf(f->prefix_b, sizeof(f->prefix_b), "%s/b", f->dir);
 	snprintf(f->prefix_c, sizeof(f->prefix_c), "%s/c", f->dir);

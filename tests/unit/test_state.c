@@ -288,8 +288,10 @@ static void test_bad_corpus(void **state)
 		size_t i = 0;
 		while (i < sizeof(bad_files) / sizeof(bad_files[0]) && strcmp(bad_files[i].name, de->d_name))
 			i++;
-		if (i == sizeof(bad_files) / sizeof(bad_files[0]))
+		if (i == sizeof(bad_files) / sizeof(bad_files[0])) {
 			fail_msg("%s/%s has no row in bad_files[] of test_state.c", bad, de->d_name);
+			break; /* not reached: fail_msg ends the test */
+		}
 		char file[1024];
 		snprintf(file, sizeof(file), "%s/%s", bad, de->d_name);
 		struct eq_state s;

@@ -8,12 +8,16 @@ require eqota.inc
 # mbedTLS must be 2.16..2.28 (the 2.x API); see docs/yocto.md.
 DEPENDS = "curl mbedtls zstd cjson libubootenv"
 
-EXTRA_OECMAKE += "-DEQ_HOST_TOOLS=OFF"
+# The project's own install rules put the units (eqota.service,
+# eqota-confirm.service: docs/systemd.md), the manual pages and the bash
+# completion in place.
+EXTRA_OECMAKE += "-DEQ_HOST_TOOLS=OFF -DEQ_SYSTEMD_UNIT_DIR=${systemd_system_unitdir}"
 
-SRC_URI += "file://eqota.service file://eqota.conf.in"
+SRC_URI += "file://eqota.conf.in"
 
 inherit systemd
-SYSTEMD_SERVICE:${PN} = "eqota.service"
+SYSTEMD_SERVICE:${PN} = "eqota.service eqota-confirm.service"
+FILES:${PN} += "${datadir}/bash-completion"
 
 # What the image's /etc/eqota/eqota.conf says (docs/configuration.md).
 EQOTA_SERVER_URL ??= ""
@@ -59,8 +63,14 @@ do_install:append() {
         -e 's|@SLOT_B@|${EQOTA_SLOT_B}|' -e 's|@BOOTLOADER@|${EQOTA_BOOTLOADER}|' \
         -e 's|@BOOTLOADER_PATH@|${EQOTA_BOOTLOADER_PATH}|' -e 's|@DATA@|${EQOTA_DATA_DIR}|' \
         ${UNPACKDIR}/eqota.conf.in > ${D}${sysconfdir}/eqota/eqota.conf
-    install -d ${D}${systemd_system_unitdir}
-    sed -e 's|@BINDIR@|${bindir}|' ${UNPACKDIR}/eqota.service > ${D}${systemd_system_unitdir}/eqota.service
+    # eqota.service sees a read-only file system but for /var/lib/eqota and
+    # /boot: this image's data folder, and directory slots, become writable.
+    install -d ${D}${systemd_system_unitdir}/eqota.service.d
+    rw="${EQOTA_DATA_DIR}"
+    if [ "${EQOTA_SLOT_TYPE}" = dir ]; then
+        rw="$rw ${EQOTA_SLOT_A} ${EQOTA_SLOT_B}"
+    fi
+    printf '[Service]\nReadWritePaths=%s\n' "$rw" > ${D}${systemd_system_unitdir}/eqota.service.d/10-paths.conf
 }
 do_install[vardeps] += "EQOTA_SERVER_URL EQOTA_BOARD EQOTA_CHANNEL EQOTA_BOOTLOADER EQOTA_BOOTLOADER_PATH \
     EQOTA_SLOT_TYPE EQOTA_SLOT_A EQOTA_SLOT_B EQOTA_DATA_DIR EQOTA_ROOT_FILE EQOTA_PUBLIC_KEY"

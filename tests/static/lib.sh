@@ -1,0 +1,30 @@
+# shellcheck shell=bash
+# Shared by the static analysis tests: the C files of the tree and the
+# translation units of a build.
+#   static_sources SRC   every tracked .c and .h file (git ls-files, or find
+#                        where the tree is not a git checkout)
+#   static_units BUILD   the source files compile_commands.json names,
+#                        outside the build folder
+#   static_need TOOL     exit 77 (a CTest skip) when TOOL is missing
+static_sources() {
+	if git -C "$1" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git -C "$1" ls-files '*.c' '*.h' | sed "s|^|$1/|"
+	else
+		(cd "$1" && find common delta manifest bootloader agent tests -name '*.[ch]' | sed "s|^|$1/|")
+	fi
+}
+static_units() {
+	/usr/bin/python3 - "$1" <<'PY'
+import json, os, sys
+b = os.path.realpath(sys.argv[1])
+seen = set()
+for e in json.load(open(os.path.join(b, "compile_commands.json"))):
+    f = os.path.realpath(os.path.join(e["directory"], e["file"]))
+    if not f.startswith(b + "/") and f not in seen:
+        seen.add(f)
+        print(f)
+PY
+}
+static_need() {
+	command -v "$1" >/dev/null || { echo "SKIP: $1 is not installed (scripts/setup.sh installs it)"; exit 77; }
+}
