@@ -887,22 +887,20 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 			*ret_exit = EQ_EXIT_ROLLED_BACK;
 			return fail_trial(a, &st, reason, err);
 		}
-		if (stopping(a))
-			return eq_error_set(err, EQ_ERR_STOPPED,
-					    "stopped on request before the health check of release %" PRIu64
-					    " in slot %s; it stays on trial and is checked at the next start",
-					    st.target_number, eq_bl_slot_name((unsigned)booted));
-		struct eq_error he;
-		eq_err hr = eq_health_run((const char *const *)a->cfg->checks, a->cfg->n_checks,
-					  a->cfg->health_timeout_s, &he);
 		/* A check killed because eqota is being stopped says nothing
 		 * about the release: the slot stays on trial and the next start
-		 * in this boot runs the checks again. */
+		 * in this boot runs the checks (again). */
+		bool before = stopping(a);
+		struct eq_error he;
+		eq_err hr = before ? EQ_ERR_STOPPED
+				   : eq_health_run((const char *const *)a->cfg->checks, a->cfg->n_checks,
+						   a->cfg->health_timeout_s, &he);
 		if (hr && stopping(a))
 			return eq_error_set(err, EQ_ERR_STOPPED,
-					    "stopped on request during the health check of release %" PRIu64
-					    " in slot %s; it stays on trial and is checked again at the next start",
-					    st.target_number, eq_bl_slot_name((unsigned)booted));
+					    "stopped on request %s the health check of release %" PRIu64
+					    " in slot %s; it stays on trial and is checked %sat the next start",
+					    before ? "before" : "during", st.target_number,
+					    eq_bl_slot_name((unsigned)booted), before ? "" : "again ");
 		if (hr) {
 			char reason[EQ_STATE_REASON_MAX];
 			snprintf(reason, sizeof(reason), "health check failed: %s", eq_error_msg(&he));
