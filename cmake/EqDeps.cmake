@@ -38,4 +38,7 @@ if(EQ_HOST_TOOLS)
 endif()
 if(EQ_BUILD_TESTS)
   eq_require_pkg(CMOCKA cmocka libcmocka-dev)
+  # Tests make gzip streams with every zlib strategy for the deflate-aware
+  # deltas; eqota itself does not link zlib.
+  eq_require_pkg(ZLIB zlib zlib1g-dev)
 endif()

@@ -7,6 +7,7 @@
 #include "bsdiff.h"
 #include "delta_zstd.h"
 #include "exec_filter.h"
+#include "gz_puff.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +44,7 @@ eq_err eq_delta_info_parse(const uint8_t *data, size_t len, struct eq_delta_info
 		return eq_error_set(err, EQ_ERR_PARSE, "delta header is corrupted: header checksum mismatch");
 	if (data[4] != 1)
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta format version %u is not supported", data[4]);
-	if (data[5] & ~(EQ_DELTA_FILTER_BRANCH | EQ_DELTA_FILTER_DATA))
+	if (data[5] & ~(EQ_DELTA_FILTER_BRANCH | EQ_DELTA_FILTER_DATA | EQ_DELTA_FILTER_DEFLATE))
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta filter %u is not supported", data[5]);
 	if (data[7] > EQ_DELTA_METHOD_BSD)
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta method %u is not supported", data[7]);
@@ -79,6 +80,18 @@ uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log)
 	if (ref_size > UINT64_MAX - w - APPLY_OVERHEAD)
 		return UINT64_MAX;
 	return ref_size + w + APPLY_OVERHEAD;
+}
+
+uint64_t eq_delta_apply_mem_bound_deflate(uint64_t ref_size, uint64_t xref_size, uint64_t regions, unsigned window_log)
+{
+	uint64_t b = eq_delta_apply_mem_bound(ref_size, window_log);
+	uint64_t extra = sizeof(struct eq_gzx_stream);
+	if (regions > (UINT64_MAX - extra) / EQ_GZX_REGION_SIZE)
+		return UINT64_MAX;
+	extra += regions * EQ_GZX_REGION_SIZE;
+	if (xref_size > UINT64_MAX - extra || b > UINT64_MAX - extra - xref_size)
+		return UINT64_MAX;
+	return b + xref_size + extra;
 }
 
 eq_err eq_delta_read_full(eq_read_fn src, void *ctx, uint8_t *buf, size_t len, size_t *ret_n, struct eq_error *err)
@@ -180,7 +193,7 @@ static eq_err out_write(void *ctx, const void *data, size_t len, struct eq_error
 /* Method 0: one zstd frame with the reference as prefix. Output is counted
  * against the declared size before it goes to @next. */
 static eq_err apply_zstd(const uint8_t *ref, const struct eq_delta_info *ip, eq_read_fn src, void *src_ctx,
-			 eq_write_fn next, void *next_ctx, struct eq_error *err)
+			 uint64_t body_off, eq_write_fn next, void *next_ctx, struct eq_error *err)
 {
 	const struct eq_delta_info info = *ip;
 	eq_err r = EQ_OK;
@@ -202,7 +215,7 @@ static eq_err apply_zstd(const uint8_t *ref, const struct eq_delta_info *ip, eq_
 		goto out;
 	}
 
-	uint64_t produced = 0, consumed = EQ_DELTA_HEADER_SIZE;
+	uint64_t produced = 0, consumed = body_off;
 	size_t rem = 1;
 	bool eof = false;
 	while (rem != 0) {
@@ -267,6 +280,81 @@ out:
 	return r;
 }
 
+/* What the preamble of a deflate-aware delta declares. */
+struct gzx_pre {
+	uint64_t xref_size, xresult_size;
+	uint8_t xref_sha256[EQ_SHA256_LEN];
+	struct eq_gzx_region *r;
+	size_t n;
+	size_t bytes; /* preamble and table, for byte offsets in messages */
+};
+
+static eq_err read_gzx_preamble(eq_read_fn src, void *src_ctx, const struct eq_delta_info *info,
+				const struct eq_delta_limits *lim, struct gzx_pre *g, struct eq_error *err)
+{
+	uint8_t p[EQ_GZX_PREAMBLE_SIZE], e[EQ_GZX_REGION_SIZE];
+	size_t n = 0;
+	eq_err r = eq_delta_read_full(src, src_ctx, p, sizeof(p), &n, err);
+	if (r)
+		return r;
+	if (n < sizeof(p))
+		return eq_error_set(err, EQ_ERR_PARSE, "delta is truncated in its gzip preamble at byte %zu",
+				    EQ_DELTA_HEADER_SIZE + n);
+	g->xref_size = get64(p);
+	g->xresult_size = get64(p + 8);
+	memcpy(g->xref_sha256, p + 16, EQ_SHA256_LEN);
+	uint64_t count = get64(p + 48);
+	if (g->xref_size > lim->max_ref_size || g->xref_size > SIZE_MAX / 2)
+		return eq_error_set(err, EQ_ERR_LIMIT,
+				    "expanded delta reference of %llu bytes exceeds the limit of %llu",
+				    (unsigned long long)g->xref_size, (unsigned long long)lim->max_ref_size);
+	if (g->xresult_size > lim->max_result_size)
+		return eq_error_set(err, EQ_ERR_LIMIT, "expanded delta result of %llu bytes exceeds the limit of %llu",
+				    (unsigned long long)g->xresult_size, (unsigned long long)lim->max_result_size);
+	if (count > EQ_GZX_REGIONS_MAX)
+		return eq_error_set(err, EQ_ERR_LIMIT, "delta names %llu gzip regions, the limit is %u",
+				    (unsigned long long)count, EQ_GZX_REGIONS_MAX);
+	g->n = (size_t)count;
+	g->r = eq_calloc(g->n ? g->n : 1, sizeof(*g->r));
+	if (!g->r)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory for %zu gzip regions", g->n);
+	for (size_t i = 0; i < g->n; i++) {
+		if ((r = eq_delta_read_full(src, src_ctx, e, sizeof(e), &n, err)))
+			return r;
+		if (n < sizeof(e))
+			return eq_error_set(err, EQ_ERR_PARSE,
+					    "delta is truncated in its gzip region table (entry %zu)", i);
+		g->r[i] = (struct eq_gzx_region){.off = get64(e), .xlen = get64(e + 8), .clen = get64(e + 16)};
+	}
+	g->bytes = EQ_GZX_PREAMBLE_SIZE + g->n * EQ_GZX_REGION_SIZE;
+	return eq_gzx_regions_check(g->r, g->n, g->xresult_size, info->result_size, err);
+}
+
+/* Replaces the (filtered) reference by its expansion, which must be the
+ * one the publisher diffed against. */
+static eq_err expand_reference(uint8_t **ref, const struct eq_delta_info *info, const struct gzx_pre *g,
+			       struct eq_error *err)
+{
+	struct eq_gzx x;
+	eq_err r = eq_gzx_expand(*ref, (size_t)info->ref_size, g->xref_size ? (size_t)g->xref_size : 1, &x, err);
+	if (r)
+		return eq_error_prefix(err, r, "expanding the reference's gzip files");
+	uint8_t d[EQ_SHA256_LEN];
+	eq_sha256(x.data, x.len, d);
+	if (x.len != g->xref_size || memcmp(d, g->xref_sha256, EQ_SHA256_LEN) != 0) {
+		r = eq_error_set(err, EQ_ERR_VERIFY,
+				 "expanding the reference's gzip files gives %zu bytes that differ from the %llu the "
+				 "delta was made against (a different eqota version made it?)",
+				 x.len, (unsigned long long)g->xref_size);
+		eq_gzx_done(&x);
+		return r;
+	}
+	eq_free(*ref);
+	*ref = x.data;
+	eq_free(x.r);
+	return EQ_OK;
+}
+
 eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx,
 		      const uint8_t expect_sha256[EQ_SHA256_LEN], struct eq_error *err)
 {
@@ -306,28 +394,57 @@ eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ct
 				    (unsigned long long)info.result_size, (unsigned long long)lim.max_result_size);
 
 	uint8_t *ref = NULL;
+	const unsigned xmode = info.filter & (EQ_DELTA_FILTER_BRANCH | EQ_DELTA_FILTER_DATA);
+	const bool deflate = info.filter & EQ_DELTA_FILTER_DEFLATE;
 	struct eq_xf xf;
-	eq_xf_init(&xf, false, info.filter);
+	eq_xf_init(&xf, false, xmode);
+	struct eq_gzx_stream *gs = NULL;
+	struct gzx_pre g = {0};
 	struct out_stage os = {.sink = sink, .ctx = sink_ctx};
 	eq_sha256_init(&os.sha);
+	/* What the method decodes: the expanded payloads when deflate-aware. */
+	struct eq_delta_info body = info;
 
+	if (deflate) {
+		if ((r = read_gzx_preamble(src, src_ctx, &info, &lim, &g, err)))
+			goto out;
+		body.ref_size = g.xref_size;
+		body.result_size = g.xresult_size;
+	}
 	if ((r = load_reference(ref_path, &info, &ref, err)))
 		goto out;
-	if (info.filter) {
-		eq_xf_buffer(ref, (size_t)info.ref_size, true, info.filter, NULL);
-		if ((r = eq_xf_stream_begin(&xf, out_write, &os, err)))
+	/* Output chain, last stage first: hash, un-filter, re-encode gzip. */
+	eq_write_fn next = out_write;
+	void *next_ctx = &os;
+	if (xmode) {
+		eq_xf_buffer(ref, (size_t)info.ref_size, true, xmode, NULL);
+		if ((r = eq_xf_stream_begin(&xf, next, next_ctx, err)))
 			goto out;
+		next = eq_xf_stream_write;
+		next_ctx = &xf;
 	}
-	eq_write_fn next = info.filter ? eq_xf_stream_write : out_write;
-	void *next_ctx = info.filter ? (void *)&xf : (void *)&os;
+	if (deflate) {
+		if ((r = expand_reference(&ref, &info, &g, err)))
+			goto out;
+		gs = eq_malloc(sizeof(*gs));
+		if (!gs) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the gzip re-encoder");
+			goto out;
+		}
+		eq_gzx_stream_init(gs, g.r, g.n, next, next_ctx);
+		next = eq_gzx_stream_write;
+		next_ctx = gs;
+	}
 
 	if (info.method == EQ_DELTA_METHOD_BSD)
-		r = eq_bsd_apply(ref, &info, src, src_ctx, EQ_DELTA_HEADER_SIZE, next, next_ctx, err);
+		r = eq_bsd_apply(ref, &body, src, src_ctx, EQ_DELTA_HEADER_SIZE + g.bytes, next, next_ctx, err);
 	else
-		r = apply_zstd(ref, &info, src, src_ctx, next, next_ctx, err);
+		r = apply_zstd(ref, &body, src, src_ctx, EQ_DELTA_HEADER_SIZE + g.bytes, next, next_ctx, err);
 	if (r)
 		goto out;
-	if (info.filter && (r = eq_xf_stream_end(&xf, err)))
+	if (deflate && (r = eq_gzx_stream_end(gs, err)))
+		goto out;
+	if (xmode && (r = eq_xf_stream_end(&xf, err)))
 		goto out;
 	uint8_t d[EQ_SHA256_LEN];
 	eq_sha256_final(&os.sha, d);
@@ -344,6 +461,8 @@ eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ct
 	}
 out:
 	eq_xf_done(&xf);
+	eq_free(gs);
+	eq_free(g.r);
 	eq_free(ref);
 	return r;
 }

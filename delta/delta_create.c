@@ -7,6 +7,7 @@
 #include "bsdiff.h"
 #include "delta_zstd.h"
 #include "exec_filter.h"
+#include "gz_puff.h"
 
 #include <string.h>
 #include <zstd.h>
@@ -21,6 +22,7 @@ void eq_delta_params_default(struct eq_delta_params *p)
 	p->max_window_log = EQ_DELTA_DEVICE_WINDOW_LOG;
 	p->exec_filter = true;
 	p->methods = 0;
+	p->deflate = true;
 }
 
 static void put64(uint8_t *p, uint64_t v)
@@ -97,30 +99,75 @@ out:
 	return r;
 }
 
-/* Copies of both payloads filtered in @mode (caller frees both); *ret_same
- * is true when the filter converted nothing, so the copies equal the
- * unfiltered payloads. */
-static eq_err filtered_pair(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, unsigned mode,
-			    uint8_t **ret_old, uint8_t **ret_new, bool *ret_same, struct eq_error *err)
+/* The two payloads and, when deflate-aware deltas apply, their expansions
+ * with gzip files puffed (the same regions whatever the filter mode, since
+ * the executable filter never touches a gzip file or a tar header). */
+struct inputs {
+	const uint8_t *old, *new_;
+	size_t old_len, new_len;
+	struct eq_gzx xo, xn;
+};
+
+/* The pair a method diffs for filter @mode (and deflate expansion if
+ * @deflate): borrowed from @in or, when *ret_free_* is set, new copies the
+ * caller frees. *ret_same is true when the filter converted nothing, so
+ * the pair equals the one of mode 0. */
+struct pair {
+	const uint8_t *old, *new_;
+	size_t old_len, new_len;
+	uint8_t *free_old, *free_new;
+	bool same;
+};
+
+static void pair_done(struct pair *p)
 {
+	eq_free(p->free_old);
+	eq_free(p->free_new);
+	*p = (struct pair){0};
+}
+
+static eq_err make_pair(const struct inputs *in, unsigned mode, bool deflate, struct pair *p, struct eq_error *err)
+{
+	*p = (struct pair){.old = deflate ? in->xo.data : in->old,
+			   .new_ = deflate ? in->xn.data : in->new_,
+			   .old_len = deflate ? in->xo.len : in->old_len,
+			   .new_len = deflate ? in->xn.len : in->new_len};
+	if (!mode)
+		return EQ_OK;
 	struct eq_xf_stats so, sn;
-	uint8_t *fo = eq_malloc(old_len ? old_len : 1), *fn = eq_malloc(new_len ? new_len : 1);
+	uint8_t *fo = eq_malloc(in->old_len ? in->old_len : 1), *fn = eq_malloc(in->new_len ? in->new_len : 1);
 	if (!fo || !fn) {
 		eq_free(fo);
 		eq_free(fn);
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the filtered payloads");
 	}
-	memcpy(fo, old, old_len);
-	memcpy(fn, new_, new_len);
-	eq_xf_buffer(fo, old_len, true, mode, &so);
-	eq_xf_buffer(fn, new_len, true, mode, &sn);
+	memcpy(fo, in->old, in->old_len);
+	memcpy(fn, in->new_, in->new_len);
+	eq_xf_buffer(fo, in->old_len, true, mode, &so);
+	eq_xf_buffer(fn, in->new_len, true, mode, &sn);
 	eq_log(EQ_LOG_DEBUG,
 	       "exec filter %u: old %llu entries, %llu x86-64 + %llu arm64 ELF, %llu conversions; new %llu conversions",
 	       mode, (unsigned long long)so.entries, (unsigned long long)so.elf_x86_64,
 	       (unsigned long long)so.elf_arm64, (unsigned long long)so.converted, (unsigned long long)sn.converted);
-	*ret_old = fo;
-	*ret_new = fn;
-	*ret_same = so.converted == 0 && sn.converted == 0;
+	p->same = so.converted == 0 && sn.converted == 0;
+	if (deflate) {
+		uint8_t *xo = eq_malloc(in->xo.len ? in->xo.len : 1), *xn = eq_malloc(in->xn.len ? in->xn.len : 1);
+		if (!xo || !xn) {
+			eq_free(fo);
+			eq_free(fn);
+			eq_free(xo);
+			eq_free(xn);
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the expanded payloads");
+		}
+		eq_gzx_splice(&in->xo, fo, in->old_len, xo);
+		eq_gzx_splice(&in->xn, fn, in->new_len, xn);
+		eq_free(fo);
+		eq_free(fn);
+		fo = xo;
+		fn = xn;
+	}
+	p->old = p->free_old = fo;
+	p->new_ = p->free_new = fn;
 	return EQ_OK;
 }
 
@@ -129,11 +176,13 @@ struct best {
 	uint8_t *data;
 	size_t len;
 	unsigned method, filter, window_log;
+	uint8_t xref_sha256[EQ_SHA256_LEN]; /* deflate: the expanded reference */
 };
 
 /* Keeps @cand if it is smaller than the best so far (ties keep the
  * earlier one, so the choice is deterministic); frees it otherwise. */
-static void consider(struct best *b, uint8_t *cand, size_t len, unsigned method, unsigned filter, unsigned wlog)
+static void consider(struct best *b, uint8_t *cand, size_t len, unsigned method, unsigned filter, unsigned wlog,
+		     const struct pair *pr)
 {
 	eq_log(EQ_LOG_DEBUG, "delta: method %u filter %u: %zu bytes (best so far %zu)", method, filter, len,
 	       b->data ? b->len : 0);
@@ -142,51 +191,79 @@ static void consider(struct best *b, uint8_t *cand, size_t len, unsigned method,
 		return;
 	}
 	eq_free(b->data);
-	*b = (struct best){cand, len, method, filter, wlog};
+	*b = (struct best){cand, len, method, filter, wlog, {0}};
+	if (filter & EQ_DELTA_FILTER_DEFLATE)
+		eq_sha256(pr->old, pr->old_len, b->xref_sha256);
+}
+
+static unsigned filter_of(unsigned mode, bool deflate)
+{
+	return mode | (deflate ? EQ_DELTA_FILTER_DEFLATE : 0);
 }
 
 /* Method 0 with filter @mode; skipped when the filter changes nothing. */
-static eq_err try_zstd(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, unsigned mode,
-		       int level, unsigned wlog, struct best *b, struct eq_error *err)
+static eq_err try_zstd(const struct inputs *in, unsigned mode, bool deflate, int level, unsigned wlog, struct best *b,
+		       struct eq_error *err)
 {
-	uint8_t *fo = NULL, *fn = NULL, *cand = NULL;
+	struct pair pr;
+	uint8_t *cand = NULL;
 	size_t cand_len = 0;
-	bool same = false;
-	eq_err r = EQ_OK;
-	if (mode && (r = filtered_pair(old, old_len, new_, new_len, mode, &fo, &fn, &same, err)))
+	eq_err r = make_pair(in, mode, deflate, &pr, err);
+	if (r)
 		return r;
-	if (!same)
-		r = compress_prefixed(mode ? fo : old, old_len, mode ? fn : new_, new_len, level, wlog, &cand,
-				      &cand_len, err);
+	if (!pr.same)
+		r = compress_prefixed(pr.old, pr.old_len, pr.new_, pr.new_len, level, wlog, &cand, &cand_len, err);
 	if (!r && cand)
-		consider(b, cand, cand_len, EQ_DELTA_METHOD_ZSTD, mode, wlog);
-	eq_free(fo);
-	eq_free(fn);
+		consider(b, cand, cand_len, EQ_DELTA_METHOD_ZSTD, filter_of(mode, deflate), wlog, &pr);
+	pair_done(&pr);
 	return r;
 }
 
 #ifdef EQ_DELTA_CREATE_BSD
 /* Method 1 with filter @mode; skipped when a filter changes nothing. */
-static eq_err try_bsd(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, unsigned mode, int level,
-		      struct best *b, struct eq_error *err)
+static eq_err try_bsd(const struct inputs *in, unsigned mode, bool deflate, int level, struct best *b,
+		      struct eq_error *err)
 {
-	uint8_t *fo = NULL, *fn = NULL, *cand = NULL;
+	struct pair pr;
+	uint8_t *cand = NULL;
 	size_t cand_len = 0;
 	unsigned wlog = 0;
-	bool same = false;
-	eq_err r = EQ_OK;
-	if (mode && (r = filtered_pair(old, old_len, new_, new_len, mode, &fo, &fn, &same, err)))
+	eq_err r = make_pair(in, mode, deflate, &pr, err);
+	if (r)
 		return r;
-	if (!same)
-		r = eq_bsd_create(mode ? fo : old, old_len, mode ? fn : new_, new_len, level, &cand, &cand_len, &wlog,
-				  err);
+	if (!pr.same)
+		r = eq_bsd_create(pr.old, pr.old_len, pr.new_, pr.new_len, level, &cand, &cand_len, &wlog, err);
 	if (!r && cand)
-		consider(b, cand, cand_len, EQ_DELTA_METHOD_BSD, mode, wlog);
-	eq_free(fo);
-	eq_free(fn);
+		consider(b, cand, cand_len, EQ_DELTA_METHOD_BSD, filter_of(mode, deflate), wlog, &pr);
+	pair_done(&pr);
 	return r;
 }
 #endif
+
+static void put_region(uint8_t *p, const struct eq_gzx_region *g)
+{
+	put64(p, g->off);
+	put64(p + 8, g->xlen);
+	put64(p + 16, g->clen);
+}
+
+/* The preamble of a deflate-aware delta and its region table. */
+static eq_err write_gzx_preamble(const struct inputs *in, const struct best *b, eq_write_fn sink, void *sink_ctx,
+				 uint64_t *ret_size, struct eq_error *err)
+{
+	uint8_t pre[EQ_GZX_PREAMBLE_SIZE] = {0}, e[EQ_GZX_REGION_SIZE];
+	put64(pre, in->xo.len);
+	put64(pre + 8, in->xn.len);
+	memcpy(pre + 16, b->xref_sha256, EQ_SHA256_LEN);
+	put64(pre + 48, in->xn.n);
+	eq_err r = sink(sink_ctx, pre, sizeof(pre), err);
+	for (size_t i = 0; !r && i < in->xn.n; i++) {
+		put_region(e, &in->xn.r[i]);
+		r = sink(sink_ctx, e, sizeof(e), err);
+	}
+	*ret_size = sizeof(pre) + in->xn.n * sizeof(e);
+	return r;
+}
 
 eq_err eq_delta_create(const char *old_path, const char *new_path, const struct eq_delta_params *p, eq_write_fn sink,
 		       void *sink_ctx, uint64_t *ret_size, struct eq_error *err)
@@ -220,6 +297,7 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 	size_t old_len = 0, new_len = 0;
 	struct best best = {0};
 	struct eq_delta_info info = {.version = 1};
+	struct inputs in = {0};
 	const unsigned all_modes = EQ_XF_BRANCH | EQ_XF_DATA;
 
 	if ((r = eq_file_read_all(old_path, CREATE_MAX_PAYLOAD, &old, &old_len, err)) ||
@@ -229,46 +307,81 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 	eq_sha256(new_, new_len, info.result_sha256);
 	info.ref_size = old_len;
 	info.result_size = new_len;
-	unsigned wlog = p->window_log ? p->window_log : window_log_for((uint64_t)old_len + new_len);
-
-	unsigned zstd_mode = EQ_DELTA_FILTER_NONE;
-#ifdef EQ_DELTA_CREATE_BSD
-	/* A window beyond the device budget rules method 0 out, when method 1
-	 * can stand in. */
-	if (p->max_window_log && wlog > p->max_window_log && (methods & 1u << EQ_DELTA_METHOD_BSD))
-		methods &= ~(1u << EQ_DELTA_METHOD_ZSTD);
-#endif
-	if (methods & 1u << EQ_DELTA_METHOD_ZSTD) {
-		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++)
-			if ((r = try_zstd(old, old_len, new_, new_len, mode, p->level, wlog, &best, err)))
-				goto out;
-		zstd_mode = best.filter;
+	in.old = old;
+	in.new_ = new_;
+	in.old_len = old_len;
+	in.new_len = new_len;
+	/* Deflate-aware when the new payload has a gzip file to re-encode;
+	 * both forms are tried for method 0, method 1 follows its choice. */
+	bool can_deflate = false;
+	if (p->deflate) {
+		if ((r = eq_gzx_expand(old, old_len, 0, &in.xo, err)) ||
+		    (r = eq_gzx_expand(new_, new_len, 0, &in.xn, err)))
+			goto out;
+		can_deflate = in.xn.n > 0;
+		eq_log(EQ_LOG_DEBUG, "deflate: old %zu gzip files, %zu -> %zu bytes; new %zu, %zu -> %zu bytes",
+		       in.xo.n, old_len, in.xo.len, in.xn.n, new_len, in.xn.len);
 	}
+	unsigned wlog = p->window_log ? p->window_log : window_log_for((uint64_t)old_len + new_len);
+	unsigned xwlog = p->window_log ? p->window_log : window_log_for((uint64_t)in.xo.len + in.xn.len);
+
+	unsigned zstd_filter = EQ_DELTA_FILTER_NONE;
+	bool zstd_ran = false, zstd_ran_deflate = false;
+	for (int d = can_deflate ? 1 : 0; d >= 0; d--) {
+		unsigned w = d ? xwlog : wlog;
+		/* A window beyond the device budget rules method 0 out, when
+		 * method 1 can stand in. */
+		bool fits = !(p->max_window_log && w > p->max_window_log);
+#ifdef EQ_DELTA_CREATE_BSD
+		if (!fits && (methods & 1u << EQ_DELTA_METHOD_BSD))
+			continue;
+#else
+		(void)fits;
+#endif
+		if (!(methods & 1u << EQ_DELTA_METHOD_ZSTD))
+			continue;
+		zstd_ran = true;
+		zstd_ran_deflate |= d;
+		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++)
+			if ((r = try_zstd(&in, mode, d, p->level, w, &best, err)))
+				goto out;
+	}
+	if (zstd_ran)
+		zstd_filter = best.filter;
 #ifdef EQ_DELTA_CREATE_BSD
 	if (methods & 1u << EQ_DELTA_METHOD_BSD) {
-		/* Method 0's best filter mode nearly always suits method 1 too,
-		 * and each method-1 run costs a suffix array: try only that one
-		 * and none (all modes when method 0 was not run). */
+		/* Method 0's best filter nearly always suits method 1 too, and
+		 * each method-1 run costs a suffix array: try only that one and
+		 * none (all modes when method 0 was not run). */
+		bool d = can_deflate && (!zstd_ran_deflate || (zstd_filter & EQ_DELTA_FILTER_DEFLATE));
 		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++) {
-			bool wanted = mode == 0 || mode == zstd_mode || !(methods & 1u << EQ_DELTA_METHOD_ZSTD);
-			if (wanted && (r = try_bsd(old, old_len, new_, new_len, mode, p->level, &best, err)))
+			bool wanted = mode == 0 || mode == (zstd_filter & all_modes) || !zstd_ran;
+			if (wanted && (r = try_bsd(&in, mode, d, p->level, &best, err)))
 				goto out;
 		}
 	}
 #else
-	(void)zstd_mode;
+	(void)zstd_filter;
 #endif
 	info.method = best.method;
 	info.filter = best.filter;
 	info.window_log = best.window_log;
 
 	uint8_t hdr[EQ_DELTA_HEADER_SIZE];
+	uint64_t pre_size = 0;
 	eq_delta_header_write(hdr, &info);
-	if ((r = sink(sink_ctx, hdr, sizeof(hdr), err)) || (r = sink(sink_ctx, best.data, best.len, err)))
+	if ((r = sink(sink_ctx, hdr, sizeof(hdr), err)))
+		goto out;
+	if ((info.filter & EQ_DELTA_FILTER_DEFLATE) &&
+	    (r = write_gzx_preamble(&in, &best, sink, sink_ctx, &pre_size, err)))
+		goto out;
+	if ((r = sink(sink_ctx, best.data, best.len, err)))
 		goto out;
 	if (ret_size)
-		*ret_size = sizeof(hdr) + best.len;
+		*ret_size = sizeof(hdr) + pre_size + best.len;
 out:
+	eq_gzx_done(&in.xo);
+	eq_gzx_done(&in.xn);
 	eq_free(old);
 	eq_free(new_);
 	eq_free(best.data);

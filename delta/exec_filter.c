@@ -539,3 +539,38 @@ eq_err eq_xf_stream_end(struct eq_xf *f, struct eq_error *err)
 	assert(f->cur == f->base + f->len);
 	return flush_final(f, err);
 }
+
+eq_err eq_xf_each_file(const uint8_t *data, size_t len, eq_xf_file_fn fn, void *ctx, struct eq_error *err)
+{
+	/* The same header rules as xf_step(), over a whole buffer. */
+	struct eq_xf f;
+	eq_xf_init(&f, true, 0);
+	uint64_t cur = 0;
+	while (len - cur >= TAR_BLOCK) {
+		const uint8_t *h = data + cur;
+		uint64_t size;
+		if (all_zero(h, TAR_BLOCK) || !tar_header_ok(h) || !tar_number(h + 124, 12, &size))
+			break;
+		uint8_t type = h[156];
+		if (type != 'x' && type != 'g') {
+			if (f.have_pax_size)
+				size = f.pax_size;
+			f.have_pax_size = false;
+		}
+		cur += TAR_BLOCK;
+		if (size > len - cur)
+			break;
+		if (type == 'x' && size <= EQ_XF_PAX_MAX) {
+			pax_parse_size(&f, data + cur, (size_t)size);
+		} else if (type == '0' || type == '\0' || type == '7') {
+			eq_err r = fn(ctx, cur, size, err);
+			if (r)
+				return r;
+		}
+		uint64_t pad = (TAR_BLOCK - (size % TAR_BLOCK)) % TAR_BLOCK;
+		if (pad > len - cur - size)
+			break;
+		cur += size + pad;
+	}
+	return EQ_OK;
+}

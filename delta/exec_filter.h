@@ -89,4 +89,14 @@ eq_err eq_xf_stream_begin(struct eq_xf *f, eq_write_fn sink, void *sink_ctx, str
 eq_err eq_xf_stream_write(void *ctx, const void *data, size_t len, struct eq_error *err) EQ_MUST_CHECK;
 eq_err eq_xf_stream_end(struct eq_xf *f, struct eq_error *err) EQ_MUST_CHECK;
 
+/*
+ * Calls @fn for each regular file of the tar in @data whose data lies
+ * wholly inside it, with the data's offset and size, in order. Walks by the
+ * same rules as the filter and stops where it would. Returns @fn's first
+ * error.
+ */
+typedef eq_err (*eq_xf_file_fn)(void *ctx, uint64_t start, uint64_t size, struct eq_error *err);
+eq_err eq_xf_each_file(const uint8_t *data, size_t len, eq_xf_file_fn fn, void *ctx,
+		       struct eq_error *err) EQ_MUST_CHECK;
+
 #endif

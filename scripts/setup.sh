@@ -8,7 +8,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(
   build-essential cmake pkg-config git ca-certificates
   libmbedtls-dev libcurl4-openssl-dev libzstd-dev libubootenv-dev libcjson-dev
-  libsqlite3-dev libarchive-dev libcmocka-dev libdivsufsort-dev
+  libsqlite3-dev libarchive-dev libcmocka-dev libdivsufsort-dev zlib1g-dev
   zstd bsdiff xdelta3 time sqlite3 python3 dpkg-dev xz-utils binutils lighttpd lighttpd-mod-openssl openssl
   # the libFuzzer build (EQ_FUZZ) of scripts/test.sh and bench/fuzz-campaign.sh
   clang libclang-rt-14-dev

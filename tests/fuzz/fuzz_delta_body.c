@@ -7,7 +7,10 @@
  * the fuzzer's bytes reach the zstd / bsdiff-class body decoders.
  *
  * Input layout:
- *   [0]     bit 0: method (0 zstd, 1 bsdiff-class); bits 1-2: filter mask
+ *   [0]     bit 0: method (0 zstd, 1 bsdiff-class); bits 1-2: filter mask;
+ *           bit 3: deflate-aware (the body starts with the gzip preamble,
+ *           whose expanded reference size and hash the harness fills in,
+ *           so the region table and the re-encoder are reached)
  *   [1]     window log, EQ_ZSTD_WINDOW_LOG_MIN + [1] % 9 (10..18: the
  *           reference is 8 KiB, a larger window only costs time)
  *   [2..5]  declared result size, little-endian, modulo RESULT_MAX + 1
@@ -25,6 +28,8 @@
 #include <eq/delta.h>
 
 #include "../../delta/delta_zstd.h"
+#include "../../delta/exec_filter.h"
+#include "../../delta/gz_puff.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -60,6 +65,9 @@ static eq_err count_sink(void *ctx, const void *data, size_t len, struct eq_erro
 
 static char ref_path[64];
 static uint8_t ref_sha[EQ_SHA256_LEN];
+/* The reference has no gzip file, so its expansion is the filtered
+ * reference: one hash per filter mode. */
+static uint8_t xref_sha[4][EQ_SHA256_LEN];
 
 /* Text and bytes that look like x86-64 calls, so that copies and the
  * filter both have something to match; the same on every run. */
@@ -79,6 +87,12 @@ static void make_reference(void)
 	if (eq_file_replace_atomic(ref_path, ref, sizeof(ref), 0600, &e) != EQ_OK)
 		abort();
 	eq_sha256(ref, sizeof(ref), ref_sha);
+	for (unsigned m = 0; m < 4; m++) {
+		static uint8_t f[REF_SIZE];
+		memcpy(f, ref, sizeof(f));
+		eq_xf_buffer(f, sizeof(f), true, m, NULL);
+		eq_sha256(f, sizeof(f), xref_sha[m]);
+	}
 }
 
 static void remove_reference(void)
@@ -112,6 +126,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	eq_delta_header_write(delta, &info);
 	memcpy(delta + EQ_DELTA_HEADER_SIZE, data + PREFIX, body);
+	if ((data[0] & 8u) && body >= EQ_GZX_PREAMBLE_SIZE) {
+		info.filter |= EQ_DELTA_FILTER_DEFLATE;
+		eq_delta_header_write(delta, &info);
+		uint8_t *pre = delta + EQ_DELTA_HEADER_SIZE;
+		for (int i = 0; i < 8; i++)
+			pre[i] = (uint8_t)((uint64_t)REF_SIZE >> (8 * i));
+		memcpy(pre + 16, xref_sha[info.filter & 3u], EQ_SHA256_LEN);
+	}
 	struct eq_delta_info back;
 	struct eq_error e;
 	/* The header we wrote must parse, or the decoders are not reached. */
@@ -143,7 +165,7 @@ void eq_fuzz_replay_file(const char *path, const uint8_t *data, size_t size)
 	uint8_t *in = malloc(PREFIX + body);
 	if (!in)
 		abort();
-	in[0] = (uint8_t)((data[7] & 1u) | (data[5] & 3u) << 1);
+	in[0] = (uint8_t)((data[7] & 1u) | (data[5] & 7u) << 1);
 	in[1] = (uint8_t)(data[6] >= EQ_ZSTD_WINDOW_LOG_MIN ? (data[6] - EQ_ZSTD_WINDOW_LOG_MIN) % 9 : 0);
 	memcpy(in + 2, data + 48, 4);
 	memcpy(in + PREFIX, data + EQ_DELTA_HEADER_SIZE, body);

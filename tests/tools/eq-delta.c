@@ -39,10 +39,18 @@ static eq_err fd_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq
 	}
 }
 
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-m METHODS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
+		"usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-Z] [-m METHODS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
 		"       compress [-l LEVEL] IN OUT | decompress IN OUT | info DELTA | filter IN OUT |\n"
 		"       unfilter IN OUT | membound REF_SIZE WLOG\n");
 	return 2;
@@ -96,11 +104,12 @@ int main(int argc, char **argv)
 	int level = 19;
 	optind = 2;
 	int c;
-	while ((c = getopt(argc, argv, "l:w:Fm:")) != -1) {
+	while ((c = getopt(argc, argv, "l:w:FZm:")) != -1) {
 		switch (c) {
 		case 'l': level = p.level = (int)strtol(optarg, NULL, 10); break;
 		case 'w': p.window_log = lim.max_window_log = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'F': p.exec_filter = false; break;
+		case 'Z': p.deflate = false; break;
 		case 'm': p.methods = (unsigned)strtoul(optarg, NULL, 0); break;
 		default: return usage();
 		}
@@ -124,11 +133,19 @@ int main(int argc, char **argv)
 		char rh[65], nh[65];
 		eq_hex_encode(info.ref_sha256, 32, rh);
 		eq_hex_encode(info.result_sha256, 32, nh);
+		uint64_t bound = eq_delta_apply_mem_bound(info.ref_size, info.window_log);
 		printf("version %u\nmethod %u\nfilter %u\nwindow_log %u\nref_size %llu\nref_sha256 %s\nresult_size %llu\n"
-		       "result_sha256 %s\nmem_bound %llu\n",
+		       "result_sha256 %s\n",
 		       info.version, info.method, info.filter, info.window_log, (unsigned long long)info.ref_size, rh,
-		       (unsigned long long)info.result_size, nh,
-		       (unsigned long long)eq_delta_apply_mem_bound(info.ref_size, info.window_log));
+		       (unsigned long long)info.result_size, nh);
+		if ((info.filter & EQ_DELTA_FILTER_DEFLATE) && len >= EQ_DELTA_HEADER_SIZE + 56) {
+			const uint8_t *pre = d + EQ_DELTA_HEADER_SIZE;
+			uint64_t xref = le64(pre), xres = le64(pre + 8), n = le64(pre + 48);
+			printf("expanded_ref_size %llu\nexpanded_result_size %llu\ngzip_regions %llu\n",
+			       (unsigned long long)xref, (unsigned long long)xres, (unsigned long long)n);
+			bound = eq_delta_apply_mem_bound_deflate(info.ref_size, xref, n, info.window_log);
+		}
+		printf("mem_bound %llu\n", (unsigned long long)bound);
 		eq_free(d);
 		return 0;
 	}

@@ -21,6 +21,10 @@
 #include <eq/delta.h>
 
 #include "../../delta/exec_filter.h"
+#include "../../delta/gz_puff.h"
+
+#include <glob.h>
+#include <zlib.h>
 
 #define EQ_ZSTD_WINDOW_LOG_MAX_FOR_TEST 31u
 
@@ -489,9 +493,9 @@ static void delta_failures(unsigned method)
 	pair_done(&p);
 }
 
-/* Skips the case unless this build creates method-1 deltas (host tools
- * only; every build applies them). */
-static void need_bsd(void)
+/* Whether this build creates method-1 deltas (host tools only; every
+ * build applies them). */
+static bool have_bsd(void)
 {
 	write_file(tmp_path("probe"), "x", 1);
 	struct eq_delta_params params;
@@ -503,7 +507,13 @@ static void need_bsd(void)
 	eq_err r = eq_delta_create(tmp_path("probe"), tmp_path("probe"), &params, mem_write, &d, NULL, &e);
 	eq_buf_done(&d);
 	assert_true(r == EQ_OK || r == EQ_ERR_UNSUPPORTED);
-	if (r != EQ_OK)
+	return r == EQ_OK;
+}
+
+/* Skips the case unless this build creates method-1 deltas. */
+static void need_bsd(void)
+{
+	if (!have_bsd())
 		EQ_SKIP("this build creates no method-1 (bsdiff-class) deltas: configure with -DEQ_HOST_TOOLS=ON "
 			"(needs libdivsufsort-dev)");
 }
@@ -735,6 +745,495 @@ static eq_err err_from_name(const char *name)
 	return EQ_ERR__COUNT;
 }
 
+/* ---- deflate-aware deltas: puff, huff, expansion ----------------------- */
+
+/* A gzip member of @d made by zlib with these parameters (caller frees). */
+static uint8_t *zgzip(const uint8_t *d, size_t n, int level, int wbits, int memlevel, int strategy, size_t *ret)
+{
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	assert_int_equal(deflateInit2(&z, level, Z_DEFLATED, wbits + 16, memlevel, strategy), Z_OK);
+	size_t cap = deflateBound(&z, (uLong)n) + 64;
+	uint8_t *out = eq_malloc(cap);
+	assert_non_null(out);
+	z.next_in = (Bytef *)(uintptr_t)d;
+	z.avail_in = (uInt)n;
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+	*ret = z.total_out;
+	deflateEnd(&z);
+	return out;
+}
+
+/* Changelog-like text: @entries entries, the first numbered @first. */
+static void changelog(struct eq_buf *b, unsigned first, unsigned entries)
+{
+	static const char *const what[] = {"openssl",        "memory safety",         "the TLS 1.3 handshake",
+					   "X.509 parsing",  "a timing side channel", "PKCS#12 files",
+					   "the CMS decoder"};
+	struct eq_error e;
+	for (unsigned i = first + entries; i-- > first;) {
+		assert_int_equal(eq_buf_printf(b, &e, "pkg (3.0.%u-1) bookworm-security; urgency=medium\n\n", i),
+				 EQ_OK);
+		for (unsigned k = 0; k < 3 + i % 4; k++)
+			assert_int_equal(eq_buf_printf(b, &e, "  * Fix CVE-2024-%04u in %s (closes: #%u).\n",
+						       (i * 7 + k) % 10000, what[(i + k) % 7], 100000 + i * 13 + k),
+					 EQ_OK);
+		assert_int_equal(
+			eq_buf_printf(b, &e, "\n -- Maintainer <m@example.org>  Mon, %02u Jan 2024 10:00:00 +0000\n\n",
+				      1 + i % 28),
+			EQ_OK);
+	}
+}
+
+/* Puffs and huffs @gz; true when it is puffed and reproduced exactly. */
+static bool puff_round_trip_why(const uint8_t *gz, size_t n, size_t *ret_plen, const char **ret_why)
+{
+	size_t cap = n * EQ_PUFF_GROWTH_MAX + EQ_PUFF_SLACK, plen = 0;
+	uint8_t *pf = eq_malloc(cap);
+	assert_non_null(pf);
+	bool ok = eq_puff(gz, n, pf, cap, &plen, ret_why);
+	if (ok) {
+		struct eq_buf out;
+		eq_buf_init(&out, n + 1);
+		struct eq_huff h;
+		struct eq_error e;
+		eq_huff_init(&h, mem_write, &out);
+		/* in uneven chunks, as the decoder hands them over */
+		for (size_t off = 0; off < plen;) {
+			size_t k = 1 + rnd() % 7000;
+			if (k > plen - off)
+				k = plen - off;
+			assert_int_equal(eq_huff_write(&h, pf + off, k, &e), EQ_OK);
+			off += k;
+		}
+		assert_int_equal(eq_huff_end(&h, &e), EQ_OK);
+		assert_int_equal(out.len, n);
+		assert_memory_equal(out.data, gz, n);
+		eq_buf_done(&out);
+	}
+	if (ret_plen)
+		*ret_plen = plen;
+	eq_free(pf);
+	return ok;
+}
+
+static bool puff_round_trip(const uint8_t *gz, size_t n, size_t *ret_plen)
+{
+	return puff_round_trip_why(gz, n, ret_plen, NULL);
+}
+
+/* Not puffed, for the reason @why. */
+static void puff_refused(const uint8_t *gz, size_t n, const char *why)
+{
+	const char *got = NULL;
+	assert_false(puff_round_trip_why(gz, n, NULL, &got));
+	assert_non_null(got);
+	if (!strstr(got, why))
+		fail_msg("refused because '%s', expected '%s'", got, why);
+}
+
+static void test_puff_zlib(void **state)
+{
+	(void)state;
+	struct eq_buf text;
+	eq_buf_init(&text, 1u << 24);
+	changelog(&text, 1, 300);
+	uint8_t rnd_data[20000];
+	for (size_t i = 0; i < sizeof(rnd_data); i++)
+		rnd_data[i] = (uint8_t)rnd();
+	const struct {
+		const uint8_t *d;
+		size_t n;
+	} in[] = {{text.data, text.len}, {rnd_data, sizeof(rnd_data)}, {rnd_data, 0}};
+	static const int levels[] = {0, 1, 6, 9};
+	static const int strategies[] = {Z_DEFAULT_STRATEGY, Z_FILTERED, Z_HUFFMAN_ONLY, Z_RLE, Z_FIXED};
+	static const int wbits[] = {9, 15};
+	static const int memlevels[] = {1, 9};
+	unsigned cases = 0;
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		for (size_t l = 0; l < 4; l++)
+			for (size_t s = 0; s < 5; s++)
+				for (size_t w = 0; w < 2; w++)
+					for (size_t m = 0; m < 2; m++) {
+						size_t n;
+						uint8_t *gz = zgzip(in[i].d, in[i].n, levels[l], wbits[w], memlevels[m],
+								    strategies[s], &n);
+						if (!puff_round_trip(gz, n, NULL))
+							fail_msg("input %zu level %d strategy %d wbits %d memlevel %d "
+								 "not puffed",
+								 i, levels[l], strategies[s], wbits[w], memlevels[m]);
+						cases++;
+						eq_free(gz);
+					}
+	assert_int_equal(cases, 3 * 4 * 5 * 2 * 2);
+	eq_buf_done(&text);
+}
+
+/* GNU gzip -9n output as Debian's dh_compress makes it, which zlib does not
+ * reproduce: the files of this machine's /usr/share/doc and man pages. */
+static void test_puff_system_files(void **state)
+{
+	(void)state;
+	glob_t g;
+	if (glob("/usr/share/doc/*/changelog*.gz", 0, NULL, &g) != 0 ||
+	    glob("/usr/share/man/man1/*.gz", GLOB_APPEND, NULL, &g) != 0) {
+		globfree(&g);
+		EQ_SKIP("no gzip files under /usr/share/doc or /usr/share/man/man1 on this machine");
+	}
+	unsigned done = 0;
+	for (size_t i = 0; i < g.gl_pathc && done < 400; i += 1 + g.gl_pathc / 400) {
+		size_t n;
+		uint8_t *d = read_file(g.gl_pathv[i], &n);
+		if (!d)
+			continue;
+		if (!puff_round_trip(d, n, NULL))
+			fail_msg("%s is not puffed and reproduced", g.gl_pathv[i]);
+		done++;
+		eq_free(d);
+	}
+	globfree(&g);
+	assert_true(done > 10);
+}
+
+/* What is not reproduced exactly is not puffed. */
+static void test_puff_refuses(void **state)
+{
+	(void)state;
+	struct eq_buf text;
+	eq_buf_init(&text, 1u << 24);
+	changelog(&text, 1, 20);
+	size_t n, plen;
+	uint8_t *gz = zgzip(text.data, text.len, 9, 15, 8, Z_DEFAULT_STRATEGY, &n);
+	assert_true(puff_round_trip(gz, n, &plen));
+	uint8_t *big = eq_malloc(n + 300);
+	assert_non_null(big);
+	memcpy(big, gz, n);
+	memset(big + n, 0, 300);
+	assert_true(puff_round_trip(big, n + 100, NULL)); /* 108 trailing bytes are kept */
+	puff_refused(big, n + 300, "more than 255 bytes after");
+	puff_refused(gz, n - 20, "invalid or truncated");
+	size_t cap = plen - 1, got;
+	const char *why;
+	uint8_t *pf = eq_malloc(plen);
+	assert_non_null(pf);
+	assert_false(eq_puff(gz, n, pf, cap, &got, &why));
+	assert_string_equal(why, "puffed form is larger than allowed");
+	big[0] = 0x1e;
+	puff_refused(big, n, "not a gzip header");
+	eq_free(gz);
+	eq_free(pf);
+
+	/* a stored block whose alignment bits are not zero */
+	gz = zgzip(text.data, 1000, 0, 15, 8, Z_DEFAULT_STRATEGY, &n);
+	assert_true(puff_round_trip(gz, n, NULL));
+	assert_int_equal(gz[10] & 7, 1); /* BFINAL, stored */
+	gz[10] |= 0x40;
+	puff_refused(gz, n, "non-zero padding bits before stored data");
+	eq_free(gz);
+
+	/* non-zero padding after the last block: set each unused bit of the
+	 * last deflate byte in turn; the stream still inflates */
+	unsigned refused = 0;
+	gz = zgzip(text.data, text.len, 9, 15, 8, Z_FIXED, &n);
+	for (unsigned b = 7; b > 0; b--) {
+		gz[n - 9] ^= (uint8_t)(1u << b);
+		const char *reason = NULL;
+		if (!puff_round_trip_why(gz, n, NULL, &reason) && strstr(reason, "padding bits after the last block"))
+			refused++;
+		gz[n - 9] ^= (uint8_t)(1u << b);
+	}
+	assert_true(refused > 0);
+	eq_free(gz);
+
+	/* length 258 sent as code 284 + 31 (fixed codes, by hand): literal
+	 * 'a', then length 258 at distance 1, then end of block */
+	uint8_t hand[32] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 3};
+	size_t bit = 10 * 8;
+#define PUTBIT(v)                                                                                                      \
+	do {                                                                                                           \
+		hand[bit / 8] |= (uint8_t)(((v)&1u) << (bit % 8));                                                     \
+		bit++;                                                                                                 \
+	} while (0)
+	PUTBIT(1); /* BFINAL */
+	PUTBIT(1); /* BTYPE 01, least significant bit first */
+	PUTBIT(0);
+	static const struct {
+		unsigned code, len;
+		bool huffman; /* most significant bit first */
+	} seq[] = {{0x30 + 'a', 8, true}, {0xc0 + 4, 8, true}, {31, 5, false}, {0, 5, true}, {0, 7, true}};
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++)
+		for (unsigned k = 0; k < seq[i].len; k++)
+			PUTBIT(seq[i].huffman ? seq[i].code >> (seq[i].len - 1 - k) : seq[i].code >> k);
+#undef PUTBIT
+	size_t hn = (bit + 7) / 8 + 8;
+	puff_refused(hand, hn, "length 258 sent as code 284");
+	/* while zlib inflates it: 259 times 'a' */
+	uint8_t raw[300];
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	assert_int_equal(inflateInit2(&z, -15), Z_OK);
+	z.next_in = hand + 10;
+	z.avail_in = (uInt)(hn - 18);
+	z.next_out = raw;
+	z.avail_out = sizeof(raw);
+	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+	assert_int_equal(z.total_out, 259);
+	assert_int_equal(raw[258], 'a');
+	inflateEnd(&z);
+	eq_free(big);
+	eq_buf_done(&text);
+}
+
+static void test_huff_errors(void **state)
+{
+	(void)state;
+	/* header: 10 bytes of a gzip header; final fixed block is tag 3 */
+#define GZH 10, 0, 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 3
+	static const struct {
+		uint8_t d[40];
+		size_t n;
+		const char *msg;
+	} cases[] = {
+		{{0, 0}, 2, "empty gzip header"},
+		{{GZH, 7}, 13, "unknown block type"},
+		{{GZH, 3, 0x90}, 14, "unknown token"},
+		{{GZH, 3, 0x80, 0, 0x3f, 0x9c}, 17, "beyond 32 KiB"},
+		{{GZH, 3, 0xff, 0, 1}, 16, "continues after the end"},
+		{{GZH, 5, 0, 0, 0, 1, 0, 0, 0}, 20, "code length code is not complete"},
+		{{GZH, 5, 0, 0, 0, 1, 1, 0, 0, 16, 9}, 22, "repeat count is out of range"},
+		{{GZH, 5, 0, 0, 0, 1, 1, 0, 0, 16, 0}, 22, "repeat with no previous length"},
+		{{GZH, 5, 0, 0, 0, 1, 1, 0, 0, 3}, 21, "code length symbol has no code"},
+		{{GZH, 5, 30, 0, 0}, 16, "out of range"},
+		{{GZH, 3}, 13, "ends early"},
+	};
+#undef GZH
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct eq_buf out;
+		eq_buf_init(&out, 1u << 20);
+		struct eq_huff h;
+		struct eq_error e;
+		eq_error_clear(&e);
+		eq_huff_init(&h, mem_write, &out);
+		eq_err r = eq_huff_write(&h, cases[i].d, cases[i].n, &e);
+		if (!r)
+			r = eq_huff_end(&h, &e);
+		if (r != EQ_ERR_PARSE || !strstr(e.msg, cases[i].msg))
+			fail_msg("case %zu: got %s '%s', expected '%s'", i, eq_err_str(r), e.msg, cases[i].msg);
+		eq_buf_done(&out);
+	}
+}
+
+/* A payload with gzip files (one corrupt), expanded and re-encoded. */
+static void test_gzx_payload(void **state)
+{
+	(void)state;
+	struct eq_buf text, tar, out;
+	struct eq_error e;
+	eq_buf_init(&text, 1u << 24);
+	eq_buf_init(&tar, 1u << 24);
+	changelog(&text, 1, 200);
+	size_t n1, n2;
+	uint8_t *g1 = zgzip(text.data, text.len, 9, 15, 8, Z_DEFAULT_STRATEGY, &n1);
+	uint8_t *g2 = zgzip(text.data, 5000, 1, 15, 8, Z_FIXED, &n2);
+	tar_add(&tar, "usr/share/doc/a.txt", text.data, 3000);
+	tar_add(&tar, "usr/share/doc/changelog.gz", g1, n1);
+	uint8_t bad[64] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff};
+	tar_add(&tar, "usr/share/doc/bad.gz", bad, sizeof(bad));
+	tar_add(&tar, "usr/share/man/man1/x.1.gz", g2, n2);
+	tar_end(&tar);
+
+	struct eq_gzx x;
+	assert_int_equal(eq_gzx_expand(tar.data, tar.len, 0, &x, &e), EQ_OK);
+	assert_int_equal(x.n, 2);
+	assert_int_equal(x.r[0].clen, n1);
+	assert_int_equal(x.r[1].clen, n2);
+	assert_int_equal(eq_gzx_regions_check(x.r, x.n, x.len, tar.len, &e), EQ_OK);
+	/* the same bytes into a buffer of exactly the declared size */
+	struct eq_gzx y;
+	assert_int_equal(eq_gzx_expand(tar.data, tar.len, x.len, &y, &e), EQ_OK);
+	assert_int_equal(y.len, x.len);
+	assert_memory_equal(y.data, x.data, x.len);
+	eq_gzx_done(&y);
+	assert_int_equal(eq_gzx_expand(tar.data, tar.len, x.len - 1, &y, &e), EQ_ERR_VERIFY);
+	/* splicing the unchanged payload gives the expansion */
+	uint8_t *sp = eq_malloc(x.len);
+	assert_non_null(sp);
+	eq_gzx_splice(&x, tar.data, tar.len, sp);
+	assert_memory_equal(sp, x.data, x.len);
+	eq_free(sp);
+
+	/* streaming inverse, in uneven chunks */
+	eq_buf_init(&out, 1u << 24);
+	struct eq_gzx_stream st;
+	eq_gzx_stream_init(&st, x.r, x.n, mem_write, &out);
+	for (size_t off = 0; off < x.len;) {
+		size_t k = 1 + rnd() % 9000;
+		if (k > x.len - off)
+			k = x.len - off;
+		assert_int_equal(eq_gzx_stream_write(&st, x.data + off, k, &e), EQ_OK);
+		off += k;
+	}
+	assert_int_equal(eq_gzx_stream_end(&st, &e), EQ_OK);
+	assert_int_equal(out.len, tar.len);
+	assert_memory_equal(out.data, tar.data, tar.len);
+
+	/* ending inside a region */
+	eq_buf_reset(&out);
+	eq_gzx_stream_init(&st, x.r, x.n, mem_write, &out);
+	assert_int_equal(eq_gzx_stream_write(&st, x.data, (size_t)x.r[1].off + 5, &e), EQ_OK);
+	assert_int_equal(eq_gzx_stream_end(&st, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "inside gzip region 1"));
+	/* a region whose declared size is not what it re-encodes to */
+	struct eq_gzx_region r2[2] = {x.r[0], x.r[1]};
+	r2[0].clen--;
+	eq_buf_reset(&out);
+	eq_gzx_stream_init(&st, r2, 2, mem_write, &out);
+	assert_int_equal(eq_gzx_stream_write(&st, x.data, x.len, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "re-encodes to more than"));
+
+	/* bad tables */
+	assert_int_equal(eq_gzx_regions_check(r2, 2, x.len, tar.len, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "do not add up"));
+	r2[0] = x.r[1];
+	r2[1] = x.r[0];
+	assert_int_equal(eq_gzx_regions_check(r2, 2, x.len, tar.len, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "region 1"));
+	r2[0] = x.r[0];
+	r2[0].xlen = x.len;
+	assert_int_equal(eq_gzx_regions_check(r2, 1, x.len, tar.len, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "outside"));
+
+	eq_gzx_done(&x);
+	eq_free(g1);
+	eq_free(g2);
+	eq_buf_done(&out);
+	eq_buf_done(&tar);
+	eq_buf_done(&text);
+}
+
+/* A pair whose changelog.gz gained an entry, as in a security update. */
+static void make_gz_pair(struct pair *p)
+{
+	struct eq_buf t1, t2;
+	eq_buf_init(&t1, 1u << 24);
+	eq_buf_init(&t2, 1u << 24);
+	changelog(&t1, 1, 400);
+	changelog(&t2, 1, 401);
+	size_t n1, n2;
+	uint8_t *g1 = zgzip(t1.data, t1.len, 9, 15, 8, Z_DEFAULT_STRATEGY, &n1);
+	uint8_t *g2 = zgzip(t2.data, t2.len, 9, 15, 8, Z_DEFAULT_STRATEGY, &n2);
+	eq_buf_init(&p->old_, 64u << 20);
+	eq_buf_init(&p->new_, 64u << 20);
+	tar_add(&p->old_, "usr/share/doc/pkg/README", t1.data, 2000);
+	tar_add(&p->old_, "usr/share/doc/pkg/changelog.Debian.gz", g1, n1);
+	tar_end(&p->old_);
+	tar_add(&p->new_, "usr/share/doc/pkg/README", t1.data, 2000);
+	tar_add(&p->new_, "usr/share/doc/pkg/changelog.Debian.gz", g2, n2);
+	tar_end(&p->new_);
+	eq_free(g1);
+	eq_free(g2);
+	eq_buf_done(&t1);
+	eq_buf_done(&t2);
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void test_delta_deflate(void **state)
+{
+	(void)state;
+	struct pair p;
+	make_gz_pair(&p);
+	struct eq_delta_params params;
+	eq_delta_params_default(&params);
+	struct eq_buf delta, plain, out;
+	struct eq_error e;
+	eq_buf_init(&out, 64u << 20);
+	for (unsigned m = 0; m < 2; m++) {
+		if (m == EQ_DELTA_METHOD_BSD && !have_bsd())
+			continue;
+		params.methods = 1u << m;
+		params.deflate = true;
+		create_delta(&p, &params, &delta);
+		params.deflate = false;
+		create_delta(&p, &params, &plain);
+		struct eq_delta_info info;
+		assert_int_equal(eq_delta_info_parse(delta.data, delta.len, &info, &e), EQ_OK);
+		assert_true(info.filter & EQ_DELTA_FILTER_DEFLATE);
+		assert_int_equal(info.method, m);
+		eq_log(EQ_LOG_DEBUG, "method %u: deflate-aware %zu bytes, plain %zu", m, delta.len, plain.len);
+		assert_true(delta.len * 4 < plain.len);
+		uint8_t want[32];
+		eq_sha256(p.new_.data, p.new_.len, want);
+		assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, want, NULL, &e), EQ_OK);
+		assert_int_equal(out.len, p.new_.len);
+		assert_memory_equal(out.data, p.new_.data, out.len);
+
+		/* a damaged preamble or table, each refused with its reason */
+		uint8_t *d = eq_malloc(delta.len);
+		assert_non_null(d);
+		const size_t pre = EQ_DELTA_HEADER_SIZE;
+		struct {
+			size_t off;
+			uint64_t v;
+			size_t len;
+			eq_err want;
+			const char *msg;
+		} bad[] = {
+			{pre + 16, 0x55, 0, EQ_ERR_VERIFY, "differ from the"},
+			{pre + 48, EQ_GZX_REGIONS_MAX + 1u, 0, EQ_ERR_LIMIT, "gzip regions, the limit"},
+			{pre, (uint64_t)1 << 40, 0, EQ_ERR_LIMIT, "expanded delta reference"},
+			{pre + 56 + 16, 1, 0, EQ_ERR_PARSE, "do not add up"},
+			{pre + 56 + 8, 0, 0, EQ_ERR_PARSE, "outside"},
+			{0, 0, pre + 60, EQ_ERR_PARSE, "truncated in its gzip region table"},
+			{0, 0, pre + 20, EQ_ERR_PARSE, "truncated in its gzip preamble"},
+		};
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			memcpy(d, delta.data, delta.len);
+			size_t len = bad[i].len ? bad[i].len : delta.len;
+			if (!bad[i].len)
+				put_le64(d + bad[i].off, bad[i].v);
+			eq_error_clear(&e);
+			eq_err r = apply(tmp_path("old"), d, len, &out, want, NULL, &e);
+			if (r != bad[i].want || !strstr(e.msg, bad[i].msg))
+				fail_msg("method %u case %zu: got %s '%s', expected '%s'", m, i, eq_err_str(r), e.msg,
+					 bad[i].msg);
+		}
+		/* Damage anywhere after the header is caught, or changes bits
+		 * that do not matter (a zstd frame's window size): the result
+		 * is then still the exact payload. */
+		unsigned caught = 0;
+		for (size_t i = 0; i < 200; i++) {
+			memcpy(d, delta.data, delta.len);
+			size_t at = pre + rnd() % (delta.len - pre);
+			d[at] ^= (uint8_t)(1 + rnd() % 255);
+			if (apply(tmp_path("old"), d, delta.len, &out, want, NULL, &e) != EQ_OK)
+				caught++;
+			else
+				assert_memory_equal(out.data, p.new_.data, p.new_.len);
+		}
+		assert_true(caught > 190);
+		eq_free(d);
+		eq_buf_done(&delta);
+		eq_buf_done(&plain);
+	}
+	/* a limit on the reference covers its expansion */
+	params.methods = 1u << EQ_DELTA_METHOD_ZSTD;
+	params.deflate = true;
+	create_delta(&p, &params, &delta);
+	struct eq_delta_limits lim = {.max_ref_size = p.old_.len + 1};
+	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, NULL, &lim, &e), EQ_ERR_LIMIT);
+	assert_non_null(strstr(e.msg, "expanded delta reference"));
+	eq_buf_done(&delta);
+	eq_buf_done(&out);
+	pair_done(&p);
+}
+
 static void test_bad_corpus(void **state)
 {
 	(void)state;
@@ -794,6 +1293,12 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_bsd_limits, setup_tmp, teardown_tmp),
 		cmocka_unit_test(test_mem_bound),
 		cmocka_unit_test(test_bad_corpus),
+		cmocka_unit_test(test_puff_zlib),
+		cmocka_unit_test(test_puff_system_files),
+		cmocka_unit_test(test_puff_refuses),
+		cmocka_unit_test(test_huff_errors),
+		cmocka_unit_test(test_gzx_payload),
+		cmocka_unit_test_setup_teardown(test_delta_deflate, setup_tmp, teardown_tmp),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -249,6 +249,7 @@ struct eq_delta_params {
 	unsigned methods;        /* mask of 1u << EQ_DELTA_METHOD_* to try; 0 = all built in (default) */
 	unsigned max_window_log; /* method 0 only when its window fits 2^this (device memory
 				  * beyond the reference); default EQ_DELTA_DEVICE_WINDOW_LOG */
+	bool deflate;            /* see through gzip files (EQ_DELTA_FILTER_DEFLATE), default true */
 };
 /* Method 0 keeps reference + result window in memory; above 4 MiB of window
  * the bsdiff-class method (1 MiB stream windows) serves small devices better. */
@@ -294,8 +295,17 @@ EQ_API eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx
  * 256 KiB). The reference is filtered in place, so there is no second copy;
  * for method 1 the header's window covers its three stream windows
  * together. The formula and its measurement are in docs/internals/delta.md.
- * Saturates at UINT64_MAX. */
+ * Saturates at UINT64_MAX. A deflate-aware delta also holds the expanded
+ * reference and its region table: see eq_delta_apply_mem_bound_deflate(). */
 EQ_API uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log);
+
+/* The bound for a delta with EQ_DELTA_FILTER_DEFLATE, whose preamble
+ * declares an expanded reference of @xref_size bytes and @regions gzip
+ * regions: eq_delta_apply_mem_bound(ref_size, window_log) + xref_size +
+ * 24 * regions + 3 KiB (the raw reference is freed once it is expanded, but
+ * both exist while expanding). */
+EQ_API uint64_t eq_delta_apply_mem_bound_deflate(uint64_t ref_size, uint64_t xref_size, uint64_t regions,
+						 unsigned window_log);
 
 /*
  * The delta format ("EQD1", docs/internals/delta.md): a fixed header of
@@ -305,7 +315,7 @@ EQ_API uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log)
  * prefix. Method 1: bsdiff-class control, diff and extra streams, each one
  * zstd frame, in segments. All integers little-endian.
  *
- *   0  magic "EQD1"        4  version (1)     5  filter mask (0..3)
+ *   0  magic "EQD1"        4  version (1)     5  filter mask (0..7)
  *   6  window log          7  method (0, 1)   8  reference size (u64)
  *  16  reference SHA-256  48  result size (u64)
  *  56  result SHA-256     88  first 8 bytes of SHA-256 of bytes 0..87
@@ -320,6 +330,10 @@ EQ_API uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log)
 #define EQ_DELTA_FILTER_NONE 0u
 #define EQ_DELTA_FILTER_BRANCH 0x1u /* x86-64 call/jmp rel32, AArch64 BL */
 #define EQ_DELTA_FILTER_DATA 0x2u   /* x86-64 RIP-relative disp32, AArch64 ADRP */
+/* gzip files inside the payloads are diffed in their puffed form; a
+ * preamble after the header records the expanded sizes and the regions
+ * to re-encode (docs/internals/delta.md, "Deflate-aware deltas"). */
+#define EQ_DELTA_FILTER_DEFLATE 0x4u
 
 /* What a delta header records. Plain value struct. */
 struct eq_delta_info {
