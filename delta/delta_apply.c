@@ -23,6 +23,11 @@
  * bsdiff.h); one constant covers both. */
 #define APPLY_OVERHEAD EQ_BSD_APPLY_OVERHEAD
 
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 static uint64_t get64(const uint8_t *p)
 {
 	uint64_t v = 0;
@@ -292,7 +297,7 @@ struct gzx_pre {
 static eq_err read_gzx_preamble(eq_read_fn src, void *src_ctx, const struct eq_delta_info *info,
 				const struct eq_delta_limits *lim, struct gzx_pre *g, struct eq_error *err)
 {
-	uint8_t p[EQ_GZX_PREAMBLE_SIZE], e[EQ_GZX_REGION_SIZE];
+	uint8_t p[EQ_GZX_PREAMBLE_SIZE];
 	size_t n = 0;
 	eq_err r = eq_delta_read_full(src, src_ctx, p, sizeof(p), &n, err);
 	if (r)
@@ -303,7 +308,7 @@ static eq_err read_gzx_preamble(eq_read_fn src, void *src_ctx, const struct eq_d
 	g->xref_size = get64(p);
 	g->xresult_size = get64(p + 8);
 	memcpy(g->xref_sha256, p + 16, EQ_SHA256_LEN);
-	uint64_t count = get64(p + 48);
+	uint32_t count = get32(p + 48), table = get32(p + 52);
 	if (g->xref_size > lim->max_ref_size || g->xref_size > SIZE_MAX / 2)
 		return eq_error_set(err, EQ_ERR_LIMIT,
 				    "expanded delta reference of %llu bytes exceeds the limit of %llu",
@@ -312,21 +317,27 @@ static eq_err read_gzx_preamble(eq_read_fn src, void *src_ctx, const struct eq_d
 		return eq_error_set(err, EQ_ERR_LIMIT, "expanded delta result of %llu bytes exceeds the limit of %llu",
 				    (unsigned long long)g->xresult_size, (unsigned long long)lim->max_result_size);
 	if (count > EQ_GZX_REGIONS_MAX)
-		return eq_error_set(err, EQ_ERR_LIMIT, "delta names %llu gzip regions, the limit is %u",
-				    (unsigned long long)count, EQ_GZX_REGIONS_MAX);
-	g->n = (size_t)count;
+		return eq_error_set(err, EQ_ERR_LIMIT, "delta names %lu gzip regions, the limit is %u",
+				    (unsigned long)count, EQ_GZX_REGIONS_MAX);
+	if (table > (uint64_t)count * EQ_GZX_ENTRY_MAX)
+		return eq_error_set(err, EQ_ERR_PARSE, "gzip region table of %lu bytes is too long for %lu entries",
+				    (unsigned long)table, (unsigned long)count);
+	g->n = count;
 	g->r = eq_calloc(g->n ? g->n : 1, sizeof(*g->r));
-	if (!g->r)
+	uint8_t *t = eq_malloc(table ? table : 1);
+	if (!g->r || !t) {
+		eq_free(t);
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory for %zu gzip regions", g->n);
-	for (size_t i = 0; i < g->n; i++) {
-		if ((r = eq_delta_read_full(src, src_ctx, e, sizeof(e), &n, err)))
-			return r;
-		if (n < sizeof(e))
-			return eq_error_set(err, EQ_ERR_PARSE,
-					    "delta is truncated in its gzip region table (entry %zu)", i);
-		g->r[i] = (struct eq_gzx_region){.off = get64(e), .xlen = get64(e + 8), .clen = get64(e + 16)};
 	}
-	g->bytes = EQ_GZX_PREAMBLE_SIZE + g->n * EQ_GZX_REGION_SIZE;
+	r = eq_delta_read_full(src, src_ctx, t, table, &n, err);
+	if (!r && n < table)
+		r = eq_error_set(err, EQ_ERR_PARSE, "delta is truncated in its gzip region table");
+	if (!r)
+		r = eq_gzx_table_decode(t, table, g->r, g->n, err);
+	eq_free(t);
+	if (r)
+		return r;
+	g->bytes = EQ_GZX_PREAMBLE_SIZE + table;
 	return eq_gzx_regions_check(g->r, g->n, g->xresult_size, info->result_size, err);
 }
 

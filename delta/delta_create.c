@@ -240,28 +240,31 @@ static eq_err try_bsd(const struct inputs *in, unsigned mode, bool deflate, int 
 }
 #endif
 
-static void put_region(uint8_t *p, const struct eq_gzx_region *g)
+static void put32(uint8_t *p, uint32_t v)
 {
-	put64(p, g->off);
-	put64(p + 8, g->xlen);
-	put64(p + 16, g->clen);
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* The preamble of a deflate-aware delta and its region table. */
 static eq_err write_gzx_preamble(const struct inputs *in, const struct best *b, eq_write_fn sink, void *sink_ctx,
 				 uint64_t *ret_size, struct eq_error *err)
 {
-	uint8_t pre[EQ_GZX_PREAMBLE_SIZE] = {0}, e[EQ_GZX_REGION_SIZE];
+	uint8_t pre[EQ_GZX_PREAMBLE_SIZE] = {0};
+	uint8_t *t = eq_malloc(in->xn.n * EQ_GZX_ENTRY_MAX + 1);
+	if (!t)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the gzip region table");
+	size_t tlen = eq_gzx_table_encode(in->xn.r, in->xn.n, t);
 	put64(pre, in->xo.len);
 	put64(pre + 8, in->xn.len);
 	memcpy(pre + 16, b->xref_sha256, EQ_SHA256_LEN);
-	put64(pre + 48, in->xn.n);
+	put32(pre + 48, (uint32_t)in->xn.n);
+	put32(pre + 52, (uint32_t)tlen);
 	eq_err r = sink(sink_ctx, pre, sizeof(pre), err);
-	for (size_t i = 0; !r && i < in->xn.n; i++) {
-		put_region(e, &in->xn.r[i]);
-		r = sink(sink_ctx, e, sizeof(e), err);
-	}
-	*ret_size = sizeof(pre) + in->xn.n * sizeof(e);
+	if (!r)
+		r = sink(sink_ctx, t, tlen, err);
+	eq_free(t);
+	*ret_size = sizeof(pre) + tlen;
 	return r;
 }
 

@@ -30,9 +30,10 @@ static const uint16_t len_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  
 				      31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
 static const uint8_t len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
 				      2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-static const uint16_t dist_base[30] = {1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,    65,    97,    129,
-				       193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
-static const uint8_t dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6,
+static const uint16_t dist_base[30] = {1,    2,    3,    4,    5,    7,    9,    13,    17,    25,
+				       33,   49,   65,   97,   129,  193,  257,  385,   513,   769,
+				       1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+static const uint8_t dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
 				       6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
 /* Order in which code length code lengths are sent (RFC 1951 3.2.7). */
 static const uint8_t cl_order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
@@ -376,8 +377,10 @@ bool eq_puff(const uint8_t *in, size_t len, uint8_t *out, size_t cap, size_t *re
 	bool ok = puff_member(in, len, &o);
 	*ret_len = o.len;
 	if (ret_why)
-		*ret_why = ok ? NULL : !o.ok ? "puffed form is larger than allowed" : o.why ? o.why
-										       : "invalid or truncated deflate stream";
+		*ret_why = ok      ? NULL
+			   : !o.ok ? "puffed form is larger than allowed"
+			   : o.why ? o.why
+				   : "invalid or truncated deflate stream";
 	return ok;
 }
 
@@ -685,8 +688,7 @@ static eq_err huff_field(struct eq_huff *h, struct eq_error *err)
 		if (--h->ncl == 0)
 			field(h, H_DONE, 1);
 		break;
-	default:
-		return bad(h, err, "data continues after the end of the member");
+	default: return bad(h, err, "data continues after the end of the member");
 	}
 	return EQ_OK;
 }
@@ -744,10 +746,31 @@ static bool reproduces(const uint8_t *puffed, size_t plen, const uint8_t *orig, 
 	if (!h)
 		return false;
 	eq_huff_init(h, cmp_write, &c);
-	bool ok = eq_huff_write(h, puffed, plen, &e) == EQ_OK && eq_huff_end(h, &e) == EQ_OK && c.same &&
-		  c.pos == olen;
+	bool ok = eq_huff_write(h, puffed, plen, &e) == EQ_OK && eq_huff_end(h, &e) == EQ_OK && c.same && c.pos == olen;
 	eq_free(h);
 	eq_error_clear(&e);
+	return ok;
+}
+
+bool eq_puff_check(const uint8_t *in, size_t len, const char **ret_why)
+{
+	static const char *const nomem = "out of memory";
+	if (len > (SIZE_MAX - EQ_PUFF_SLACK) / EQ_PUFF_GROWTH_MAX) {
+		*ret_why = "too large";
+		return false;
+	}
+	size_t cap = len * EQ_PUFF_GROWTH_MAX + EQ_PUFF_SLACK, plen = 0;
+	uint8_t *p = eq_malloc(cap);
+	if (!p) {
+		*ret_why = nomem;
+		return false;
+	}
+	bool ok = eq_puff(in, len, p, cap, &plen, ret_why);
+	if (ok && !reproduces(p, plen, in, len)) {
+		*ret_why = "huffing does not give the same bytes";
+		ok = false;
+	}
+	eq_free(p);
 	return ok;
 }
 
@@ -910,10 +933,9 @@ eq_err eq_gzx_stream_write(void *ctx, const void *data, size_t len, struct eq_er
 				if ((r = eq_huff_end(&s->h, err)))
 					return eq_error_prefix(err, r, "gzip region %zu", s->i);
 				if (s->region_out != g->clen)
-					return eq_error_set(err, EQ_ERR_PARSE,
-							    "gzip region %zu re-encodes to %llu bytes, not %llu", s->i,
-							    (unsigned long long)s->region_out,
-							    (unsigned long long)g->clen);
+					return eq_error_set(
+						err, EQ_ERR_PARSE, "gzip region %zu re-encodes to %llu bytes, not %llu",
+						s->i, (unsigned long long)s->region_out, (unsigned long long)g->clen);
 				s->i++;
 				s->region_out = 0;
 				eq_huff_init(&s->h, region_out, s);
@@ -939,8 +961,68 @@ eq_err eq_gzx_stream_end(struct eq_gzx_stream *s, struct eq_error *err)
 	return EQ_OK;
 }
 
-eq_err eq_gzx_regions_check(const struct eq_gzx_region *r, size_t n, uint64_t xlen, uint64_t len,
-			    struct eq_error *err)
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+size_t eq_gzx_table_encode(const struct eq_gzx_region *r, size_t n, uint8_t *out)
+{
+	size_t len = 0;
+	uint64_t end = 0;
+	for (size_t i = 0; i < n; i++) {
+		len += put_varint(out + len, r[i].off - end);
+		len += put_varint(out + len, r[i].xlen);
+		len += put_varint(out + len, r[i].clen);
+		end = r[i].off + r[i].xlen;
+	}
+	return len;
+}
+
+static bool get_varint(const uint8_t *in, size_t len, size_t *pos, uint64_t *ret)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 64 && *pos < len; shift += 7) {
+		uint8_t b = in[(*pos)++];
+		if (shift == 63 && b > 1)
+			return false;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*ret = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+eq_err eq_gzx_table_decode(const uint8_t *in, size_t len, struct eq_gzx_region *r, size_t n, struct eq_error *err)
+{
+	size_t pos = 0;
+	uint64_t end = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t gap, xlen, clen;
+		if (!get_varint(in, len, &pos, &gap) || !get_varint(in, len, &pos, &xlen) ||
+		    !get_varint(in, len, &pos, &clen))
+			return eq_error_set(err, EQ_ERR_PARSE, "gzip region table entry %zu is truncated or malformed",
+					    i);
+		if (gap > UINT64_MAX - end || xlen > UINT64_MAX - end - gap)
+			return eq_error_set(err, EQ_ERR_PARSE, "gzip region table entry %zu: offset overflows", i);
+		r[i] = (struct eq_gzx_region){.off = end + gap, .xlen = xlen, .clen = clen};
+		end = r[i].off + xlen;
+	}
+	if (pos != len)
+		return eq_error_set(err, EQ_ERR_PARSE, "gzip region table has %zu bytes after its %zu entries",
+				    len - pos, n);
+	return EQ_OK;
+}
+
+eq_err eq_gzx_regions_check(const struct eq_gzx_region *r, size_t n, uint64_t xlen, uint64_t len, struct eq_error *err)
 {
 	uint64_t end = 0, sum_x = 0, sum_c = 0;
 	for (size_t i = 0; i < n; i++) {

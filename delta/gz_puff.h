@@ -32,7 +32,8 @@
 #define EQ_PUFF_SLACK 4096u
 /* Regions in one delta, at most: bounds the table the device holds. */
 #define EQ_GZX_REGIONS_MAX 65536u
-#define EQ_GZX_REGION_SIZE 24u /* bytes per table entry in the delta */
+#define EQ_GZX_REGION_SIZE 24u /* bytes per region in the device's memory */
+#define EQ_GZX_ENTRY_MAX 30u   /* bytes per region in the delta, at most */
 #define EQ_GZX_PREAMBLE_SIZE 56u
 
 /*
@@ -44,6 +45,11 @@
  * (when not NULL) says why in a few words.
  */
 bool eq_puff(const uint8_t *in, size_t len, uint8_t *out, size_t cap, size_t *ret_len, const char **ret_why);
+
+/* Whether eq_gzx_expand() would puff the file @in: it puffs within
+ * EQ_PUFF_GROWTH_MAX and huffs back to the same bytes. *ret_why says why
+ * not. For statistics and tests. */
+bool eq_puff_check(const uint8_t *in, size_t len, const char **ret_why);
 
 /*
  * Streaming re-encoder of one puffed member: eq_huff_write() takes the
@@ -119,7 +125,7 @@ void eq_gzx_done(struct eq_gzx *x);
 struct eq_gzx_stream {
 	const struct eq_gzx_region *r;
 	size_t n, i;
-	uint64_t pos;      /* expanded bytes seen */
+	uint64_t pos;        /* expanded bytes seen */
 	uint64_t region_out; /* bytes the current region has produced */
 	struct eq_huff h;
 	eq_write_fn sink;
@@ -130,6 +136,18 @@ void eq_gzx_stream_init(struct eq_gzx_stream *s, const struct eq_gzx_region *r, 
 			void *sink_ctx);
 eq_err eq_gzx_stream_write(void *ctx, const void *data, size_t len, struct eq_error *err) EQ_MUST_CHECK;
 eq_err eq_gzx_stream_end(struct eq_gzx_stream *s, struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * The region table as the delta carries it: per region three LEB128
+ * varints, the gap from the previous region's end (or 0) to its offset,
+ * its puffed length and its original length. Encode writes at most
+ * EQ_GZX_ENTRY_MAX bytes per region to @out and returns the count; decode
+ * must use all @len bytes for exactly @n regions (EQ_ERR_PARSE naming the
+ * entry). The table's consistency is checked by eq_gzx_regions_check().
+ */
+size_t eq_gzx_table_encode(const struct eq_gzx_region *r, size_t n, uint8_t *out);
+eq_err eq_gzx_table_decode(const uint8_t *in, size_t len, struct eq_gzx_region *r, size_t n,
+			   struct eq_error *err) EQ_MUST_CHECK;
 
 /* Checks a region table read from a delta against the expanded result size
  * @xlen and the original result size @len: sorted, inside, consistent.

@@ -185,7 +185,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	int c;
 	unsigned long v;
-	o->deltas_from = 1;
+	o->deltas_from = 3;
 	o->expires = 30;
 	o->level = 19;
 	optind = 1;

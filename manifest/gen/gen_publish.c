@@ -177,30 +177,45 @@ static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, uint6
 	return EQ_OK;
 }
 
+/* Distinct older payloads of a package whose existing deltas are offered. */
+#define DELTA_LOOKBACK 32u
+
 struct delta_list {
 	struct eq_manifest_delta v[EQ_MANIFEST_MAX_DELTAS];
 	size_t n;
 };
 
 /*
- * Makes (or finds) the delta from every distinct older payload of this
- * package in the last N releases to @to_path. A delta is kept only when it
- * is clearly smaller than the full object (at most 80 %): otherwise the
- * device is better off with the object, which needs no reference in memory.
+ * Offers deltas to @to_path from the package's older payloads, newest
+ * first: for the last N distinct ones (N = --deltas-from; republished
+ * releases with the same payload count once, so a republish never pushes a
+ * version out) the delta is made if it does not exist yet; from any older
+ * payload it is offered when it already exists in the repository (made for
+ * an earlier release with the same new payload, e.g. before a republish).
+ * A delta is kept only when it is clearly smaller than the full object (at
+ * most 80 %): otherwise the device is better off with the object, which
+ * needs no reference in memory.
  */
 static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sha, const char *to_path,
 			  uint64_t object_size, struct delta_list *dl, struct eq_error *err)
 {
-	size_t first = c->hist.n > c->o->deltas_from ? c->hist.n - c->o->deltas_from : 0;
-	for (size_t k = c->hist.n; k-- > first;) {
+	if (c->o->deltas_from == 0)
+		return EQ_OK;
+	/* Older payloads looked at, newest first; the walk ends after this
+	 * many, so long histories cost no more. */
+	const char *seen_v[DELTA_LOOKBACK];
+	size_t distinct = 0;
+	for (size_t k = c->hist.n; k-- > 0 && dl->n < EQ_MANIFEST_MAX_DELTAS && distinct < DELTA_LOOKBACK;) {
 		const struct eq_manifest_package *old = eq_manifest_find_package(c->hist.v[k].m, name);
 		if (!old || !strcmp(old->payload.sha256, to_sha))
 			continue;
 		bool seen = false;
-		for (size_t i = 0; i < dl->n; i++)
-			seen |= !strcmp(dl->v[i].from, old->payload.sha256);
-		if (seen || dl->n == EQ_MANIFEST_MAX_DELTAS)
+		for (size_t i = 0; i < distinct && !seen; i++)
+			seen = !strcmp(seen_v[i], old->payload.sha256);
+		if (seen)
 			continue;
+		seen_v[distinct] = old->payload.sha256;
+		bool make = distinct++ < c->o->deltas_from;
 		struct eq_manifest_delta d = {0};
 		snprintf(d.from, sizeof(d.from), "%s", old->payload.sha256);
 		snprintf(d.path, sizeof(d.path), "deltas/%s-%s", old->payload.sha256, to_sha);
@@ -215,6 +230,8 @@ static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sh
 			dl->v[dl->n++] = d;
 			continue;
 		}
+		if (!make)
+			continue;
 		EQ_AUTOFREE char *ref = NULL;
 		eq_err r = object_to_payload(c, old->object.sha256, old->payload.size, &ref, err);
 		if (r == EQ_ERR_NOTFOUND) {

@@ -125,6 +125,35 @@ out=$("$gen" publish --repo repo7 "${G[@]}" --key rel.key --store store7.db --le
   [ "$("$gen" show --repo repo7 "${G[@]}" --json | python3 -c 'import json,sys; m={p["name"]:p["taskhash"] for p in json.load(sys.stdin)["packages"]}; print(m["foo"])')" = "$T" ] &&
   pass "partial index: listed packages keep their taskhash, the others get defaults, with a warning" || fail "partial index: $out"
 
+# A republish never costs devices more: a device one, two or three releases
+# behind gets a delta, before and after the newest release is republished
+# (even with --deltas-from 1, which makes one delta but offers every
+# existing one).
+head -c 300000 /dev/urandom > base.bin
+mkver() { # VERSION OUTDIR: foo whose data is base.bin and a version line
+  local d; d=$(mktemp -d "$w/pkg.XXXX")
+  mkdir -p "$d/DEBIAN" "$d/usr/share/foo"
+  printf 'Package: foo\nVersion: %s\nArchitecture: all\nMaintainer: t <t@example.org>\nDescription: t\n' "$1" > "$d/DEBIAN/control"
+  { cat base.bin; echo "version $1"; } > "$d/usr/share/foo/data"
+  mkdir -p "$2"; dpkg-deb --root-owner-group -b "$d" "$2/foo_$1_all.deb" >/dev/null
+}
+for i in 1 2 3 4; do mkver "1.$i" "v$i"; done
+R=(--repo repo8 "${G[@]}" --key rel.key --store store8.db --level 3)
+for i in 1 2 3 4; do "$gen" -q publish "${R[@]}" --release "r$i" --packages "v$i" >/dev/null; done
+"$gen" -q publish "${R[@]}" --release r5 --packages v4 > pub5.txt
+"$gen" -q publish "${R[@]}" --release r6 --packages v4 --deltas-from 1 > pub6.txt
+grep -q " 0 new deltas" pub5.txt && grep -q " 0 new deltas" pub6.txt &&
+  pass "republishing makes no new delta" || fail "republish made deltas: $(cat pub5.txt pub6.txt)"
+for to in r4 r5 r6; do
+  for k in 1 2 3; do
+    if "$gen" diff --repo repo8 "${G[@]}" --from "r$k" --to "$to" | grep -q "^changed *foo 1.$k -> 1.4 [0-9]* (delta)"; then
+      pass "a device on r$k gets a delta to $to"
+    else
+      fail "a device on r$k downloads foo in full to $to"
+    fi
+  done
+done
+
 # verify: the good case, then each failure with its own message.
 "$gen" verify --repo repo "${B[@]}" --key rel.pub --deep >/dev/null && pass "verify accepts the release" || fail "verify"
 "$gen" keygen --out other >/dev/null

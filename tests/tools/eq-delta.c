@@ -20,6 +20,7 @@
 #include <eq/delta.h>
 
 #include "../../delta/exec_filter.h"
+#include "../../delta/gz_puff.h"
 
 static eq_err fd_write(void *ctx, const void *data, size_t len, struct eq_error *err)
 {
@@ -47,12 +48,96 @@ static uint64_t le64(const uint8_t *p)
 	return v;
 }
 
+static int fail(const struct eq_error *e);
+
+/* gzstat: gzip files of a payload, by content hash. */
+struct gz_file {
+	uint8_t sha[EQ_SHA256_LEN];
+	uint64_t start, size;
+};
+
+struct gz_list {
+	const uint8_t *data;
+	struct gz_file *f;
+	size_t n, cap;
+};
+
+static eq_err gz_collect(void *ctx, uint64_t start, uint64_t size, struct eq_error *err)
+{
+	struct gz_list *l = ctx;
+	const uint8_t *d = l->data + start;
+	if (size < 3 || d[0] != 0x1f || d[1] != 0x8b || d[2] != 8)
+		return EQ_OK;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->f = eq_realloc(l->f, l->cap * sizeof(*l->f));
+		if (!l->f)
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	}
+	struct gz_file *f = &l->f[l->n++];
+	eq_sha256(d, (size_t)size, f->sha);
+	f->start = start;
+	f->size = size;
+	return EQ_OK;
+}
+
+/* Changed gzip files of NEW (content not in OLD) and how many
+ * eq_gzx_expand() puffs, with the reasons for the rest. */
+static int gzstat(const char *old_path, const char *new_path, struct eq_error *e)
+{
+	uint8_t *od, *nd;
+	size_t ol, nl;
+	struct gz_list o = {0}, n = {0};
+	if (eq_file_read_all(old_path, (size_t)1 << 34, &od, &ol, e) ||
+	    eq_file_read_all(new_path, (size_t)1 << 34, &nd, &nl, e))
+		return fail(e);
+	o.data = od;
+	n.data = nd;
+	if (eq_xf_each_file(od, ol, gz_collect, &o, e) || eq_xf_each_file(nd, nl, gz_collect, &n, e))
+		return fail(e);
+	unsigned long long changed = 0, reproduced = 0, cbytes = 0, rbytes = 0;
+	const char *whys[16];
+	unsigned long long why_n[16] = {0};
+	size_t nwhy = 0;
+	for (size_t i = 0; i < n.n; i++) {
+		bool same = false;
+		for (size_t j = 0; j < o.n && !same; j++)
+			same = memcmp(n.f[i].sha, o.f[j].sha, EQ_SHA256_LEN) == 0;
+		if (same)
+			continue;
+		changed++;
+		cbytes += n.f[i].size;
+		const char *why = NULL;
+		if (eq_puff_check(nd + n.f[i].start, (size_t)n.f[i].size, &why)) {
+			reproduced++;
+			rbytes += n.f[i].size;
+			continue;
+		}
+		size_t k = 0;
+		while (k < nwhy && strcmp(whys[k], why) != 0)
+			k++;
+		if (k == nwhy && nwhy < 16)
+			whys[nwhy++] = why;
+		if (k < 16)
+			why_n[k]++;
+	}
+	printf("gz_files %zu\ngz_changed %llu\ngz_changed_bytes %llu\ngz_reproduced %llu\ngz_reproduced_bytes %llu\n",
+	       n.n, changed, cbytes, reproduced, rbytes);
+	for (size_t k = 0; k < nwhy; k++)
+		printf("not_reproduced %llu %s\n", why_n[k], whys[k]);
+	eq_free(o.f);
+	eq_free(n.f);
+	eq_free(od);
+	eq_free(nd);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
 		"usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-Z] [-m METHODS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
 		"       compress [-l LEVEL] IN OUT | decompress IN OUT | info DELTA | filter IN OUT |\n"
-		"       unfilter IN OUT | membound REF_SIZE WLOG\n");
+		"       unfilter IN OUT | membound REF_SIZE WLOG | gzstat OLD NEW\n");
 	return 2;
 }
 
@@ -149,6 +234,8 @@ int main(int argc, char **argv)
 		eq_free(d);
 		return 0;
 	}
+	if (strcmp(cmd, "gzstat") == 0 && na == 2)
+		return gzstat(a[0], a[1], &e);
 	if ((strcmp(cmd, "filter") == 0 || strcmp(cmd, "unfilter") == 0) && na == 2) {
 		uint8_t *d;
 		size_t len;

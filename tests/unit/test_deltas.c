@@ -1178,6 +1178,10 @@ static void test_delta_deflate(void **state)
 		uint8_t *d = eq_malloc(delta.len);
 		assert_non_null(d);
 		const size_t pre = EQ_DELTA_HEADER_SIZE;
+		/* one region: its table is 3 varints */
+		const uint64_t tlen = delta.data[pre + 52] | (uint64_t)delta.data[pre + 53] << 8;
+		assert_int_equal(delta.data[pre + 48], 1);
+		assert_true(tlen >= 3 && tlen < EQ_GZX_ENTRY_MAX);
 		struct {
 			size_t off;
 			uint64_t v;
@@ -1188,9 +1192,10 @@ static void test_delta_deflate(void **state)
 			{pre + 16, 0x55, 0, EQ_ERR_VERIFY, "differ from the"},
 			{pre + 48, EQ_GZX_REGIONS_MAX + 1u, 0, EQ_ERR_LIMIT, "gzip regions, the limit"},
 			{pre, (uint64_t)1 << 40, 0, EQ_ERR_LIMIT, "expanded delta reference"},
-			{pre + 56 + 16, 1, 0, EQ_ERR_PARSE, "do not add up"},
-			{pre + 56 + 8, 0, 0, EQ_ERR_PARSE, "outside"},
-			{0, 0, pre + 60, EQ_ERR_PARSE, "truncated in its gzip region table"},
+			{pre + 48, 1 | (uint64_t)31 << 32, 0, EQ_ERR_PARSE, "too long for 1 entries"},
+			{pre + 48, 1 | (tlen + 1) << 32, 0, EQ_ERR_PARSE, "bytes after its 1 entries"},
+			{pre + 48, 1 | (uint64_t)1 << 32, 0, EQ_ERR_PARSE, "entry 0 is truncated"},
+			{0, 0, pre + 58, EQ_ERR_PARSE, "truncated in its gzip region table"},
 			{0, 0, pre + 20, EQ_ERR_PARSE, "truncated in its gzip preamble"},
 		};
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -1203,6 +1208,29 @@ static void test_delta_deflate(void **state)
 			if (r != bad[i].want || !strstr(e.msg, bad[i].msg))
 				fail_msg("method %u case %zu: got %s '%s', expected '%s'", m, i, eq_err_str(r), e.msg,
 					 bad[i].msg);
+		}
+		/* a table that decodes but does not fit the payload */
+		struct eq_gzx_region g[1];
+		uint8_t t[2 * EQ_GZX_ENTRY_MAX];
+		assert_int_equal(eq_gzx_table_decode(delta.data + pre + 56, tlen, g, 1, &e), EQ_OK);
+		for (int k = 0; k < 2; k++) {
+			struct eq_gzx_region h = g[0];
+			if (k == 0)
+				h.clen++;
+			else
+				h.xlen = (uint64_t)1 << 40;
+			size_t tl = eq_gzx_table_encode(&h, 1, t);
+			struct eq_buf d2;
+			eq_buf_init(&d2, 64u << 20);
+			assert_int_equal(eq_buf_append(&d2, delta.data, pre + 56, &e), EQ_OK);
+			put_le64(d2.data + pre + 48, 1 | (uint64_t)tl << 32);
+			assert_int_equal(eq_buf_append(&d2, t, tl, &e), EQ_OK);
+			assert_int_equal(
+				eq_buf_append(&d2, delta.data + pre + 56 + tlen, delta.len - pre - 56 - tlen, &e),
+				EQ_OK);
+			assert_int_equal(apply(tmp_path("old"), d2.data, d2.len, &out, want, NULL, &e), EQ_ERR_PARSE);
+			assert_non_null(strstr(e.msg, k == 0 ? "do not add up" : "outside"));
+			eq_buf_done(&d2);
 		}
 		/* Damage anywhere after the header is caught, or changes bits
 		 * that do not matter (a zstd frame's window size): the result

@@ -507,7 +507,7 @@ struct eq_publish_opts {
 	const char *build_index;        /* NULL: default taskhashes */
 	const char *store_path;         /* NULL: eq_store_default_path() */
 	const char *hashserv;           /* non-NULL: this bitbake-hashserv instead of the store (eq_equiv_opts) */
-	unsigned deltas_from;           /* deltas against the last N releases (default 1) */
+	unsigned deltas_from;           /* deltas made from the last N distinct older payloads (default 3) */
 	unsigned expires_days;          /* default 30 */
 	int level;                      /* zstd level of objects and deltas, default 19 */
 	enum eq_publish_policy policy;  /* default EQ_POLICY_DEFAULT */
