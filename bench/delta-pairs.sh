@@ -35,6 +35,8 @@ sz() { stat -c%s "$1"; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
 printf '%-12s %-22s %-22s %10s %9s %9s %9s %9s %9s %8s %8s\n' package old new payload full eqota bsdiff xdelta3 zstd-pf eq/full eq/bsd
 tot_new=0 tot_full=0 tot_eq=0 tot_bsd=0 tot_xd=0 tot_zs=0
+gz_changed=0 gz_repro=0 gz_changed_b=0 gz_repro_b=0
+: >"$WORK/gz_why"
 largest=0 largest_pkg=
 while read -r pkg old new; do
 	O=$WORK/$pkg.old.tar N=$WORK/$pkg.new.tar
@@ -57,12 +59,22 @@ while read -r pkg old new; do
 	tot_new=$((tot_new + n)) tot_full=$((tot_full + f)) tot_eq=$((tot_eq + e))
 	tot_bsd=$((tot_bsd + b)) tot_xd=$((tot_xd + x)) tot_zs=$((tot_zs + z))
 	if [ "$n" -gt "$largest" ]; then largest=$n largest_pkg=$pkg; fi
+	"$EQ_DELTA" gzstat "$O" "$N" >"$WORK/gz"
+	gz_changed=$((gz_changed + $(awk '$1 == "gz_changed" { print $2 }' "$WORK/gz")))
+	gz_repro=$((gz_repro + $(awk '$1 == "gz_reproduced" { print $2 }' "$WORK/gz")))
+	gz_changed_b=$((gz_changed_b + $(awk '$1 == "gz_changed_bytes" { print $2 }' "$WORK/gz")))
+	gz_repro_b=$((gz_repro_b + $(awk '$1 == "gz_reproduced_bytes" { print $2 }' "$WORK/gz")))
+	awk '$1 == "not_reproduced" { c = $2; $1 = ""; $2 = ""; for (i = 0; i < c; i++) print }' "$WORK/gz" >>"$WORK/gz_why"
 	rm -f "$WORK/out" "$WORK/full"
 done < <(list_pairs "$PAIRS_DIR" $PKGS)
 printf '%-12s %-22s %-22s %10d %9d %9d %9d %9d %9d %8s %8s\n' SUM "" "" "$tot_new" "$tot_full" "$tot_eq" "$tot_bsd" "$tot_xd" "$tot_zs" \
 	"$(pct "$tot_eq" "$tot_full")" "$(pct "$tot_eq" "$tot_bsd")"
 echo "payloads made with: $PAYLOAD_TOOL"
-if [ "$tot_eq" -le "$tot_bsd" ]; then echo "target met: eqota sum <= bsdiff sum"; else echo "target NOT met: eqota sum > bsdiff sum"; fi
+echo "eqota sum vs: bsdiff $(pct "$tot_eq" "$tot_bsd"), xdelta3 $(pct "$tot_eq" "$tot_xd"), zstd --patch-from $(pct "$tot_eq" "$tot_zs")"
+if [ $((tot_eq * 3)) -le "$tot_bsd" ]; then echo "target met: eqota sum <= 1/3 of bsdiff sum"; else echo "target NOT met: eqota sum > 1/3 of bsdiff sum"; fi
+printf 'changed .gz files (content not in the old payload): %d, reproduced exactly by the device: %d (%d of %d bytes)\n' \
+	"$gz_changed" "$gz_repro" "$gz_repro_b" "$gz_changed_b"
+[ -s "$WORK/gz_why" ] && sort "$WORK/gz_why" | awk '{ n[$0]++ } END { for (w in n) print "  not reproduced: " n[w] " x " w }'
 
 # Peak RSS of applying the largest delta vs the documented bound.
 D=$WORK/$largest_pkg.delta
@@ -75,3 +87,8 @@ peak=$(rss "$EQ_DELTA" apply "$WORK/$largest_pkg.old.tar" "$D" "$WORK/out")
 cmp -s "$WORK/$largest_pkg.new.tar" "$WORK/out"
 echo "apply $largest_pkg (window 2^$wlog): peak RSS $peak bytes, process baseline $base bytes," \
 	"library use <= $((peak - base)); eq_delta_apply_mem_bound = $bound: $([ $((peak - base)) -le "$bound" ] && echo holds || echo EXCEEDED)"
+anon=$(peak_anon "$EQ_DELTA" apply "$WORK/$largest_pkg.old.tar" "$D" "$WORK/out")
+regions=$(awk '/^gzip_regions/ { print $2 }' "$WORK/info")
+abound=$(( (1 << wlog) + 4 * 1024 * 1024 + ${regions:-0} * 24 + 3072 ))
+echo "apply $largest_pkg: peak anonymous memory $anon bytes (the reference images are file-backed);" \
+	"2^window + 4 MiB + region table <= $abound: $([ "$anon" -le "$abound" ] && echo holds || echo EXCEEDED)"

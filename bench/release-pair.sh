@@ -50,6 +50,8 @@ sz() { stat -c %s "$1"; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
 printf '%-12s %10s %10s %10s %10s %10s %10s\n' package payload full eqota bsdiff xdelta3 zstd-pf
 s_full=0 s_eq=0 s_bsd=0 s_xd=0 s_zs=0 largest=0 largest_d=
+gz_changed=0 gz_repro=0 gz_changed_b=0 gz_repro_b=0
+: > gz_why
 while read -r name oobj nobj nsize psize dpath; do
   [ "$name" = "#full" ] && continue
   zstd -q -d -f "repo/$oobj" -o old.tar
@@ -59,6 +61,12 @@ while read -r name oobj nobj nsize psize dpath; do
   xdelta3 -e -9 -S djw -f -s old.tar new.tar p.xd; x=$(sz p.xd)
   zstd -q -f -19 --long=31 --patch-from=old.tar new.tar -o p.zs 2>/dev/null; z=$(sz p.zs)
   printf '%-12s %10d %10d %10d %10d %10d %10d\n' "$name" "$psize" "$nsize" "$e" "$b" "$x" "$z"
+  "$eqd" gzstat old.tar new.tar > gz
+  gz_changed=$((gz_changed + $(awk '$1 == "gz_changed" { print $2 }' gz)))
+  gz_repro=$((gz_repro + $(awk '$1 == "gz_reproduced" { print $2 }' gz)))
+  gz_changed_b=$((gz_changed_b + $(awk '$1 == "gz_changed_bytes" { print $2 }' gz)))
+  gz_repro_b=$((gz_repro_b + $(awk '$1 == "gz_reproduced_bytes" { print $2 }' gz)))
+  awk '$1 == "not_reproduced" { c = $2; $1 = ""; $2 = ""; for (i = 0; i < c; i++) print }' gz >> gz_why
   s_full=$((s_full + nsize)) s_eq=$((s_eq + e)) s_bsd=$((s_bsd + b)) s_xd=$((s_xd + x)) s_zs=$((s_zs + z))
   if [ "$dpath" != - ] && [ "$psize" -gt "$largest" ]; then largest=$psize; largest_d=$dpath; cp old.tar largest.ref; cp new.tar largest.new; fi
 done < changed.txt
@@ -71,13 +79,20 @@ printf '%-46s %12d %8s\n' "changed packages as eqota deltas" "$s_eq" "$(pct "$s_
 printf '%-46s %12d %8s\n' "changed packages as bsdiff patches" "$s_bsd" "$(pct "$s_bsd" "$full_set")"
 printf '%-46s %12d %8s\n' "changed packages as xdelta3 -9 patches" "$s_xd" "$(pct "$s_xd" "$full_set")"
 printf '%-46s %12d %8s\n' "changed packages as zstd -19 --patch-from" "$s_zs" "$(pct "$s_zs" "$full_set")"
-echo "eqota deltas / bsdiff: $(pct "$s_eq" "$s_bsd")"
+echo "eqota deltas vs: bsdiff $(pct "$s_eq" "$s_bsd"), xdelta3 $(pct "$s_eq" "$s_xd"), zstd --patch-from $(pct "$s_eq" "$s_zs")"
+if [ $((s_eq * 3)) -le "$s_bsd" ]; then echo "target met: eqota sum <= 1/3 of bsdiff sum"; else echo "target NOT met: eqota sum > 1/3 of bsdiff sum"; fi
+printf 'changed .gz files (content not in the old payload): %d, reproduced exactly by the device: %d (%d of %d bytes)\n' \
+  "$gz_changed" "$gz_repro" "$gz_repro_b" "$gz_changed_b"
+[ -s gz_why ] && sort gz_why | awk '{ n[$0]++ } END { for (w in n) print "  not reproduced: " n[w] " x " w }'
 echo
 if [ -n "$largest_d" ]; then
   peak=$(/usr/bin/time -v "$eqd" apply largest.ref "repo/$largest_d" out.tar 2>&1 >/dev/null | awk -F: '/Maximum resident/ {gsub(/ /,"",$2); print $2}')
   cmp -s out.tar largest.new || { echo "FAIL: applying $largest_d gave other bytes" >&2; exit 1; }
   bound=$("$eqd" info "repo/$largest_d" | awk '/^mem_bound/ {print $2}')
   echo "apply largest delta (reference payload $largest bytes): peak RSS $peak KiB; documented bound $bound bytes"
+  . "$src/bench/delta-pairs-lib.sh"
+  echo "apply largest delta: peak anonymous memory $(peak_anon "$eqd" apply largest.ref "repo/$largest_d" out.tar) bytes" \
+    "(reference images file-backed)"
 fi
 echo
 printf '%-40s %8s\n' "eqota-gen publish" seconds

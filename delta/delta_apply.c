@@ -11,7 +11,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -115,17 +117,93 @@ eq_err eq_delta_read_full(eq_read_fn src, void *ctx, uint8_t *buf, size_t len, s
 	return EQ_OK;
 }
 
-/* Loads the reference while hashing it; EQ_ERR_VERIFY if it is not the one
- * the delta names. */
-static eq_err load_reference(const char *path, const struct eq_delta_info *info, uint8_t **ret, struct eq_error *err)
+/*
+ * The reference as a method reads it. To keep the device's anonymous memory
+ * flat in the package size, it lives in files: the payload mapped
+ * read-only, and the filtered and expanded images in unnamed scratch files
+ * beside it, mapped shared, so their pages are page cache the kernel can
+ * write back and drop. Where no scratch file can be made (a read-only or
+ * full file system) the image is in memory, as before.
+ */
+struct refimg {
+	uint8_t *p;
+	size_t len;
+	bool mapped;
+};
+
+static void refimg_done(struct refimg *m)
+{
+	if (m->mapped)
+		munmap(m->p, m->len);
+	else
+		eq_free(m->p);
+	*m = (struct refimg){0};
+}
+
+/* An unnamed file of @len bytes with its blocks allocated, so writing
+ * through the mapping can never hit a full disk (SIGBUS); -1 if none. */
+static int scratch_fd(const char *dir, size_t len)
+{
+	int fd = -1;
+#ifdef EQ_TEST_HOOKS
+	/* Test hook (STYLE 27): exercise the in-memory fallback. */
+	if (secure_getenv("EQ_TEST_NO_SCRATCH"))
+		return -1;
+#endif
+#ifdef O_TMPFILE
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+	if (fd < 0) {
+		char *tmpl = eq_asprintf("%s/.eq-delta-XXXXXX", dir);
+		if (!tmpl)
+			return -1;
+		fd = mkostemp(tmpl, O_CLOEXEC);
+		if (fd >= 0)
+			(void)unlink(tmpl);
+		eq_free(tmpl);
+		if (fd < 0)
+			return -1;
+	}
+	if (posix_fallocate(fd, 0, (off_t)len) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A writable image of @len bytes: a shared mapping of a scratch file in
+ * @dir, else memory. */
+static eq_err refimg_scratch(const char *dir, size_t len, struct refimg *m, struct eq_error *err)
+{
+	*m = (struct refimg){0};
+	int fd = len ? scratch_fd(dir, len) : -1;
+	if (fd >= 0) {
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (p != MAP_FAILED) {
+			*m = (struct refimg){p, len, true};
+			return EQ_OK;
+		}
+	}
+	eq_log(EQ_LOG_DEBUG, "no scratch file in '%s': the %zu-byte reference image is in memory", dir, len);
+	m->p = eq_malloc(len ? len : 1);
+	if (!m->p)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the %zu-byte reference", len);
+	m->len = len;
+	return EQ_OK;
+}
+
+/* Maps the reference read-only and checks its hash; EQ_ERR_VERIFY if it is
+ * not the payload the delta names. */
+static eq_err map_reference(const char *path, const struct eq_delta_info *info, struct refimg *m, struct eq_error *err)
 {
 	char want[EQ_SHA256_HEX_LEN + 1], got[EQ_SHA256_HEX_LEN + 1];
+	*m = (struct refimg){0};
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open reference '%s'",
 				      path);
 	eq_err r = EQ_OK;
-	uint8_t *buf = NULL;
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
 		r = eq_error_errno(err, EQ_ERR_IO, "cannot stat reference '%s'", path);
@@ -139,45 +217,30 @@ static eq_err load_reference(const char *path, const struct eq_delta_info *info,
 		goto out;
 	}
 	size_t size = (size_t)info->ref_size;
-	buf = eq_malloc(size ? size : 1);
-	if (!buf) {
-		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the %zu-byte reference", size);
+	if (size) {
+		void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED) {
+			r = eq_error_errno(err, EQ_ERR_IO, "cannot map reference '%s'", path);
+			goto out;
+		}
+		*m = (struct refimg){p, size, true};
+	} else if (!(m->p = eq_malloc(1))) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	struct eq_sha256 h;
-	eq_sha256_init(&h);
-	size_t got_n = 0;
-	while (got_n < size) {
-		size_t want_n = size - got_n < (1u << 20) ? size - got_n : (1u << 20);
-		ssize_t n = read(fd, buf + got_n, want_n);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = eq_error_errno(err, EQ_ERR_IO, "cannot read reference '%s'", path);
-			goto out;
-		}
-		if (n == 0) {
-			r = eq_error_set(err, EQ_ERR_IO, "reference '%s' shrank while being read", path);
-			goto out;
-		}
-		eq_sha256_update(&h, buf + got_n, (size_t)n);
-		got_n += (size_t)n;
-	}
 	uint8_t d[EQ_SHA256_LEN];
-	eq_sha256_final(&h, d);
+	eq_sha256(m->p, size, d);
 	if (memcmp(d, info->ref_sha256, EQ_SHA256_LEN) != 0) {
 		eq_hex_encode(d, EQ_SHA256_LEN, got);
 		eq_hex_encode(info->ref_sha256, EQ_SHA256_LEN, want);
 		r = eq_error_set(err, EQ_ERR_VERIFY,
 				 "reference '%s' is not the payload this delta was made from: sha256 %s, expected %s",
 				 path, got, want);
-		goto out;
 	}
-	*ret = buf;
-	buf = NULL;
 out:
 	close(fd);
-	eq_free(buf);
+	if (r)
+		refimg_done(m);
 	return r;
 }
 
@@ -341,28 +404,33 @@ static eq_err read_gzx_preamble(eq_read_fn src, void *src_ctx, const struct eq_d
 	return eq_gzx_regions_check(g->r, g->n, g->xresult_size, info->result_size, err);
 }
 
-/* Replaces the (filtered) reference by its expansion, which must be the
- * one the publisher diffed against. */
-static eq_err expand_reference(uint8_t **ref, const struct eq_delta_info *info, const struct gzx_pre *g,
-			       struct eq_error *err)
+/* Replaces the (filtered) reference image by its expansion, which must be
+ * the one the publisher diffed against. */
+static eq_err expand_reference(struct refimg *img, const char *dir, const struct gzx_pre *g, struct eq_error *err)
 {
+	struct refimg xi;
 	struct eq_gzx x;
-	eq_err r = eq_gzx_expand(*ref, (size_t)info->ref_size, g->xref_size ? (size_t)g->xref_size : 1, &x, err);
+	eq_err r = refimg_scratch(dir, (size_t)g->xref_size, &xi, err);
 	if (r)
+		return r;
+	if ((r = eq_gzx_expand(img->p, img->len, xi.p, xi.len, &x, err))) {
+		refimg_done(&xi);
 		return eq_error_prefix(err, r, "expanding the reference's gzip files");
+	}
 	uint8_t d[EQ_SHA256_LEN];
-	eq_sha256(x.data, x.len, d);
+	eq_sha256(xi.p, x.len, d);
 	if (x.len != g->xref_size || memcmp(d, g->xref_sha256, EQ_SHA256_LEN) != 0) {
 		r = eq_error_set(err, EQ_ERR_VERIFY,
 				 "expanding the reference's gzip files gives %zu bytes that differ from the %llu the "
 				 "delta was made against (a different eqota version made it?)",
 				 x.len, (unsigned long long)g->xref_size);
 		eq_gzx_done(&x);
+		refimg_done(&xi);
 		return r;
 	}
-	eq_free(*ref);
-	*ref = x.data;
-	eq_free(x.r);
+	eq_gzx_done(&x);
+	refimg_done(img);
+	*img = xi;
 	return EQ_OK;
 }
 
@@ -404,7 +472,8 @@ eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ct
 		return eq_error_set(err, EQ_ERR_LIMIT, "delta result of %llu bytes exceeds the limit of %llu",
 				    (unsigned long long)info.result_size, (unsigned long long)lim.max_result_size);
 
-	uint8_t *ref = NULL;
+	struct refimg ref = {0};
+	char *dir = NULL;
 	const unsigned xmode = info.filter & (EQ_DELTA_FILTER_BRANCH | EQ_DELTA_FILTER_DATA);
 	const bool deflate = info.filter & EQ_DELTA_FILTER_DEFLATE;
 	struct eq_xf xf;
@@ -422,20 +491,33 @@ eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ct
 		body.ref_size = g.xref_size;
 		body.result_size = g.xresult_size;
 	}
-	if ((r = load_reference(ref_path, &info, &ref, err)))
+	if ((r = map_reference(ref_path, &info, &ref, err)))
 		goto out;
+	const char *slash = strrchr(ref_path, '/');
+	dir = slash ? eq_strndup(ref_path, slash == ref_path ? 1 : (size_t)(slash - ref_path)) : eq_strdup(".");
+	if (!dir) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		goto out;
+	}
 	/* Output chain, last stage first: hash, un-filter, re-encode gzip. */
 	eq_write_fn next = out_write;
 	void *next_ctx = &os;
 	if (xmode) {
-		eq_xf_buffer(ref, (size_t)info.ref_size, true, xmode, NULL);
+		/* filtered in a scratch copy: the payload file stays as it is */
+		struct refimg f;
+		if ((r = refimg_scratch(dir, ref.len, &f, err)))
+			goto out;
+		memcpy(f.p, ref.p, ref.len);
+		refimg_done(&ref);
+		ref = f;
+		eq_xf_buffer(ref.p, ref.len, true, xmode, NULL);
 		if ((r = eq_xf_stream_begin(&xf, next, next_ctx, err)))
 			goto out;
 		next = eq_xf_stream_write;
 		next_ctx = &xf;
 	}
 	if (deflate) {
-		if ((r = expand_reference(&ref, &info, &g, err)))
+		if ((r = expand_reference(&ref, dir, &g, err)))
 			goto out;
 		gs = eq_malloc(sizeof(*gs));
 		if (!gs) {
@@ -448,9 +530,9 @@ eq_err eq_delta_apply_limited(const char *ref_path, eq_read_fn src, void *src_ct
 	}
 
 	if (info.method == EQ_DELTA_METHOD_BSD)
-		r = eq_bsd_apply(ref, &body, src, src_ctx, EQ_DELTA_HEADER_SIZE + g.bytes, next, next_ctx, err);
+		r = eq_bsd_apply(ref.p, &body, src, src_ctx, EQ_DELTA_HEADER_SIZE + g.bytes, next, next_ctx, err);
 	else
-		r = apply_zstd(ref, &body, src, src_ctx, EQ_DELTA_HEADER_SIZE + g.bytes, next, next_ctx, err);
+		r = apply_zstd(ref.p, &body, src, src_ctx, EQ_DELTA_HEADER_SIZE + g.bytes, next, next_ctx, err);
 	if (r)
 		goto out;
 	if (deflate && (r = eq_gzx_stream_end(gs, err)))
@@ -474,6 +556,7 @@ out:
 	eq_xf_done(&xf);
 	eq_free(gs);
 	eq_free(g.r);
-	eq_free(ref);
+	eq_free(dir);
+	refimg_done(&ref);
 	return r;
 }

@@ -318,8 +318,8 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 	 * both forms are tried for method 0, method 1 follows its choice. */
 	bool can_deflate = false;
 	if (p->deflate) {
-		if ((r = eq_gzx_expand(old, old_len, 0, &in.xo, err)) ||
-		    (r = eq_gzx_expand(new_, new_len, 0, &in.xn, err)))
+		if ((r = eq_gzx_expand(old, old_len, NULL, 0, &in.xo, err)) ||
+		    (r = eq_gzx_expand(new_, new_len, NULL, 0, &in.xn, err)))
 			goto out;
 		can_deflate = in.xn.n > 0;
 		eq_log(EQ_LOG_DEBUG, "deflate: old %zu gzip files, %zu -> %zu bytes; new %zu, %zu -> %zu bytes",

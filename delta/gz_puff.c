@@ -853,17 +853,10 @@ static eq_err expand_file(void *ctx, uint64_t start, uint64_t size, struct eq_er
 	return EQ_OK;
 }
 
-eq_err eq_gzx_expand(const uint8_t *in, size_t len, size_t fixed_cap, struct eq_gzx *x, struct eq_error *err)
+eq_err eq_gzx_expand(const uint8_t *in, size_t len, uint8_t *buf, size_t buf_len, struct eq_gzx *x,
+		     struct eq_error *err)
 {
-	*x = (struct eq_gzx){0};
-	if (fixed_cap) {
-		x->data = eq_malloc(fixed_cap);
-		if (!x->data)
-			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the %zu-byte expanded reference",
-					    fixed_cap);
-		x->cap = fixed_cap;
-		x->fixed = true;
-	}
+	*x = (struct eq_gzx){.data = buf, .cap = buf ? buf_len : 0, .fixed = buf != NULL};
 	struct expand_ctx c = {.in = in, .x = x};
 	eq_err r = eq_xf_each_file(in, len, expand_file, &c, err);
 	if (!r)
@@ -889,7 +882,8 @@ void eq_gzx_splice(const struct eq_gzx *x, const uint8_t *filtered, size_t filte
 
 void eq_gzx_done(struct eq_gzx *x)
 {
-	eq_free(x->data);
+	if (!x->fixed)
+		eq_free(x->data);
 	eq_free(x->r);
 	*x = (struct eq_gzx){0};
 }

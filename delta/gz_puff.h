@@ -87,11 +87,12 @@ struct eq_gzx_region {
 	uint64_t clen; /* original (compressed) length */
 };
 
-/* An expanded payload. eq_gzx_done() frees both arrays. */
+/* An expanded payload. eq_gzx_done() frees both arrays (data only when
+ * eq_gzx_expand() allocated it). */
 struct eq_gzx {
 	uint8_t *data;
 	size_t len, cap;
-	bool fixed; /* data was sized by the caller (the delta declares it) */
+	bool fixed; /* data is the caller's buffer, sized by the delta's declaration */
 	struct eq_gzx_region *r;
 	size_t n;
 };
@@ -101,12 +102,13 @@ struct eq_gzx {
  * single gzip member puffing within EQ_PUFF_GROWTH_MAX and reproduced
  * exactly by eq_huff is replaced by its puffed form; everything else is
  * copied. Deterministic: the publisher and the device expand the same
- * reference to the same bytes. With @fixed_cap non-zero the output buffer
- * is allocated once with that size and EQ_ERR_VERIFY is returned if the
- * expansion would not fit (the device knows the size from the delta);
- * otherwise it grows. EQ_ERR_NOMEM, EQ_ERR_LIMIT past EQ_GZX_REGIONS_MAX.
+ * reference to the same bytes. With @buf the expansion is written there
+ * (the caller's, @buf_len bytes, which the device knows from the delta)
+ * and EQ_ERR_VERIFY is returned if it would not fit; with @buf NULL the
+ * output is allocated and grows. EQ_ERR_NOMEM, EQ_ERR_LIMIT past
+ * EQ_GZX_REGIONS_MAX.
  */
-eq_err eq_gzx_expand(const uint8_t *in, size_t len, size_t fixed_cap, struct eq_gzx *x,
+eq_err eq_gzx_expand(const uint8_t *in, size_t len, uint8_t *buf, size_t buf_len, struct eq_gzx *x,
 		     struct eq_error *err) EQ_MUST_CHECK;
 
 /* Builds into @out (x->len bytes) the expansion of @filtered, a copy of the

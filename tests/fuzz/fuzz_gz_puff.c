@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)r;
 	} else {
 		struct eq_gzx x;
-		if (eq_gzx_expand(in, n, 0, &x, &e) != EQ_OK)
+		if (eq_gzx_expand(in, n, NULL, 0, &x, &e) != EQ_OK)
 			return 0;
 		if (eq_gzx_regions_check(x.r, x.n, x.len, n, &e) != EQ_OK)
 			abort();

@@ -135,7 +135,7 @@ static int gzstat(const char *old_path, const char *new_path, struct eq_error *e
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-Z] [-m METHODS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
+		"usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-Z] [-W MAXWLOG] [-m METHODS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
 		"       compress [-l LEVEL] IN OUT | decompress IN OUT | info DELTA | filter IN OUT |\n"
 		"       unfilter IN OUT | membound REF_SIZE WLOG | gzstat OLD NEW\n");
 	return 2;
@@ -189,12 +189,13 @@ int main(int argc, char **argv)
 	int level = 19;
 	optind = 2;
 	int c;
-	while ((c = getopt(argc, argv, "l:w:FZm:")) != -1) {
+	while ((c = getopt(argc, argv, "l:w:W:FZm:")) != -1) {
 		switch (c) {
 		case 'l': level = p.level = (int)strtol(optarg, NULL, 10); break;
 		case 'w': p.window_log = lim.max_window_log = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'F': p.exec_filter = false; break;
 		case 'Z': p.deflate = false; break;
+		case 'W': p.max_window_log = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'm': p.methods = (unsigned)strtoul(optarg, NULL, 0); break;
 		default: return usage();
 		}
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
 		       (unsigned long long)info.result_size, nh);
 		if ((info.filter & EQ_DELTA_FILTER_DEFLATE) && len >= EQ_DELTA_HEADER_SIZE + 56) {
 			const uint8_t *pre = d + EQ_DELTA_HEADER_SIZE;
-			uint64_t xref = le64(pre), xres = le64(pre + 8), n = le64(pre + 48);
+			uint64_t xref = le64(pre), xres = le64(pre + 8), n = le64(pre + 48) & 0xffffffffu;
 			printf("expanded_ref_size %llu\nexpanded_result_size %llu\ngzip_regions %llu\n",
 			       (unsigned long long)xref, (unsigned long long)xres, (unsigned long long)n);
 			bound = eq_delta_apply_mem_bound_deflate(info.ref_size, xref, n, info.window_log);

@@ -1045,18 +1045,22 @@ static void test_gzx_payload(void **state)
 	tar_end(&tar);
 
 	struct eq_gzx x;
-	assert_int_equal(eq_gzx_expand(tar.data, tar.len, 0, &x, &e), EQ_OK);
+	assert_int_equal(eq_gzx_expand(tar.data, tar.len, NULL, 0, &x, &e), EQ_OK);
 	assert_int_equal(x.n, 2);
 	assert_int_equal(x.r[0].clen, n1);
 	assert_int_equal(x.r[1].clen, n2);
 	assert_int_equal(eq_gzx_regions_check(x.r, x.n, x.len, tar.len, &e), EQ_OK);
 	/* the same bytes into a buffer of exactly the declared size */
 	struct eq_gzx y;
-	assert_int_equal(eq_gzx_expand(tar.data, tar.len, x.len, &y, &e), EQ_OK);
+	uint8_t *buf = eq_malloc(x.len);
+	assert_non_null(buf);
+	assert_int_equal(eq_gzx_expand(tar.data, tar.len, buf, x.len, &y, &e), EQ_OK);
 	assert_int_equal(y.len, x.len);
-	assert_memory_equal(y.data, x.data, x.len);
-	eq_gzx_done(&y);
-	assert_int_equal(eq_gzx_expand(tar.data, tar.len, x.len - 1, &y, &e), EQ_ERR_VERIFY);
+	assert_memory_equal(buf, x.data, x.len);
+	eq_gzx_done(&y); /* the buffer stays the caller's */
+	assert_int_equal(eq_gzx_expand(tar.data, tar.len, buf, x.len - 1, &y, &e), EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, "more than the"));
+	eq_free(buf);
 	/* splicing the unchanged payload gives the expansion */
 	uint8_t *sp = eq_malloc(x.len);
 	assert_non_null(sp);
@@ -1262,6 +1266,35 @@ static void test_delta_deflate(void **state)
 	pair_done(&p);
 }
 
+/* Where no scratch file can be made the reference images are in memory:
+ * the same result. */
+#ifdef EQ_TEST_HOOKS
+static void test_delta_no_scratch(void **state)
+{
+	(void)state;
+	struct pair p;
+	make_gz_pair(&p);
+	struct eq_delta_params params;
+	eq_delta_params_default(&params);
+	params.methods = 1u << EQ_DELTA_METHOD_ZSTD;
+	struct eq_buf delta, out;
+	struct eq_error e;
+	create_delta(&p, &params, &delta);
+	eq_buf_init(&out, 64u << 20);
+	assert_int_equal(setenv("EQ_TEST_NO_SCRATCH", "1", 1), 0);
+	eq_err r = apply(tmp_path("old"), delta.data, delta.len, &out, NULL, NULL, &e);
+	unsetenv("EQ_TEST_NO_SCRATCH");
+	assert_int_equal(r, EQ_OK);
+	assert_int_equal(out.len, p.new_.len);
+	assert_memory_equal(out.data, p.new_.data, out.len);
+	eq_buf_done(&delta);
+	eq_buf_done(&out);
+	pair_done(&p);
+}
+#else
+EQ_HOOKS_MISSING(test_delta_no_scratch)
+#endif
+
 static void test_bad_corpus(void **state)
 {
 	(void)state;
@@ -1327,6 +1360,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_huff_errors),
 		cmocka_unit_test(test_gzx_payload),
 		cmocka_unit_test_setup_teardown(test_delta_deflate, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_delta_no_scratch, setup_tmp, teardown_tmp),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

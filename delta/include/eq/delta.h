@@ -292,9 +292,14 @@ EQ_API eq_err eq_delta_apply(const char *ref_path, eq_read_fn src, void *src_ctx
  * of @ref_size bytes and a delta whose header says window 2^@window_log,
  * for either method: ref_size + 2^window_log + 4 MiB (zstd contexts, block
  * and stream buffers, method 1's segment buffer, the executable filter's
- * 256 KiB). The reference is filtered in place, so there is no second copy;
- * for method 1 the header's window covers its three stream windows
- * together. The formula and its measurement are in docs/internals/delta.md.
+ * 256 KiB). Of this, only 2^window_log + 4 MiB is anonymous memory: the
+ * reference is read through a read-only mapping of its file, and its
+ * filtered (and expanded) image is written to an unnamed scratch file in
+ * the reference's folder (blocks allocated up front) mapped shared, so its
+ * pages are page cache the kernel may write back and drop. Only where no
+ * scratch file can be made is the image in memory. For method 1 the
+ * header's window covers its three stream windows together. The formula
+ * and its measurement are in docs/internals/delta.md.
  * Saturates at UINT64_MAX. A deflate-aware delta also holds the expanded
  * reference and its region table: see eq_delta_apply_mem_bound_deflate(). */
 EQ_API uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log);
@@ -302,8 +307,9 @@ EQ_API uint64_t eq_delta_apply_mem_bound(uint64_t ref_size, unsigned window_log)
 /* The bound for a delta with EQ_DELTA_FILTER_DEFLATE, whose preamble
  * declares an expanded reference of @xref_size bytes and @regions gzip
  * regions: eq_delta_apply_mem_bound(ref_size, window_log) + xref_size +
- * 24 * regions + 3 KiB (the raw reference is freed once it is expanded, but
- * both exist while expanding). */
+ * 24 * regions + 3 KiB (the reference image is unmapped once expanded, but
+ * both exist while expanding). The images are file-backed as above, so the
+ * anonymous part is 2^window_log + 4 MiB + 24 * regions + 3 KiB. */
 EQ_API uint64_t eq_delta_apply_mem_bound_deflate(uint64_t ref_size, uint64_t xref_size, uint64_t regions,
 						 unsigned window_log);
 
