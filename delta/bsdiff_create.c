@@ -12,6 +12,7 @@
  * the bytes agree.
  */
 #include "bsdiff.h"
+#include "varint.h"
 #include "delta_zstd.h"
 
 #include <divsufsort.h>
@@ -179,16 +180,6 @@ static eq_err scan(const saidx_t *sa, const uint8_t *old, size_t old_len, const 
 	return EQ_OK;
 }
 
-static size_t put_uvarint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -295,9 +286,9 @@ static eq_err pack_controls(const struct scan_out *o, struct eq_buf *ctrl, struc
 				part = (struct ctrl){room, 0, 0};
 			else if (c.add + c.copy > room)
 				part = (struct ctrl){c.add, room - c.add, 0};
-			size_t n = put_uvarint(v, part.add);
-			n += put_uvarint(v + n, part.copy);
-			n += put_uvarint(v + n, ((uint64_t)part.seek << 1) ^ (part.seek < 0 ? UINT64_MAX : 0));
+			size_t n = eq_uvarint_put(v, part.add);
+			n += eq_uvarint_put(v + n, part.copy);
+			n += eq_uvarint_put(v + n, ((uint64_t)part.seek << 1) ^ (part.seek < 0 ? UINT64_MAX : 0));
 			if ((r = eq_buf_append(ctrl, v, n, err)))
 				goto out;
 			cur.n_ctrl++;

@@ -18,6 +18,7 @@
  */
 #include "gz_puff.h"
 #include "exec_filter.h"
+#include "varint.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -955,25 +956,15 @@ eq_err eq_gzx_stream_end(struct eq_gzx_stream *s, struct eq_error *err)
 	return EQ_OK;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
 
 size_t eq_gzx_table_encode(const struct eq_gzx_region *r, size_t n, uint8_t *out)
 {
 	size_t len = 0;
 	uint64_t end = 0;
 	for (size_t i = 0; i < n; i++) {
-		len += put_varint(out + len, r[i].off - end);
-		len += put_varint(out + len, r[i].xlen);
-		len += put_varint(out + len, r[i].clen);
+		len += eq_uvarint_put(out + len, r[i].off - end);
+		len += eq_uvarint_put(out + len, r[i].xlen);
+		len += eq_uvarint_put(out + len, r[i].clen);
 		end = r[i].off + r[i].xlen;
 	}
 	return len;

@@ -65,6 +65,20 @@ static uint32_t rnd(void)
 	return (uint32_t)(rng_state >> 11);
 }
 
+/* Passes @d to @fn in random chunks of 1..@max_chunk bytes, as a decoder
+ * hands its output over; every call must succeed. */
+static void write_in_chunks(eq_write_fn fn, void *ctx, const uint8_t *d, size_t n, size_t max_chunk)
+{
+	struct eq_error e;
+	for (size_t off = 0; off < n;) {
+		size_t k = 1 + rnd() % max_chunk;
+		if (k > n - off)
+			k = n - off;
+		assert_int_equal(fn(ctx, d + off, k, &e), EQ_OK);
+		off += k;
+	}
+}
+
 static char tmpdir[64];
 
 static int setup_tmp(void **state)
@@ -227,14 +241,7 @@ static void filter_round_trip(const uint8_t *d, size_t n, unsigned mode, uint64_
 	struct eq_xf xf;
 	eq_xf_init(&xf, false, mode);
 	assert_int_equal(eq_xf_stream_begin(&xf, mem_write, &out, &e), EQ_OK);
-	size_t pos = 0;
-	while (pos < n) {
-		size_t c = 1 + rnd() % 100000;
-		if (c > n - pos)
-			c = n - pos;
-		assert_int_equal(eq_xf_stream_write(&xf, f + pos, c, &e), EQ_OK);
-		pos += c;
-	}
+	write_in_chunks(eq_xf_stream_write, &xf, f, n, 100000);
 	assert_int_equal(eq_xf_stream_end(&xf, &e), EQ_OK);
 	eq_xf_done(&xf);
 	assert_int_equal(out.len, n);
@@ -787,6 +794,11 @@ static void changelog(struct eq_buf *b, unsigned first, unsigned entries)
 	}
 }
 
+static eq_err huff_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	return eq_huff_write(ctx, data, len, err);
+}
+
 /* Puffs and huffs @gz; true when it is puffed and reproduced exactly. */
 static bool puff_round_trip_why(const uint8_t *gz, size_t n, size_t *ret_plen, const char **ret_why)
 {
@@ -800,14 +812,7 @@ static bool puff_round_trip_why(const uint8_t *gz, size_t n, size_t *ret_plen, c
 		struct eq_huff h;
 		struct eq_error e;
 		eq_huff_init(&h, mem_write, &out);
-		/* in uneven chunks, as the decoder hands them over */
-		for (size_t off = 0; off < plen;) {
-			size_t k = 1 + rnd() % 7000;
-			if (k > plen - off)
-				k = plen - off;
-			assert_int_equal(eq_huff_write(&h, pf + off, k, &e), EQ_OK);
-			off += k;
-		}
+		write_in_chunks(huff_write, &h, pf, plen, 7000);
 		assert_int_equal(eq_huff_end(&h, &e), EQ_OK);
 		assert_int_equal(out.len, n);
 		assert_memory_equal(out.data, gz, n);
@@ -1072,13 +1077,7 @@ static void test_gzx_payload(void **state)
 	eq_buf_init(&out, 1u << 24);
 	struct eq_gzx_stream st;
 	eq_gzx_stream_init(&st, x.r, x.n, mem_write, &out);
-	for (size_t off = 0; off < x.len;) {
-		size_t k = 1 + rnd() % 9000;
-		if (k > x.len - off)
-			k = x.len - off;
-		assert_int_equal(eq_gzx_stream_write(&st, x.data + off, k, &e), EQ_OK);
-		off += k;
-	}
+	write_in_chunks(eq_gzx_stream_write, &st, x.data, x.len, 9000);
 	assert_int_equal(eq_gzx_stream_end(&st, &e), EQ_OK);
 	assert_int_equal(out.len, tar.len);
 	assert_memory_equal(out.data, tar.data, tar.len);
