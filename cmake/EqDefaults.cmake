@@ -35,6 +35,11 @@ function(eq_target_defaults tgt)
     C_VISIBILITY_PRESET hidden POSITION_INDEPENDENT_CODE ON)
   target_compile_definitions(${tgt} PRIVATE _GNU_SOURCE)
   target_compile_options(${tgt} PRIVATE ${EQ_WARNINGS})
+  # One section per function, and executables drop what nothing calls:
+  # the device links eq_delta for applying, not for the publisher's helpers
+  # beside it (measured: stripped eqota 315 -> 280 KiB).
+  target_compile_options(${tgt} PRIVATE -ffunction-sections -fdata-sections)
+  target_link_options(${tgt} PRIVATE -Wl,--gc-sections)
   if(EQ_WERROR)
     target_compile_options(${tgt} PRIVATE -Werror)
   endif()
