@@ -97,4 +97,5 @@ awk -v f="$t_full" -v b="$t_base" -v s="$t_fair" 'BEGIN { printf "full install s
 echo "release 2: $(wc -l < objects.txt) packages, $size bytes installed, objects $full bytes; the update fetched $dl bytes"
 echo "stripped eqota: $bin bytes ($((bin / 1024)) KiB; target < 300 KiB)"
 echo "idle eqota daemon: VmRSS $rss KiB (target < 4096 KiB)"
-echo "update peak RSS: $m_upd KiB (target: 16 MiB + the largest reference payload, libc6's 13 MB payload here)"
+echo "update peak anonymous memory: $a_upd KiB (target <= 16 MiB whatever the package size; the peak RSS $m_upd KiB" \
+  "also counts the mapped reference files, page cache; libc6's 13 MB payload is the largest reference here)"
