@@ -78,7 +78,7 @@ struct bitrd {
 	const uint8_t *p;
 	size_t len, pos;
 	uint32_t buf;
-	unsigned cnt; /* < 8 between calls */
+	unsigned cnt; /* bits in buf, at most 23; whole bytes are read ahead */
 };
 
 static bool getbits(struct bitrd *s, unsigned n, unsigned *ret)
@@ -95,15 +95,35 @@ static bool getbits(struct bitrd *s, unsigned n, unsigned *ret)
 	return true;
 }
 
-/* Canonical decoding table: codes per length and symbols in code order. */
+/* Drops the bits up to the next byte boundary into *ret_pad and gives back
+ * the whole bytes read ahead, so s->pos is exact again. */
+static bool align_byte(struct bitrd *s, unsigned *ret_pad)
+{
+	if (!getbits(s, s->cnt & 7u, ret_pad))
+		return false;
+	s->pos -= s->cnt / 8;
+	s->buf = 0;
+	s->cnt = 0;
+	return true;
+}
+
+static bool make_codes(const uint8_t *len, unsigned n, uint16_t *code);
+
+/* Codes up to this long are decoded by one table lookup. */
+#define FAST_BITS 9u
+
+/* Canonical decoding table: codes per length and symbols in code order,
+ * and a lookup table of (symbol << 4 | length) by the next FAST_BITS input
+ * bits for the short codes (0: not there). */
 struct hdec {
 	uint16_t count[16];
 	uint16_t sym[288];
+	uint16_t fast[1u << FAST_BITS];
 };
 
 static int hdec_build(struct hdec *h, const uint8_t *len, unsigned n)
 {
-	uint16_t offs[16];
+	uint16_t offs[16], code[288];
 	int left = code_space(len, n, h->count);
 	offs[1] = 0;
 	for (unsigned b = 1; b < 15; b++)
@@ -111,13 +131,32 @@ static int hdec_build(struct hdec *h, const uint8_t *len, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		if (len[i])
 			h->sym[offs[len[i]]++] = (uint16_t)i;
+	memset(h->fast, 0, sizeof(h->fast));
+	/* An over-subscribed code gets no fast table; callers refuse it. */
+	if (!make_codes(len, n, code))
+		return left;
+	for (unsigned i = 0; i < n; i++)
+		if (len[i] && len[i] <= FAST_BITS)
+			for (unsigned k = code[i]; k < (1u << FAST_BITS); k += 1u << len[i])
+				h->fast[k] = (uint16_t)(i << 4 | len[i]);
 	return left;
 }
 
 /* Next symbol, or -1 at the end of input or on a code that is not in the
- * table. Codes are read one bit at a time, most significant bit first. */
+ * table. Short codes by the lookup table, the rest one bit at a time, most
+ * significant bit first. */
 static int hdec_decode(struct bitrd *s, const struct hdec *h)
 {
+	while (s->cnt < FAST_BITS && s->pos < s->len) {
+		s->buf |= (uint32_t)s->p[s->pos++] << s->cnt;
+		s->cnt += 8;
+	}
+	unsigned e = h->fast[s->buf & ((1u << FAST_BITS) - 1)];
+	if (e && (e & 15u) <= s->cnt) {
+		s->buf >>= e & 15u;
+		s->cnt -= e & 15u;
+		return (int)(e >> 4);
+	}
 	int code = 0, first = 0, index = 0;
 	for (unsigned b = 1; b < 16; b++) {
 		unsigned bit;
@@ -333,7 +372,7 @@ static bool puff_member(const uint8_t *in, size_t len, struct pout *o)
 		put1(o, final | type << 1);
 		if (type == 0) {
 			unsigned slen, nlen;
-			if (!getbits(&s, s.cnt, &pad))
+			if (!align_byte(&s, &pad))
 				return false;
 			if (pad) {
 				o->why = "non-zero padding bits before stored data";
@@ -358,7 +397,7 @@ static bool puff_member(const uint8_t *in, size_t len, struct pout *o)
 		if (!puff_tokens(&s, o, &lit, &dist, &outpos))
 			return false;
 	}
-	if (!getbits(&s, s.cnt, &pad) || pad) {
+	if (!align_byte(&s, &pad) || pad) {
 		o->why = "non-zero padding bits after the last block";
 		return false;
 	}
@@ -698,6 +737,21 @@ eq_err eq_huff_write(struct eq_huff *h, const uint8_t *data, size_t len, struct 
 {
 	eq_err r;
 	for (size_t i = 0; i < len; i++) {
+		/* Runs of literals are most of a puffed text: no field dispatch. */
+		while (h->state == H_LIT && i < len) {
+			unsigned v = data[i];
+			if (!h->lit_len[v])
+				return bad(h, err, "symbol has no code in this block");
+			putbits(h, h->lit_code[v], h->lit_len[v]);
+			h->pos++;
+			i++;
+			if (--h->ncl == 0)
+				field(h, H_TOK, 1);
+			if (h->out_len > sizeof(h->out) - 16 && (r = huff_flush(h, err)))
+				return r;
+		}
+		if (i == len)
+			break;
 		h->field[h->got++] = data[i];
 		if (h->got == h->need) {
 			h->got = 0;
