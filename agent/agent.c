@@ -455,20 +455,100 @@ static eq_err fetch_manifest(struct eq_agent *a, uint8_t **m, size_t *mlen, uint
 	return r;
 }
 
+struct mem_src {
+	const uint8_t *p;
+	size_t len, pos;
+};
+
+static eq_err mem_src_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
+{
+	struct mem_src *m = ctx;
+	(void)err;
+	size_t n = m->len - m->pos < len ? m->len - m->pos : len;
+	memcpy(buf, m->p + m->pos, n);
+	m->pos += n;
+	*ret_n = n;
+	return EQ_OK;
+}
+
+static eq_err mem_sink_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	return eq_buf_append(ctx, data, len, err);
+}
+
+/* The compressed forms of a manifest cost at most this much more than it. */
+#define MANIFEST_PACKED_SLACK (64u * 1024u)
+
+/*
+ * The manifest @rel the timestamp names (@max bytes, SHA-256 @expect) from
+ * what costs the fewest bytes on the wire: a delta from the manifest this
+ * device holds (@have, its SHA-256 hex @have_hex; NULL if none), else the
+ * compressed manifest. Every result must hash to @expect; whatever is
+ * missing or wrong leaves the caller to fetch the full manifest.
+ */
+static bool fetch_manifest_packed(struct eq_agent *a, const char *rel, size_t max, const char *expect,
+				  const char *have_hex, uint8_t **ret, size_t *ret_len)
+{
+	uint8_t want[EQ_SHA256_LEN];
+	if (!eq_hex_decode(expect, want, sizeof(want)) || max > SIZE_MAX - MANIFEST_PACKED_SLACK)
+		return false;
+	const char *slash = strrchr(rel, '/');
+	int dl = slash ? (int)(slash - rel) : 0;
+	for (int kind = have_hex ? 0 : 1; kind < 2; kind++) {
+		EQ_AUTOFREE char *p =
+			kind == 0 ? eq_asprintf("%.*s/manifest-deltas/%s-%s.delta", dl, rel, have_hex, expect)
+				  : eq_asprintf("%s.zst", rel);
+		uint8_t *d = NULL;
+		size_t n = 0;
+		struct eq_error e;
+		eq_error_clear(&e);
+		if (!p || eq_fetch_file(a->fetcher, p, max + MANIFEST_PACKED_SLACK, &d, &n, &e) != EQ_OK) {
+			eq_log(EQ_LOG_DEBUG, "%s: %s", p ? p : rel, e.msg);
+			continue;
+		}
+		struct eq_buf out;
+		eq_buf_init(&out, max);
+		struct mem_src src = {d, n, 0};
+		eq_err r;
+		if (kind == 0) {
+			struct eq_delta_limits lim = {.max_ref_size = EQ_MANIFEST_MAX_BYTES, .max_result_size = max};
+			r = eq_delta_apply_limited(a->cache_manifest, mem_src_read, &src, mem_sink_write, &out, want,
+						   &lim, &e);
+		} else {
+			r = eq_object_decompress(mem_src_read, &src, mem_sink_write, &out, max, 0, &e);
+			uint8_t h[EQ_SHA256_LEN];
+			eq_sha256(out.data, out.len, h);
+			if (!r && memcmp(h, want, sizeof(h)) != 0)
+				r = eq_error_set(&e, EQ_ERR_VERIFY, "not the manifest the timestamp names");
+		}
+		eq_free(d);
+		if (!r) {
+			eq_log(EQ_LOG_INFO, "manifest from %s (%zu bytes for %zu)", p, n, out.len);
+			*ret = eq_buf_steal(&out, ret_len);
+			return true;
+		}
+		eq_log(EQ_LOG_WARNING, "%s: %s; fetching the %s", p, e.msg,
+		       kind == 0 ? "compressed manifest" : "manifest");
+		eq_buf_done(&out);
+	}
+	return false;
+}
+
 /* eq_trust_refresh()'s reader: the manifest the timestamp names may come
- * from the copy cached at the last verification (its hash is checked). */
+ * from the copy cached at the last verification (its hash is checked), or
+ * be rebuilt from it with a manifest delta, or come compressed. */
 static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *expect, uint8_t **ret, size_t *ret_len,
 			  struct eq_error *err)
 {
 	struct eq_agent *a = ctx;
 	uint8_t *d = NULL;
 	size_t l = 0;
-	if (expect && eq_file_read_all(a->cache_manifest, max, &d, &l, NULL) == EQ_OK) {
+	char have[EQ_SHA256_HEX_LEN + 1] = "";
+	if (expect && eq_file_read_all(a->cache_manifest, EQ_MANIFEST_MAX_BYTES, &d, &l, NULL) == EQ_OK) {
 		uint8_t h[EQ_SHA256_LEN];
-		char hex[EQ_SHA256_HEX_LEN + 1];
 		eq_sha256(d, l, h);
-		eq_hex_encode(h, sizeof(h), hex);
-		if (strcmp(hex, expect) == 0) {
+		eq_hex_encode(h, sizeof(h), have);
+		if (strcmp(have, expect) == 0 && l <= max) {
 			*ret = d;
 			*ret_len = l;
 			a->cache_hit = true;
@@ -481,6 +561,9 @@ static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *e
 	size_t pl = strlen(path);
 	if (a->cache_hit && pl > 4 && strcmp(path + pl - 4, ".sig") == 0 &&
 	    eq_file_read_all(a->cache_sig, max, ret, ret_len, NULL) == EQ_OK)
+		return EQ_OK;
+	if (expect && pl >= 13 && strcmp(path + pl - 13, "manifest.json") == 0 &&
+	    fetch_manifest_packed(a, path, max, expect, have[0] ? have : NULL, ret, ret_len))
 		return EQ_OK;
 	return eq_fetch_file(a->fetcher, path, max, ret, ret_len, err);
 }

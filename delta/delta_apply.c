@@ -142,28 +142,35 @@ static void refimg_done(struct refimg *m)
 
 /* An unnamed file of @len bytes with its blocks allocated, so writing
  * through the mapping can never hit a full disk (SIGBUS); -1 if none. */
+/* A named file unlinked at once, where O_TMPFILE is not supported. */
+static int named_scratch_fd(const char *dir)
+{
+	char *tmpl = eq_asprintf("%s/.eq-delta-XXXXXX", dir);
+	if (!tmpl)
+		return -1;
+	int fd = mkostemp(tmpl, O_CLOEXEC);
+	if (fd >= 0)
+		(void)unlink(tmpl);
+	eq_free(tmpl);
+	return fd;
+}
+
 static int scratch_fd(const char *dir, size_t len)
 {
-	int fd = -1;
 #ifdef EQ_TEST_HOOKS
 	/* Test hook (STYLE 27): exercise the in-memory fallback. */
 	if (secure_getenv("EQ_TEST_NO_SCRATCH"))
 		return -1;
 #endif
 #ifdef O_TMPFILE
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fd = named_scratch_fd(dir);
+#else
+	int fd = named_scratch_fd(dir);
 #endif
-	if (fd < 0) {
-		char *tmpl = eq_asprintf("%s/.eq-delta-XXXXXX", dir);
-		if (!tmpl)
-			return -1;
-		fd = mkostemp(tmpl, O_CLOEXEC);
-		if (fd >= 0)
-			(void)unlink(tmpl);
-		eq_free(tmpl);
-		if (fd < 0)
-			return -1;
-	}
+	if (fd < 0)
+		return -1;
 	if (posix_fallocate(fd, 0, (off_t)len) != 0) {
 		close(fd);
 		return -1;

@@ -220,9 +220,7 @@ static size_t gzip_header_len(const uint8_t *in, size_t len)
 		return 0;
 	unsigned flg = in[3];
 	size_t pos = 10;
-	if (flg & 4) { /* FEXTRA */
-		if (len - pos < 2)
-			return 0;
+	if (flg & 4) { /* FEXTRA; its length field fits: len >= 18 */
 		size_t xlen = in[pos] | (size_t)in[pos + 1] << 8;
 		pos += 2;
 		if (len - pos < xlen)

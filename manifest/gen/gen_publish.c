@@ -562,6 +562,91 @@ static void path_note(void *ctx, bool error, const char *msg)
 	eq_log(error ? EQ_LOG_ERR : EQ_LOG_WARNING, "%s", msg);
 }
 
+/* Earlier manifests a device may hold, which get a manifest delta. */
+#define MANIFEST_DELTAS 4u
+
+struct mem_in {
+	const uint8_t *p;
+	size_t len, pos;
+};
+
+static eq_err mem_in_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
+{
+	struct mem_in *m = ctx;
+	(void)err;
+	size_t n = m->len - m->pos < len ? m->len - m->pos : len;
+	memcpy(buf, m->p + m->pos, n);
+	m->pos += n;
+	*ret_n = n;
+	return EQ_OK;
+}
+
+static eq_err buf_out_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	return eq_buf_append(ctx, data, len, err);
+}
+
+/*
+ * What saves devices most of the manifest download, beside the manifest in
+ * @dir: manifest.json.zst, and manifest-deltas/<old sha256>-<new sha256>
+ * .delta from each of the last MANIFEST_DELTAS earlier releases' manifests
+ * (method 0 deltas: zstd with the old manifest as prefix). Devices check
+ * what they rebuild against the timestamp's hash (docs/manifest-format.md).
+ */
+static eq_err write_manifest_companions(struct pub_ctx *c, const char *dir, const char *rdir, const uint8_t *json,
+					size_t json_len, struct eq_error *err)
+{
+	struct eq_buf z;
+	eq_buf_init(&z, EQ_MANIFEST_MAX_BYTES);
+	struct mem_in in = {json, json_len, 0};
+	EQ_AUTOFREE char *zp = eq_asprintf("%s/manifest.json.zst", dir);
+	EQ_AUTOFREE char *ddir = eq_asprintf("%s/manifest-deltas", dir);
+	EQ_AUTOFREE char *newp = eq_asprintf("%s/manifest.json", rdir);
+	eq_err r = !zp || !ddir || !newp ? eq_error_set(err, EQ_ERR_NOMEM, "out of memory") : EQ_OK;
+	if (!r)
+		r = eq_object_compress(mem_in_read, &in, buf_out_write, &z, 19, err);
+	if (!r)
+		r = eq_file_replace_atomic(zp, z.data, z.len, 0644, err);
+	if (!r)
+		r = eq_mkdir_p(ddir, 0755, err);
+	uint8_t h[EQ_SHA256_LEN];
+	char to[EQ_SHA256_HEX_LEN + 1];
+	eq_sha256(json, json_len, h);
+	eq_hex_encode(h, sizeof(h), to);
+	struct eq_delta_params p;
+	eq_delta_params_default(&p);
+	p.methods = 1u << EQ_DELTA_METHOD_ZSTD;
+	p.exec_filter = false;
+	p.deflate = false;
+	p.max_window_log = 0;
+	size_t made = 0;
+	for (size_t k = c->hist.n; !r && k-- > 0 && made < MANIFEST_DELTAS;) {
+		EQ_AUTOFREE char *oldp = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64 "/manifest.json", c->o->repo,
+						     c->o->board, c->o->channel, c->hist.v[k].number);
+		char from[EQ_SHA256_HEX_LEN + 1];
+		if (!oldp) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			break;
+		}
+		if (eq_sha256_file(oldp, h, NULL, NULL) != EQ_OK)
+			continue; /* an old release's folder pruned: no delta from it */
+		eq_hex_encode(h, sizeof(h), from);
+		EQ_AUTOFREE char *dp = eq_asprintf("%s/%s-%s.delta", ddir, from, to);
+		if (!dp) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			break;
+		}
+		eq_buf_reset(&z);
+		if (!(r = eq_delta_create(oldp, newp, &p, buf_out_write, &z, NULL, err)))
+			r = eq_file_replace_atomic(dp, z.data, z.len, 0644, err);
+		made++;
+	}
+	eq_buf_done(&z);
+	if (r)
+		eq_error_prefix(err, r, "compressed manifest and manifest deltas in '%s'", dir);
+	return r;
+}
+
 static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
@@ -622,6 +707,9 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 		r = eq_file_replace_atomic(sp, sig, sig_len, 0644, err);
 		if (!r)
 			r = eq_file_replace_atomic(mp, json, json_len, 0644, err);
+		/* The channel's: what devices fetch before the full manifest. */
+		if (!r && i == 1)
+			r = write_manifest_companions(c, dirs[i], rdir, json, json_len, err);
 	}
 	for (size_t i = 0; i < o->n_keys; i++)
 		eq_manifest_key_free(keys[i]);

@@ -85,10 +85,24 @@ pub r2 K1.key
 run "manifest newer than its timestamp" 0 eq "$dev" update && grep -q "up to date (release 'r1'" <<<"$out" &&
   pass "a manifest the timestamp does not name yet is not used" || fail "update: $out"
 cp -a "$dev" "$w/nocache"; rm "$w/nocache/data/manifest.json"; sed -i "s|$dev/|$w/nocache/|g" "$w/nocache/eqota.conf"
+httpd_log_flush; : > "$HTTPD_ACCESS_LOG"
 refused "manifest newer than its timestamp (no cache)" "but timestamp version 1 names" eq "$w/nocache" update
+httpd_log_flush
+# the compressed manifest is release 2's, not what the timestamp names: the full one is fetched
+grep -q "^GET /boards/tb/stable/manifest.json.zst 200" "$HTTPD_ACCESS_LOG" &&
+  grep -q "^GET /boards/tb/stable/manifest.json 200" "$HTTPD_ACCESS_LOG" &&
+  pass "a compressed manifest that is not the one the timestamp names is set aside for the full one" ||
+  fail "requests: $(cat "$HTTPD_ACCESS_LOG")"
 rm -rf "$w/nocache"
 "$gen" timestamp --repo repo --board tb --channel stable --key T1.key >/dev/null
+httpd_log_flush; : > "$HTTPD_ACCESS_LOG"
 run "update to r2" 3 eq "$dev" update && pass "update installs release 2 once the timestamp names it"
+httpd_log_flush
+# the device holds release 1's manifest: release 2's comes as a manifest delta
+if grep -q "^GET /boards/tb/stable/manifest-deltas/[0-9a-f]*-[0-9a-f]*.delta 200" "$HTTPD_ACCESS_LOG" &&
+  ! grep -qE "^GET /boards/tb/stable/manifest.json(.zst)? " "$HTTPD_ACCESS_LOG"; then
+  pass "the new manifest comes as a delta from the one the device holds"
+else fail "requests: $(cat "$HTTPD_ACCESS_LOG")"; fi
 [ "$(boot "$dev")" = B ] || fail "did not try B"
 run "mark-good" 0 eq "$dev" mark-good && pass "release 2 committed"
 
@@ -114,7 +128,15 @@ cp -a repo evil # the attacker's copy, made before the rotation
 "$gen" root rotate --repo repo --key R1.key --release-pub K1.pub --release-pub K2.pub --timestamp-pub T2.pub >/dev/null
 "$gen" root revoke --repo repo --key R1.key --revoke K1.pub >/dev/null
 pub r3 K2.key --timestamp-key T2.key
+# a damaged manifest delta: the compressed manifest stands in
+for f in repo/boards/tb/stable/manifest-deltas/*.delta; do printf 'XXXXXXXX' | dd of="$f" bs=1 seek=120 conv=notrunc 2>/dev/null; done
+httpd_log_flush; : > "$HTTPD_ACCESS_LOG"
 run "update across two rotations" 3 eq "$dev" update && pass "update walks roots 2 and 3 and installs release 3"
+httpd_log_flush
+grep -q "^GET /boards/tb/stable/manifest-deltas/.* 200" "$HTTPD_ACCESS_LOG" &&
+  grep -q "^GET /boards/tb/stable/manifest.json.zst 200" "$HTTPD_ACCESS_LOG" &&
+  ! grep -q "^GET /boards/tb/stable/manifest.json " "$HTTPD_ACCESS_LOG" &&
+  pass "a damaged manifest delta is set aside for the compressed manifest" || fail "requests: $(cat "$HTTPD_ACCESS_LOG")"
 ls "$dev/data/trust/root" | grep -q "^3.root.json$" && pass "roots 2 and 3 stored" || fail "stored: $(ls "$dev/data/trust/root")"
 run "status --json trust" 0 eq "$dev" status --json
 python3 -c 'import json,sys; t=json.loads(sys.argv[1])["trust"]; assert t["root_version"]==3 and t["timestamp_version"]>=1 and t["timestamp_expires"]>t["root_expires"]-400*86400, t' "$out" &&
