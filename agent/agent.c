@@ -455,27 +455,6 @@ static eq_err fetch_manifest(struct eq_agent *a, uint8_t **m, size_t *mlen, uint
 	return r;
 }
 
-struct mem_src {
-	const uint8_t *p;
-	size_t len, pos;
-};
-
-static eq_err mem_src_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
-{
-	struct mem_src *m = ctx;
-	(void)err;
-	size_t n = m->len - m->pos < len ? m->len - m->pos : len;
-	memcpy(buf, m->p + m->pos, n);
-	m->pos += n;
-	*ret_n = n;
-	return EQ_OK;
-}
-
-static eq_err mem_sink_write(void *ctx, const void *data, size_t len, struct eq_error *err)
-{
-	return eq_buf_append(ctx, data, len, err);
-}
-
 /* The compressed forms of a manifest cost at most this much more than it. */
 #define MANIFEST_PACKED_SLACK (64u * 1024u)
 
@@ -508,14 +487,14 @@ static bool fetch_manifest_packed(struct eq_agent *a, const char *rel, size_t ma
 		}
 		struct eq_buf out;
 		eq_buf_init(&out, max);
-		struct mem_src src = {d, n, 0};
+		struct eq_mem_src src = {d, n, 0};
 		eq_err r;
 		if (kind == 0) {
 			struct eq_delta_limits lim = {.max_ref_size = EQ_MANIFEST_MAX_BYTES, .max_result_size = max};
-			r = eq_delta_apply_limited(a->cache_manifest, mem_src_read, &src, mem_sink_write, &out, want,
-						   &lim, &e);
+			r = eq_delta_apply_limited(a->cache_manifest, eq_mem_read, &src, eq_buf_write, &out, want, &lim,
+						   &e);
 		} else {
-			r = eq_object_decompress(mem_src_read, &src, mem_sink_write, &out, max, 0, &e);
+			r = eq_object_decompress(eq_mem_read, &src, eq_buf_write, &out, max, 0, &e);
 			uint8_t h[EQ_SHA256_LEN];
 			eq_sha256(out.data, out.len, h);
 			if (!r && memcmp(h, want, sizeof(h)) != 0)

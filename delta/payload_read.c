@@ -18,6 +18,23 @@ eq_err eq_fd_write(void *ctx, const void *data, size_t len, struct eq_error *err
 	return eq_write_all(*(const int *)ctx, data, len, err);
 }
 
+eq_err eq_mem_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
+{
+	struct eq_mem_src *m = ctx;
+	(void)err;
+	size_t n = m->len - m->pos < len ? m->len - m->pos : len;
+	if (n)
+		memcpy(buf, m->data + m->pos, n);
+	m->pos += n;
+	*ret_n = n;
+	return EQ_OK;
+}
+
+eq_err eq_buf_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	return eq_buf_append(ctx, data, len, err);
+}
+
 eq_err eq_fd_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
 {
 	for (;;) {

@@ -565,27 +565,6 @@ static void path_note(void *ctx, bool error, const char *msg)
 /* Earlier manifests a device may hold, which get a manifest delta. */
 #define MANIFEST_DELTAS 4u
 
-struct mem_in {
-	const uint8_t *p;
-	size_t len, pos;
-};
-
-static eq_err mem_in_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
-{
-	struct mem_in *m = ctx;
-	(void)err;
-	size_t n = m->len - m->pos < len ? m->len - m->pos : len;
-	memcpy(buf, m->p + m->pos, n);
-	m->pos += n;
-	*ret_n = n;
-	return EQ_OK;
-}
-
-static eq_err buf_out_write(void *ctx, const void *data, size_t len, struct eq_error *err)
-{
-	return eq_buf_append(ctx, data, len, err);
-}
-
 /*
  * What saves devices most of the manifest download, beside the manifest in
  * @dir: manifest.json.zst, and manifest-deltas/<old sha256>-<new sha256>
@@ -598,13 +577,13 @@ static eq_err write_manifest_companions(struct pub_ctx *c, const char *dir, cons
 {
 	struct eq_buf z;
 	eq_buf_init(&z, EQ_MANIFEST_MAX_BYTES);
-	struct mem_in in = {json, json_len, 0};
+	struct eq_mem_src in = {json, json_len, 0};
 	EQ_AUTOFREE char *zp = eq_asprintf("%s/manifest.json.zst", dir);
 	EQ_AUTOFREE char *ddir = eq_asprintf("%s/manifest-deltas", dir);
 	EQ_AUTOFREE char *newp = eq_asprintf("%s/manifest.json", rdir);
 	eq_err r = !zp || !ddir || !newp ? eq_error_set(err, EQ_ERR_NOMEM, "out of memory") : EQ_OK;
 	if (!r)
-		r = eq_object_compress(mem_in_read, &in, buf_out_write, &z, 19, err);
+		r = eq_object_compress(eq_mem_read, &in, eq_buf_write, &z, 19, err);
 	if (!r)
 		r = eq_file_replace_atomic(zp, z.data, z.len, 0644, err);
 	if (!r)
@@ -637,7 +616,7 @@ static eq_err write_manifest_companions(struct pub_ctx *c, const char *dir, cons
 			break;
 		}
 		eq_buf_reset(&z);
-		if (!(r = eq_delta_create(oldp, newp, &p, buf_out_write, &z, NULL, err)))
+		if (!(r = eq_delta_create(oldp, newp, &p, eq_buf_write, &z, NULL, err)))
 			r = eq_file_replace_atomic(dp, z.data, z.len, 0644, err);
 		made++;
 	}

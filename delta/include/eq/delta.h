@@ -25,6 +25,14 @@ typedef eq_err (*eq_read_fn)(void *ctx, void *buf, size_t len, size_t *ret_n, st
 /* Sinks and sources over a file descriptor (ctx points to an int). */
 EQ_API eq_err eq_fd_write(void *ctx, const void *data, size_t len, struct eq_error *err);
 EQ_API eq_err eq_fd_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err);
+/* A source over bytes in memory (ctx points to a struct eq_mem_src), and a
+ * sink appending to a struct eq_buf (ctx; EQ_ERR_LIMIT past its max). */
+struct eq_mem_src {
+	const uint8_t *data;
+	size_t len, pos;
+};
+EQ_API eq_err eq_mem_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err);
+EQ_API eq_err eq_buf_write(void *ctx, const void *data, size_t len, struct eq_error *err);
 
 /* ---- limits ---------------------------------------------------------- */
 
