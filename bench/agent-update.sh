@@ -16,6 +16,7 @@ cache=$src/.cache/debs
 [ -d "$cache/release2" ] || "$src/scripts/fetch-debs.sh" >/dev/null
 . "$src/tests/integration/lib/httpd.sh"
 . "$src/tests/integration/lib/simdevice.sh"
+. "$src/bench/lib.sh"
 w=$(mktemp -d /tmp/eq-bench-agent.XXXXXX)
 dpid=
 cleanup() { if [ -n "$dpid" ]; then kill "$dpid" 2>/dev/null || true; fi; httpd_stop; rm -rf "$w"; }
@@ -27,21 +28,6 @@ P=(--board qemux86-64 --channel stable --key k.key --store store.db --level 19)
 httpd_start "$w/repo" "$w/logs"
 mkdevice() {
   simdevice_make "$w/$1" "$HTTPD_URL" qemux86-64 "$w/k.pub" health.check=/bin/true daemon.interval=3600 daemon.jitter=0
-}
-measure() { # CMD... -> "seconds peak_rss_kib peak_anon_kib"
-  /usr/bin/time -f '%e %M' -o "$w/time.txt" "$@" >/dev/null 2>&1 &
-  local tp=$! max=0 a k v c=
-  # RssAnon of the measured process (the child of time), sampled with
-  # shell builtins: anonymous memory only, not mapped files' page cache.
-  while kill -0 "$tp" 2>/dev/null; do
-    read -r c _ < "/proc/$tp/task/$tp/children" 2>/dev/null || true
-    [ -n "$c" ] || continue
-    a=0
-    while read -r k v _; do [ "$k" = RssAnon: ] && a=$v; done < "/proc/$c/status" 2>/dev/null || true
-    [ "${a:-0}" -gt "$max" ] && max=$a
-  done
-  wait "$tp" || true
-  echo "$(tail -n 1 "$w/time.txt") $max"
 }
 mkdevice dev
 read -r t_prov m_prov a_prov < <(measure "$eqota" --config dev/eqota.conf provision --slot A)

@@ -50,19 +50,3 @@ make_payload() {
 	fi
 	rm -rf "$x"
 }
-
-# peak_anon CMD...: runs CMD (output discarded) and prints the highest
-# RssAnon seen in /proc while it runs, in bytes: anonymous memory only, not
-# the page cache of mapped files. Sampled with shell builtins, so a peak
-# shorter than a sample is missed; the allocations measured here last.
-peak_anon() {
-	"$@" >/dev/null &
-	local pid=$! max=0 a k v
-	while [ -e "/proc/$pid/status" ]; do
-		a=0
-		while read -r k v _; do [ "$k" = RssAnon: ] && a=$v; done <"/proc/$pid/status" 2>/dev/null || true
-		[ "${a:-0}" -gt "$max" ] && max=$a
-	done
-	wait "$pid"
-	echo $((max * 1024))
-}

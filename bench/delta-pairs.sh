@@ -23,6 +23,7 @@ fi
 WORK=$(mktemp -d /tmp/eq-bench-delta.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 . "$SRC/bench/delta-pairs-lib.sh"
+. "$SRC/bench/lib.sh"
 
 fetch_pairs "$PAIRS_DIR" $PKGS
 for p in $PKGS; do

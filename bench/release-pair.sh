@@ -90,7 +90,7 @@ if [ -n "$largest_d" ]; then
   cmp -s out.tar largest.new || { echo "FAIL: applying $largest_d gave other bytes" >&2; exit 1; }
   bound=$("$eqd" info "repo/$largest_d" | awk '/^mem_bound/ {print $2}')
   echo "apply largest delta (reference payload $largest bytes): peak RSS $peak KiB; documented bound $bound bytes"
-  . "$src/bench/delta-pairs-lib.sh"
+  . "$src/bench/lib.sh"
   echo "apply largest delta: peak anonymous memory $(peak_anon "$eqd" apply largest.ref "repo/$largest_d" out.tar) bytes" \
     "(reference images file-backed)"
 fi
