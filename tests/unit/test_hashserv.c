@@ -126,6 +126,12 @@ static void serve(enum behaviour b, int conn_no)
 	srv_len = 0;
 	if (b == HTTP) {
 		srv_sendf("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+		/* Then read what the client sent until it leaves: closing with
+		 * unread data resets the connection, and the client could lose
+		 * the answer to a race (the test failed that way under load). */
+		shutdown(srv_fd, SHUT_WR);
+		while (srv_line())
+			;
 		return;
 	}
 	char *l;
