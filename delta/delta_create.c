@@ -109,9 +109,9 @@ struct inputs {
 };
 
 /* The pair a method diffs for filter @mode (and deflate expansion if
- * @deflate): borrowed from @in or, when *ret_free_* is set, new copies the
- * caller frees. *ret_same is true when the filter converted nothing, so
- * the pair equals the one of mode 0. */
+ * @deflate): borrowed from the inputs, or new copies in free_old/free_new
+ * that pair_done() frees. @same is true when the filter converted nothing,
+ * so the pair equals the one of mode 0. */
 struct pair {
 	const uint8_t *old, *new_;
 	size_t old_len, new_len;

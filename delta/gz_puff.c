@@ -426,7 +426,7 @@ bool eq_puff(const uint8_t *in, size_t len, uint8_t *out, size_t cap, size_t *re
 
 enum {
 	H_HLEN,
-	H_HBYTES,
+	H_RAW, /* ncl bytes copied as they are, then state raw_next */
 	H_TAG,
 	H_SLEN,
 	H_SBYTES,
@@ -438,7 +438,6 @@ enum {
 	H_LIT,
 	H_MATCH,
 	H_TLEN,
-	H_TBYTES,
 	H_DONE
 };
 
@@ -583,12 +582,13 @@ static eq_err huff_field(struct eq_huff *h, struct eq_error *err)
 		if (v == 0)
 			return bad(h, err, "empty gzip header");
 		h->ncl = v;
-		field(h, H_HBYTES, 1);
+		h->raw_next = H_TAG;
+		field(h, H_RAW, 1);
 		break;
-	case H_HBYTES:
+	case H_RAW:
 		h->out[h->out_len++] = (uint8_t)v;
 		if (--h->ncl == 0)
-			field(h, H_TAG, 1);
+			field(h, h->raw_next, 1);
 		break;
 	case H_TAG:
 		if (v > 5)
@@ -719,12 +719,8 @@ static eq_err huff_field(struct eq_huff *h, struct eq_error *err)
 	}
 	case H_TLEN:
 		h->ncl = v;
-		field(h, v ? H_TBYTES : H_DONE, 1);
-		break;
-	case H_TBYTES:
-		h->out[h->out_len++] = (uint8_t)v;
-		if (--h->ncl == 0)
-			field(h, H_DONE, 1);
+		h->raw_next = H_DONE;
+		field(h, v ? H_RAW : H_DONE, 1);
 		break;
 	default: return bad(h, err, "data continues after the end of the member");
 	}
@@ -805,14 +801,24 @@ static bool reproduces(const uint8_t *puffed, size_t plen, const uint8_t *orig, 
 	return ok;
 }
 
+/* The largest puffed form a file of @len bytes may have; false if that
+ * does not fit a size_t. */
+static bool puff_cap(uint64_t len, size_t *ret)
+{
+	if (len > (SIZE_MAX - EQ_PUFF_SLACK) / EQ_PUFF_GROWTH_MAX)
+		return false;
+	*ret = (size_t)len * EQ_PUFF_GROWTH_MAX + EQ_PUFF_SLACK;
+	return true;
+}
+
 bool eq_puff_check(const uint8_t *in, size_t len, const char **ret_why)
 {
 	static const char *const nomem = "out of memory";
-	if (len > (SIZE_MAX - EQ_PUFF_SLACK) / EQ_PUFF_GROWTH_MAX) {
+	size_t cap, plen = 0;
+	if (!puff_cap(len, &cap)) {
 		*ret_why = "too large";
 		return false;
 	}
-	size_t cap = len * EQ_PUFF_GROWTH_MAX + EQ_PUFF_SLACK, plen = 0;
 	uint8_t *p = eq_malloc(cap);
 	if (!p) {
 		*ret_why = nomem;
@@ -873,13 +879,13 @@ static eq_err expand_file(void *ctx, uint64_t start, uint64_t size, struct eq_er
 	const uint8_t *d = c->in + start;
 	if (size < 18 || d[0] != 0x1f || d[1] != 0x8b || d[2] != 8)
 		return EQ_OK;
-	if (size > (SIZE_MAX - EQ_PUFF_SLACK) / EQ_PUFF_GROWTH_MAX)
+	size_t cap;
+	if (!puff_cap(size, &cap))
 		return EQ_OK;
 	eq_err r = copy_gap(c, (size_t)start, err);
 	if (r)
 		return r;
 	struct eq_gzx *x = c->x;
-	size_t cap = (size_t)size * EQ_PUFF_GROWTH_MAX + EQ_PUFF_SLACK;
 	if (x->fixed) {
 		if (cap > x->cap - x->len)
 			cap = x->cap - x->len;

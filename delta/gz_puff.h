@@ -66,6 +66,7 @@ struct eq_huff {
 	unsigned nbits;
 	bool final;
 	unsigned hlit, hdist, hclen, ncl, nlen, cl_sym;
+	int raw_next;      /* state after a run of raw bytes */
 	uint8_t lens[320]; /* code lengths: 0..285 lit/len, 286.. dist */
 	uint8_t cl_lens[19];
 	uint16_t cl_code[19], lit_code[288], dist_code[32];
