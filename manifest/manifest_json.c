@@ -312,7 +312,8 @@ static eq_err scan_value(struct scan *s)
 	}
 }
 
-eq_err eqm_json_parse(const uint8_t *data, size_t len, cJSON **ret_root, struct eq_error *err)
+/* The strict scan of a whole document (see eqm_json_parse()). */
+static eq_err strict_scan(const uint8_t *data, size_t len, struct eq_error *err)
 {
 	struct scan s = {.start = data, .p = data, .end = data + len, .err = err};
 	skip_ws(&s);
@@ -326,17 +327,116 @@ eq_err eqm_json_parse(const uint8_t *data, size_t len, cJSON **ret_root, struct 
 	skip_ws(&s);
 	if (s.p != s.end)
 		return fail(&s, "unexpected data after the end of the JSON object");
+	return EQ_OK;
+}
 
+static eq_err tree(const uint8_t *data, size_t len, const uint8_t *pos_base, cJSON **ret_root, struct eq_error *err)
+{
 	const char *parse_end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts((const char *)data, len, &parse_end, false);
 	if (!root) {
 		unsigned long line = 0, col = 0;
 		if (parse_end && (const uint8_t *)parse_end >= data && (const uint8_t *)parse_end <= data + len)
-			position(data, (const uint8_t *)parse_end, &line, &col);
+			position(pos_base, (const uint8_t *)parse_end, &line, &col);
 		return eq_error_set(err, EQ_ERR_NOMEM,
 				    "out of memory building the JSON tree (stopped at line %lu column %lu)", line, col);
 	}
 	*ret_root = root;
+	return EQ_OK;
+}
+
+eq_err eqm_json_parse(const uint8_t *data, size_t len, cJSON **ret_root, struct eq_error *err)
+{
+	eq_err r = strict_scan(data, len, err);
+	return r ? r : tree(data, len, data, ret_root, err);
+}
+
+/* ---- walking scanned JSON without a tree -------------------------------- */
+
+/*
+ * A manifest of 5,000 packages is 3 MB of JSON and cJSON would make some
+ * 100,000 nodes of it at once; the device's memory must not grow that way
+ * with the package count. So the manifest's "packages" array is walked over
+ * the bytes the strict scanner already accepted, and each package becomes
+ * a small tree of its own, freed before the next. These walkers run only on
+ * scanned input, so their checks are belts for the braces.
+ */
+struct span {
+	const uint8_t *p, *end;
+};
+
+/* Steps @s over one value and the whitespace after it; @ret the value. */
+static eq_err walk_value(struct scan *s, struct span *ret)
+{
+	ret->p = s->p;
+	eq_err r = scan_value(s);
+	ret->end = s->p;
+	skip_ws(s);
+	return r;
+}
+
+/* Enters the container at s->p ('{' or '['). */
+static void walk_enter(struct scan *s)
+{
+	s->p++;
+	skip_ws(s);
+}
+
+/* After a member or element: true and positioned on the next one, or
+ * false at the end of the container. */
+static bool walk_more(struct scan *s, uint8_t close, bool first)
+{
+	if (s->p < s->end && *s->p == close)
+		return false;
+	if (!first && s->p < s->end && *s->p == ',') {
+		s->p++;
+		skip_ws(s);
+	}
+	return s->p < s->end && *s->p != close;
+}
+
+/* Whether the JSON string token @key decodes to @want. */
+static eq_err key_is(const struct span *key, const char *want, bool *ret, struct eq_error *err)
+{
+	size_t n = (size_t)(key->end - key->p);
+	if (!memchr(key->p, '\\', n)) {
+		*ret = n == strlen(want) + 2 && memcmp(key->p + 1, want, n - 2) == 0;
+		return EQ_OK;
+	}
+	cJSON *k = NULL;
+	eq_err r = tree(key->p, n, key->p, &k, err);
+	if (r)
+		return r;
+	*ret = cJSON_IsString(k) && strcmp(k->valuestring, want) == 0;
+	cJSON_Delete(k);
+	return EQ_OK;
+}
+
+/* Finds the top-level member "packages" of the scanned document; @ret->p is
+ * NULL when there is none. A second one is the duplicate-key error the
+ * tree's schema check would give. */
+static eq_err find_packages(const uint8_t *data, size_t len, struct span *ret, struct eq_error *err)
+{
+	struct scan s = {.start = data, .p = data, .end = data + len, .err = err};
+	ret->p = ret->end = NULL;
+	skip_ws(&s);
+	walk_enter(&s);
+	for (bool first = true; walk_more(&s, '}', first); first = false) {
+		struct span key, val;
+		bool is = false;
+		eq_err r = walk_value(&s, &key);
+		if (!r && s.p < s.end && *s.p == ':') {
+			s.p++;
+			skip_ws(&s);
+		}
+		if (r || (r = walk_value(&s, &val)) || (r = key_is(&key, "packages", &is, err)))
+			return r;
+		if (!is)
+			continue;
+		if (ret->p)
+			return eq_error_set(err, EQ_ERR_PARSE, "packages: duplicate key");
+		*ret = val;
+	}
 	return EQ_OK;
 }
 
@@ -558,7 +658,7 @@ eq_err eqm_check_format(const cJSON *root, struct eq_error *err)
 	return EQ_OK;
 }
 
-static eq_err build(const cJSON *root, struct eq_manifest *m, struct eq_error *err)
+static eq_err build_header(const cJSON *root, struct eq_manifest *m, struct eq_error *err)
 {
 	static const struct eqm_field fields[] = {
 		{"format", EQM_NUMBER}, {"board", EQM_STRING},  {"channel", EQM_STRING}, {"release", EQM_STRING},
@@ -575,12 +675,48 @@ static eq_err build(const cJSON *root, struct eq_manifest *m, struct eq_error *e
 	    (r = eqm_time(it[5], "issued", &h.issued, err)) || (r = eqm_time(it[6], "expires", &h.expires, err)) ||
 	    (r = eqm_set_header(m, &h, EQ_ERR_PARSE, err)))
 		return r;
+	return EQ_OK;
+}
+
+/* The header: a tree of the document with the packages array cut to "[]". */
+static eq_err parse_header(const uint8_t *data, size_t len, const struct span *pk, struct eq_manifest *m,
+			   struct eq_error *err)
+{
+	size_t before = (size_t)(pk->p - data), after = (size_t)(data + len - pk->end);
+	uint8_t *doc = eq_malloc(before + 2 + after);
+	if (!doc)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	memcpy(doc, data, before);
+	memcpy(doc + before, "[]", 2);
+	memcpy(doc + before + 2, pk->end, after);
+	cJSON *root = NULL;
+	eq_err r = tree(doc, before + 2 + after, doc, &root, err);
+	if (!r)
+		r = build_header(root, m, err);
+	cJSON_Delete(root);
+	eq_free(doc);
+	return r;
+}
+
+static eq_err parse_packages(const uint8_t *data, size_t len, const struct span *pk, struct eq_manifest *m,
+			     struct eq_error *err)
+{
+	struct scan s = {.start = data, .p = pk->p, .end = data + len, .err = err};
+	walk_enter(&s);
 	size_t i = 0;
-	for (const cJSON *p = it[7]->child; p; p = p->next, i++) {
+	for (bool first = true; walk_more(&s, ']', first); first = false, i++) {
+		struct span el;
+		cJSON *obj = NULL;
 		if (i == EQ_MANIFEST_MAX_PACKAGES)
 			return eq_error_set(err, EQ_ERR_LIMIT, "packages: more than %u packages",
 					    EQ_MANIFEST_MAX_PACKAGES);
-		if ((r = parse_package(m, p, i, err)))
+		eq_err r = walk_value(&s, &el);
+		if (!r)
+			r = tree(el.p, (size_t)(el.end - el.p), data, &obj, err);
+		if (!r)
+			r = parse_package(m, obj, i, err);
+		cJSON_Delete(obj);
+		if (r)
 			return r;
 	}
 	return EQ_OK;
@@ -592,15 +728,26 @@ eq_err eq_manifest_parse_unverified(const uint8_t *data, size_t len, struct eq_m
 	if (len > EQ_MANIFEST_MAX_BYTES)
 		return eq_error_set(err, EQ_ERR_LIMIT, "manifest is %zu bytes, more than the limit of %u", len,
 				    EQ_MANIFEST_MAX_BYTES);
-	cJSON *root = NULL;
 	struct eq_manifest *m = NULL;
-	eq_err r = eqm_json_parse(data, len, &root, err);
+	struct span pk;
+	eq_err r = strict_scan(data, len, err);
+	if (!r)
+		r = find_packages(data, len, &pk, err);
 	if (r)
 		return r;
-	r = eq_manifest_new(&m, err);
-	if (!r)
-		r = build(root, m, err);
-	cJSON_Delete(root);
+	if ((r = eq_manifest_new(&m, err)))
+		return r;
+	if (pk.p && *pk.p == '[') {
+		if (!(r = parse_header(data, len, &pk, m, err)))
+			r = parse_packages(data, len, &pk, m, err);
+	} else {
+		/* No packages array: the whole tree is small, and the schema
+		 * check names what is wrong. */
+		cJSON *root = NULL;
+		if (!(r = tree(data, len, data, &root, err)))
+			r = build_header(root, m, err);
+		cJSON_Delete(root);
+	}
 	if (r) {
 		eq_manifest_free(m);
 		return r;

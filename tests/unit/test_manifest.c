@@ -360,6 +360,71 @@ static void test_parse_errors(void **state)
 		   "line 1 column 8: control character in string");
 }
 
+/* Replaces the first @from in @data by @to into a new NUL-terminated string. */
+static char *replace_once(const uint8_t *data, size_t len, const char *from, const char *to)
+{
+	const char *at = strstr((const char *)data, from);
+	assert_non_null(at);
+	size_t pre = (size_t)(at - (const char *)data), fl = strlen(from), tl = strlen(to);
+	char *out = malloc(len - fl + tl + 1);
+	assert_non_null(out);
+	memcpy(out, data, pre);
+	memcpy(out + pre, to, tl);
+	memcpy(out + pre + tl, data + pre + fl, len - pre - fl);
+	out[len - fl + tl] = '\0';
+	return out;
+}
+
+/* The packages array is walked without one tree for the whole document:
+ * what the tree's schema check said must still be said. */
+static void test_parse_packages_walk(void **state)
+{
+	(void)state;
+	struct eq_error e;
+	struct eq_manifest *m = make_manifest(7, "qemux86-64"), *back = NULL;
+	uint8_t *data, *again;
+	size_t len, alen;
+	to_json(m, &data, &len);
+
+	/* an escaped key is the same key */
+	char *esc = replace_once(data, len, "\"packages\"", "\"pack\\u0061ges\"");
+	assert_int_equal(eq_manifest_parse_unverified((const uint8_t *)esc, strlen(esc), &back, &e), EQ_OK);
+	assert_int_equal(eq_manifest_package_count(back), 7);
+	to_json(back, &again, &alen);
+	assert_int_equal(alen, len);
+	assert_memory_equal(again, data, len);
+	eq_free(again);
+	eq_manifest_free(back);
+	free(esc);
+
+	/* packages twice, spelled differently */
+	esc = replace_once(data, len, "\"format\": 1,", "\"format\": 1, \"p\\u0061ckages\": [],");
+	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "packages: duplicate key");
+	free(esc);
+	/* packages is not an array, or missing */
+	expect_err(parse_str("{\"format\": 1, \"board\": \"b\", \"packages\": {}}", &e), &e, EQ_ERR_PARSE,
+		   "packages: expected an array");
+	expect_err(parse_str("{\"format\": 1, \"board\": \"b\"}", &e), &e, EQ_ERR_PARSE, "channel: missing");
+	/* the header is checked before any package, as with one tree */
+	esc = replace_once(data, len, "\"channel\"", "\"chanel\"");
+	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "unknown key 'chanel' at the top level");
+	free(esc);
+	/* a bad package is named by its index, and so is an element that is
+	 * not an object */
+	esc = replace_once(data, len, "\"name\": \"pkg002\"", "\"name\": \"pkg002\", \"x\": 1");
+	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "packages[2]: unknown key 'x'");
+	free(esc);
+	esc = replace_once(data, len, "\"packages\": [", "\"packages\": [7, ");
+	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "packages[0]: expected an object");
+	free(esc);
+	/* packages after the header keys or before them: the same manifest */
+	esc = replace_once(data, len, "\"format\": 1,", "\"packages\": [], \"format\": 1,");
+	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "packages: duplicate key");
+	free(esc);
+	eq_free(data);
+	eq_manifest_free(m);
+}
+
 static eq_err code_by_name(const char *name)
 {
 	static const struct {
@@ -843,6 +908,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_model_rules),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_packages_walk),
 		cmocka_unit_test(test_bad_corpus),
 		cmocka_unit_test(test_keygen),
 		cmocka_unit_test(test_sign_verify),
