@@ -10,6 +10,8 @@
 
 #include <eq/agent.h>
 
+#include "http_header.h"
+
 #define CMDLINE_MAX 65536
 
 struct eq_agent {
@@ -22,6 +24,8 @@ struct eq_agent {
 	char *downloads;
 	char *work;
 	char *cache_manifest, *cache_sig;
+	char *ts_validators; /* root mode: the timestamp's ETag and the hash of its bytes */
+	char *ts_pending;    /* what to write there once this refresh verified */
 	eq_progress_fn progress;
 	void *progress_ctx;
 	bool cache_hit; /* root mode: this refresh's manifest came from the cache */
@@ -41,6 +45,8 @@ void eq_agent_free(struct eq_agent *a)
 	eq_free(a->work);
 	eq_free(a->cache_manifest);
 	eq_free(a->cache_sig);
+	eq_free(a->ts_validators);
+	eq_free(a->ts_pending);
 	eq_free(a);
 }
 
@@ -56,7 +62,8 @@ eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct e
 	a->work = eq_asprintf("%s/work", cfg->data_dir);
 	a->cache_manifest = eq_asprintf("%s/manifest.json", cfg->data_dir);
 	a->cache_sig = eq_asprintf("%s/manifest.json.sig", cfg->data_dir);
-	if (!a->state_path || !a->downloads || !a->work || !a->cache_manifest || !a->cache_sig) {
+	a->ts_validators = eq_asprintf("%s/timestamp.validators", cfg->data_dir);
+	if (!a->state_path || !a->downloads || !a->work || !a->cache_manifest || !a->cache_sig || !a->ts_validators) {
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -516,10 +523,58 @@ static bool fetch_manifest_packed(struct eq_agent *a, const char *rel, size_t ma
 /* eq_trust_refresh()'s reader: the manifest the timestamp names may come
  * from the copy cached at the last verification (its hash is checked), or
  * be rebuilt from it with a manifest delta, or come compressed. */
-static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *expect, uint8_t **ret, size_t *ret_len,
-			  struct eq_error *err)
+/*
+ * The timestamp, conditionally: its ETag is kept with the hash of the bytes
+ * it came with ("sha256 HEX" and "etag VALUE" lines), and sent only while
+ * the trust store still holds those bytes (@have, NULL: none). A new ETag waits in
+ * a->ts_pending until the refresh verified what it came with.
+ */
+static eq_err fetch_timestamp_cond(struct eq_agent *a, const char *path, size_t max, const char *have, uint8_t **ret,
+				   size_t *ret_len, struct eq_error *err)
+{
+	char etag[256] = "", lastmod[256];
+	uint8_t *v = NULL;
+	size_t vl = 0;
+	if (have && eq_file_read_all(a->ts_validators, 4096, &v, &vl, NULL) == EQ_OK) {
+		if (vl > 7 + EQ_SHA256_HEX_LEN && memcmp(v, "sha256 ", 7) == 0 &&
+		    memcmp(v + 7, have, EQ_SHA256_HEX_LEN) == 0 && v[7 + EQ_SHA256_HEX_LEN] == '\n')
+			eq_http_validators_parse((const char *)v, vl, sizeof(etag), etag, lastmod);
+		eq_free(v);
+	}
+	bool not_modified = false;
+	char *new_etag = NULL;
+	eq_err r = eq_fetch_file_cond(a->fetcher, path, max, etag, &not_modified, ret, ret_len, &new_etag, err);
+	if (r || not_modified) {
+		if (not_modified)
+			eq_log(EQ_LOG_DEBUG, "%s: not modified", path);
+		return r;
+	}
+	eq_free(a->ts_pending);
+	a->ts_pending = NULL;
+	if (new_etag) {
+		uint8_t h[EQ_SHA256_LEN];
+		char hex[EQ_SHA256_HEX_LEN + 1];
+		eq_sha256(*ret, *ret_len, h);
+		eq_hex_encode(h, sizeof(h), hex);
+		a->ts_pending = eq_asprintf("sha256 %s\netag %s\n", hex, new_etag);
+		eq_free(new_etag);
+	}
+	return EQ_OK;
+}
+
+static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *expect, const char *held, uint8_t **ret,
+			  size_t *ret_len, struct eq_error *err)
 {
 	struct eq_agent *a = ctx;
+	size_t pl = strlen(path);
+	/* The first timestamp too, for the ETag the next check sends. */
+	if (held || (pl >= 15 && strcmp(path + pl - 15, "/timestamp.json") == 0))
+		return fetch_timestamp_cond(a, path, max, held, ret, ret_len, err);
+	/* The next root is almost never there: ask with a HEAD first. */
+	eq_err r;
+	if (strncmp(path, "root/", 5) == 0 && pl > 10 && strcmp(path + pl - 10, ".root.json") == 0 &&
+	    (r = eq_fetch_exists(a->fetcher, path, max, err)))
+		return r;
 	uint8_t *d = NULL;
 	size_t l = 0;
 	char have[EQ_SHA256_HEX_LEN + 1] = "";
@@ -537,7 +592,6 @@ static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *e
 	}
 	/* The signatures cached with those bytes: the server's file may
 	 * already belong to a newer manifest the timestamp does not name. */
-	size_t pl = strlen(path);
 	if (a->cache_hit && pl > 4 && strcmp(path + pl - 4, ".sig") == 0 &&
 	    eq_file_read_all(a->cache_sig, max, ret, ret_len, NULL) == EQ_OK)
 		return EQ_OK;
@@ -560,9 +614,16 @@ static eq_err fetch_current(struct eq_agent *a, struct eq_check *c, bool *ret_fr
 	if (a->tstore) {
 		struct eq_trust_result res;
 		a->cache_hit = false;
+		eq_free(a->ts_pending);
+		a->ts_pending = NULL;
 		if ((r = eq_trust_refresh(a->tstore, trust_fetch, a, a->cfg->board, a->cfg->channel, now_s(), &res,
 					  err)))
 			return eq_error_prefix(err, r, "repository");
+		/* Best effort: without it the next check is a plain GET. */
+		struct eq_error e;
+		if (a->ts_pending &&
+		    eq_file_replace_atomic(a->ts_validators, a->ts_pending, strlen(a->ts_pending), 0600, &e) != EQ_OK)
+			eq_log(EQ_LOG_DEBUG, "%s", e.msg);
 		c->manifest_bytes = res.manifest;
 		c->manifest_len = res.manifest_len;
 		c->sig_bytes = res.sig;

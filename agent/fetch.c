@@ -53,6 +53,7 @@ struct eq_fetcher {
 struct xfer {
 	struct eq_fetcher *f;
 	const char *url, *rel;
+	bool head; /* a HEAD request: only the status counts */
 	/* memory sink (manifest, .sig) */
 	struct eq_buf *mem;
 	/* file sink (objects) */
@@ -369,6 +370,10 @@ static eq_err perform(struct eq_fetcher *f, struct xfer *x, struct curl_slist *h
 	f->errbuf[0] = '\0';
 	SETOPT(f, CURLOPT_URL, x->url);
 	SETOPT(f, CURLOPT_HTTPHEADER, headers);
+	if (x->head)
+		SETOPT(f, CURLOPT_NOBODY, 1L);
+	else
+		SETOPT(f, CURLOPT_HTTPGET, 1L);
 	if (x->range) {
 		snprintf(range, sizeof(range), "%" PRIu64 "-", x->have);
 		SETOPT(f, CURLOPT_RANGE, range);
@@ -584,8 +589,8 @@ static void load_validators(struct eq_fetcher *f, char *etag, char *lastmod, siz
 	eq_free(data);
 }
 
-static eq_err fetch_mem(struct eq_fetcher *f, const char *rel, size_t cap, struct curl_slist *headers, long *ret_status,
-			struct eq_buf *buf, struct xfer *x, struct eq_error *err)
+static eq_err fetch_mem(struct eq_fetcher *f, const char *rel, size_t cap, struct curl_slist *headers, bool head,
+			long *ret_status, struct eq_buf *buf, struct xfer *x, struct eq_error *err)
 {
 	EQ_AUTOFREE char *url = eq_asprintf("%s/%s", f->base_url, rel);
 	if (!url)
@@ -600,6 +605,7 @@ static eq_err fetch_mem(struct eq_fetcher *f, const char *rel, size_t cap, struc
 		eq_buf_reset(buf);
 		x->url = url;
 		x->rel = rel;
+		x->head = head;
 		x->mem = buf;
 		x->cap = cap;
 		x->fd = -1;
@@ -641,7 +647,7 @@ eq_err eq_fetch_manifest(struct eq_fetcher *f, bool *ret_not_modified, uint8_t *
 		}
 		headers = n;
 	}
-	if ((r = fetch_mem(f, f->manifest_rel, EQ_MANIFEST_MAX_BYTES, headers, &status, &m, x, err)) != EQ_OK)
+	if ((r = fetch_mem(f, f->manifest_rel, EQ_MANIFEST_MAX_BYTES, headers, false, &status, &m, x, err)) != EQ_OK)
 		goto out;
 	if (status == 304) {
 		f->stats.not_modified++;
@@ -660,7 +666,7 @@ eq_err eq_fetch_manifest(struct eq_fetcher *f, bool *ret_not_modified, uint8_t *
 	}
 	/* The signature has no validators of its own: it belongs to the
 	 * manifest just fetched and is always fetched with it. */
-	if ((r = fetch_mem(f, f->sig_rel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, &status, &s, x, err)) != EQ_OK) {
+	if ((r = fetch_mem(f, f->sig_rel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, false, &status, &s, x, err)) != EQ_OK) {
 		eq_free(new_etag);
 		eq_free(new_lastmod);
 		goto out;
@@ -698,9 +704,9 @@ eq_err eq_fetch_release_manifest(struct eq_fetcher *f, uint64_t number, uint8_t 
 	if (!mrel || !srel || !x)
 		r = eq_error_set(err, EQ_ERR_NOMEM, "release %" PRIu64 ": out of memory", number);
 	if (!r)
-		r = fetch_mem(f, mrel, EQ_MANIFEST_MAX_BYTES, NULL, &status, &m, x, err);
+		r = fetch_mem(f, mrel, EQ_MANIFEST_MAX_BYTES, NULL, false, &status, &m, x, err);
 	if (!r)
-		r = fetch_mem(f, srel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, &status, &sg, x, err);
+		r = fetch_mem(f, srel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, false, &status, &sg, x, err);
 	if (!r) {
 		*ret_manifest = eq_buf_steal(&m, ret_manifest_len);
 		*ret_sig = eq_buf_steal(&sg, ret_sig_len);
@@ -913,15 +919,37 @@ eq_err eq_fetch_object(struct eq_fetcher *f, const char *rel_path, const char *s
 
 /* ---- small signed files (root mode) --------------------------------------- */
 
-eq_err eq_fetch_file(struct eq_fetcher *f, const char *rel, size_t max, uint8_t **ret, size_t *ret_len,
-		     struct eq_error *err)
+eq_err eq_fetch_file_cond(struct eq_fetcher *f, const char *rel, size_t max, const char *etag, bool *ret_not_modified,
+			  uint8_t **ret, size_t *ret_len, char **ret_etag, struct eq_error *err)
 {
 	struct xfer *x = eq_calloc(1, sizeof(*x));
+	struct curl_slist *headers = NULL;
 	struct eq_buf b;
 	eq_buf_init(&b, max);
 	long status = 0;
-	eq_err r = x ? fetch_mem(f, rel, max, NULL, &status, &b, x, err)
-		     : eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
+	eq_err r = EQ_OK;
+	*ret_not_modified = false;
+	if (ret_etag)
+		*ret_etag = NULL;
+	if (etag && *etag) {
+		EQ_AUTOFREE char *h = eq_asprintf("If-None-Match: %s", etag);
+		if (!h || !(headers = curl_slist_append(NULL, h)))
+			r = eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
+	}
+	if (!r)
+		r = x ? fetch_mem(f, rel, max, headers, false, &status, &b, x, err)
+		      : eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
+	if (!r && status == 304 && !headers)
+		r = eq_error_set(err, EQ_ERR_NETWORK, "%s: HTTP 304 to a request that was not conditional", rel);
+	if (!r && status == 304) {
+		f->stats.not_modified++;
+		*ret_not_modified = true;
+		*ret = NULL;
+		*ret_len = 0;
+		goto out;
+	}
+	if (!r && ret_etag && x->etag[0] && !(*ret_etag = eq_strdup(x->etag)))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
 	size_t len = b.len;
 	/* An empty body still gives a buffer, so callers never pass NULL on. */
 	if (!r && !len && !(*ret = eq_malloc(1)))
@@ -930,6 +958,32 @@ eq_err eq_fetch_file(struct eq_fetcher *f, const char *rel, size_t max, uint8_t 
 		*ret = eq_buf_steal(&b, NULL);
 	if (!r)
 		*ret_len = len;
+	if (r && ret_etag) {
+		eq_free(*ret_etag);
+		*ret_etag = NULL;
+	}
+out:
+	curl_slist_free_all(headers);
+	eq_buf_done(&b);
+	eq_free(x);
+	return r;
+}
+
+eq_err eq_fetch_file(struct eq_fetcher *f, const char *rel, size_t max, uint8_t **ret, size_t *ret_len,
+		     struct eq_error *err)
+{
+	bool not_modified;
+	return eq_fetch_file_cond(f, rel, max, NULL, &not_modified, ret, ret_len, NULL, err);
+}
+
+eq_err eq_fetch_exists(struct eq_fetcher *f, const char *rel, size_t max, struct eq_error *err)
+{
+	struct xfer *x = eq_calloc(1, sizeof(*x));
+	struct eq_buf b;
+	eq_buf_init(&b, max);
+	long status = 0;
+	eq_err r = x ? fetch_mem(f, rel, max, NULL, true, &status, &b, x, err)
+		     : eq_error_set(err, EQ_ERR_NOMEM, "%s: out of memory", rel);
 	eq_buf_done(&b);
 	eq_free(x);
 	return r;

@@ -14,10 +14,11 @@
 
 struct eq_trust {
 	char *dir;
-	struct eq_root *root;                /* newest accepted */
-	struct eq_manifest_trust *installed; /* release keys over the chain, newest first */
-	struct eq_manifest_trust *ts_keys;   /* timestamp keys over the chain, the same way */
-	struct eq_timestamp ts;              /* version 0: none accepted yet */
+	struct eq_root *root;                     /* newest accepted */
+	struct eq_manifest_trust *installed;      /* release keys over the chain, newest first */
+	struct eq_manifest_trust *ts_keys;        /* timestamp keys over the chain, the same way */
+	struct eq_timestamp ts;                   /* version 0: none accepted yet */
+	char ts_sha256[EQ_MANIFEST_HASH_LEN + 1]; /* of the stored timestamp.json bytes, "" if none */
 	int64_t newest_issued;
 	char warning[EQ_ERROR_MSG_MAX + 64];
 };
@@ -131,6 +132,13 @@ static eq_err store_pair(const struct eq_trust *t, const char *rel, const uint8_
 	return p ? eq_signed_file_write(p, d, dl, s, sl, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 }
 
+static void hash_hex(const uint8_t *d, size_t len, char out[EQ_MANIFEST_HASH_LEN + 1])
+{
+	uint8_t h[EQ_SHA256_LEN];
+	eq_sha256(d, len, h);
+	eq_hex_encode(h, sizeof(h), out);
+}
+
 static uint64_t root_version(const struct eq_root *root)
 {
 	struct eq_root_info info;
@@ -198,6 +206,8 @@ eq_err eq_trust_open(const char *dir, const char *root_path, struct eq_trust **r
 	eq_err rr = eq_signed_file_read(tp, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &s, &sl, &e);
 	if (rr == EQ_OK && !(rr = eq_manifest_verify(d, dl, s, sl, t->ts_keys, &e)))
 		rr = eq_timestamp_parse_unverified(d, dl, &t->ts, &e);
+	if (rr == EQ_OK)
+		hash_hex(d, dl, t->ts_sha256);
 	eq_free(d);
 	eq_free(s);
 	if (rr == EQ_OK) {
@@ -221,14 +231,79 @@ static eq_err fetch_pair(eq_trust_fetch_fn fetch, void *ctx, const char *rel, si
 	EQ_AUTOFREE char *srel = eq_asprintf("%s.sig", rel);
 	if (!srel)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	eq_err r = fetch(ctx, rel, max, NULL, d, dl, err);
+	*d = *s = NULL;
+	eq_err r = fetch(ctx, rel, max, NULL, NULL, d, dl, err);
+	if (!r && !*d)
+		r = eq_error_set(err, EQ_ERR_VERIFY, "%s: the fetcher answered 'unchanged' to a plain request", rel);
 	if (r)
 		return r;
-	if ((r = fetch(ctx, srel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, s, sl, err))) {
+	if ((r = fetch(ctx, srel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, NULL, s, sl, err)) || !*s) {
+		if (!r)
+			r = eq_error_set(err, EQ_ERR_VERIFY, "%s: the fetcher answered 'unchanged' to a plain request",
+					 srel);
 		eq_free(*d);
 		*d = NULL;
 		if (r == EQ_ERR_NOTFOUND)
 			r = eq_error_set(err, EQ_ERR_VERIFY, "%s: not in the repository", srel);
+	}
+	return r;
+}
+
+/*
+ * The timestamp, asked for conditionally: the fetcher learns the hash of
+ * the stored copy and may answer "unchanged" (NULL data, a 304 to its
+ * If-None-Match), so an unchanged check moves a few hundred bytes. The
+ * stored pair is then used, and when the server sends the very bytes this
+ * device holds, their stored signature file is too. *ret_stored says the
+ * pair came (partly) from the store, so that the caller can ask plainly
+ * when it does not verify. Every byte is verified by the caller as if it
+ * had just been fetched.
+ */
+static eq_err fetch_timestamp(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, const char *rel, uint8_t **d,
+			      size_t *dl, uint8_t **s, size_t *sl, bool *ret_stored, struct eq_error *err)
+{
+	const char *have = t->ts.version && t->ts_sha256[0] ? t->ts_sha256 : NULL;
+	EQ_AUTOFREE char *tp = eq_asprintf("%s/timestamp.json", t->dir);
+	char got[EQ_MANIFEST_HASH_LEN + 1];
+	*ret_stored = false;
+	if (!have || !tp)
+		return fetch_pair(fetch, ctx, rel, EQ_TIMESTAMP_MAX_BYTES, d, dl, s, sl, err);
+	eq_err r = fetch(ctx, rel, EQ_TIMESTAMP_MAX_BYTES, NULL, have, d, dl, err);
+	if (r)
+		return r;
+	if (!*d) {
+		/* "Unchanged": the stored pair, if it is still what it was. */
+		struct eq_error e;
+		if (eq_signed_file_read(tp, EQ_TIMESTAMP_MAX_BYTES, d, dl, s, sl, &e) == EQ_OK) {
+			hash_hex(*d, *dl, got);
+			if (strcmp(got, have) == 0) {
+				*ret_stored = true;
+				return EQ_OK;
+			}
+			eq_free(*d);
+			eq_free(*s);
+			*d = *s = NULL;
+		}
+		return fetch_pair(fetch, ctx, rel, EQ_TIMESTAMP_MAX_BYTES, d, dl, s, sl, err);
+	}
+	hash_hex(*d, *dl, got);
+	if (strcmp(got, have) == 0) {
+		EQ_AUTOFREE char *sp = eq_asprintf("%s.sig", tp);
+		if (sp && eq_file_read_all(sp, EQ_MANIFEST_SIG_MAX_BYTES, s, sl, NULL) == EQ_OK) {
+			*ret_stored = true;
+			return EQ_OK;
+		}
+	}
+	EQ_AUTOFREE char *srel = eq_asprintf("%s.sig", rel);
+	if (!srel)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	else if (!(r = fetch(ctx, srel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, NULL, s, sl, err)) && !*s)
+		r = eq_error_set(err, EQ_ERR_VERIFY, "%s: the fetcher answered 'unchanged' to a plain request", srel);
+	else if (r == EQ_ERR_NOTFOUND)
+		r = eq_error_set(err, EQ_ERR_VERIFY, "%s: not in the repository", srel);
+	if (r) {
+		eq_free(*d);
+		*d = NULL;
 	}
 	return r;
 }
@@ -335,18 +410,30 @@ eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, 
 	uint8_t *d = NULL, *s = NULL;
 	size_t dl = 0, sl = 0;
 	struct eq_timestamp ts = {0};
-	r = fetch_pair(fetch, ctx, ts_rel, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &s, &sl, err);
+	bool stored = false;
+	r = fetch_timestamp(t, fetch, ctx, ts_rel, &d, &dl, &s, &sl, &stored, err);
+	if (!r)
+		r = eq_timestamp_load_verified(d, dl, s, sl, t->root, &ts, err);
+	if (r && stored) {
+		/* What this device holds no longer verifies (say, the timestamp
+		 * key rotated and the file was signed again): ask plainly. */
+		eq_free(d);
+		eq_free(s);
+		d = s = NULL;
+		r = fetch_pair(fetch, ctx, ts_rel, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &s, &sl, err);
+		if (!r)
+			r = eq_timestamp_load_verified(d, dl, s, sl, t->root, &ts, err);
+	}
 	if (r == EQ_ERR_NOTFOUND)
 		r = eq_error_set(err, EQ_ERR_VERIFY,
 				 "not in the repository (a repository with a root needs "
 				 "'eqota-gen timestamp')");
 	if (!r)
-		r = eq_timestamp_load_verified(d, dl, s, sl, t->root, &ts, err);
-	if (!r)
 		r = check_timestamp(t, &ts, board, channel, now, err);
 	if (!r && ts.version != t->ts.version) {
 		if (!(r = store_pair(t, "timestamp.json", d, dl, s, sl, err))) {
 			t->ts = ts;
+			hash_hex(d, dl, t->ts_sha256);
 			if (ts.issued > t->newest_issued)
 				t->newest_issued = ts.issued;
 		}
@@ -359,7 +446,9 @@ eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, 
 
 	/* The timestamp bounds the download (endless data) and names the
 	 * exact bytes (a stale or swapped manifest never reaches the parser). */
-	r = fetch(ctx, m_rel, (size_t)ts.size, ts.sha256, &res.manifest, &res.manifest_len, err);
+	r = fetch(ctx, m_rel, (size_t)ts.size, ts.sha256, NULL, &res.manifest, &res.manifest_len, err);
+	if (!r && !res.manifest)
+		r = eq_error_set(err, EQ_ERR_VERIFY, "the fetcher answered 'unchanged' to a plain request");
 	if (r == EQ_ERR_NOTFOUND)
 		r = eq_error_set(err, EQ_ERR_VERIFY, "not in the repository, yet the timestamp names it");
 	if (!r) {
@@ -374,7 +463,9 @@ eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, 
 					 res.manifest_len, hex, ts.version, ts.size, ts.sha256);
 	}
 	if (!r) {
-		r = fetch(ctx, s_rel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, &res.sig, &res.sig_len, err);
+		r = fetch(ctx, s_rel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, NULL, &res.sig, &res.sig_len, err);
+		if (!r && !res.sig)
+			r = eq_error_set(err, EQ_ERR_VERIFY, "manifest.json.sig: the fetcher answered 'unchanged'");
 		if (r == EQ_ERR_NOTFOUND)
 			r = eq_error_set(err, EQ_ERR_VERIFY, "manifest.json.sig: not in the repository");
 	}

@@ -276,10 +276,11 @@ out:
 
 /* ---- verify as a device does ------------------------------------------- */
 
-static eq_err file_fetch(void *ctx, const char *path, size_t max, const char *expect, uint8_t **ret, size_t *ret_len,
-			 struct eq_error *err)
+static eq_err file_fetch(void *ctx, const char *path, size_t max, const char *expect, const char *have, uint8_t **ret,
+			 size_t *ret_len, struct eq_error *err)
 {
 	(void)expect;
+	(void)have;
 	EQ_AUTOFREE char *full = eq_asprintf("%s/%s", (const char *)ctx, path);
 	if (!full)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");

@@ -73,10 +73,25 @@ boot "$dev" >/dev/null
 httpd_log_flush; : > "$HTTPD_ACCESS_LOG"
 run "check up to date" 0 eq "$dev" check && pass "check: up to date"
 httpd_log_flush
-if grep -q "^GET /boards/tb/stable/timestamp.json 200" "$HTTPD_ACCESS_LOG" &&
+if grep -q "^GET /boards/tb/stable/timestamp.json 304" "$HTTPD_ACCESS_LOG" &&
+  ! grep -q "^GET /boards/tb/stable/timestamp.json.sig " "$HTTPD_ACCESS_LOG" &&
   ! grep -q "^GET /boards/tb/stable/manifest.json " "$HTTPD_ACCESS_LOG"; then
-  pass "an unchanged timestamp costs no manifest download"
+  pass "an unchanged timestamp is a 304 to a conditional GET: no .sig, no manifest"
 else fail "requests: $(cat "$HTTPD_ACCESS_LOG")"; fi
+# what the whole check cost above TCP (requests and answers with headers)
+wire=$(awk '{ s += $6 + $7 } END { print s + 0 }' "$HTTPD_ACCESS_LOG")
+[ "$wire" -gt 0 ] && [ "$wire" -le 1024 ] && pass "an unchanged check costs $wire bytes on the wire (at most 1 KiB)" ||
+  fail "unchanged check: $wire bytes on the wire: $(cat "$HTTPD_ACCESS_LOG")"
+# validators that name other bytes than the stored timestamp are not sent
+cp "$dev/data/timestamp.validators" "$w/validators"
+sed -i "1s/^sha256 .*/sha256 $(printf '0%.0s' $(seq 64))/" "$dev/data/timestamp.validators"
+httpd_log_flush; : > "$HTTPD_ACCESS_LOG"
+run "check, validators of other bytes" 0 eq "$dev" check
+httpd_log_flush
+grep -q "^GET /boards/tb/stable/timestamp.json 200" "$HTTPD_ACCESS_LOG" &&
+  pass "an ETag kept for other bytes than the stored timestamp is not used" || fail "requests: $(cat "$HTTPD_ACCESS_LOG")"
+cmp -s "$dev/data/timestamp.validators" "$w/validators" && pass "the ETag is saved again once the timestamp verified" ||
+  fail "validators: $(cat "$dev/data/timestamp.validators")"
 
 # ---- a release whose timestamp is not made yet: the device keeps to what the
 # timestamp names (its cached manifest), one without that copy refuses the

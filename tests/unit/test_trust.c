@@ -96,6 +96,11 @@ static struct repo {
 	unsigned fetches;
 	size_t manifest_max;   /* the cap asked for manifest.json */
 	const char *fail_path; /* this path fails with EQ_ERR_NETWORK */
+	/* Conditional requests (@have_sha256): answer "unchanged" when the
+	 * file still has those bytes (a 304), or always (a lying server). */
+	bool cond, lie_unchanged;
+	unsigned not_modified;
+	char log[2048]; /* the paths fetched, one per line */
 } repo;
 
 static void repo_clear(void)
@@ -155,12 +160,14 @@ static void put_signed(const char *path, uint8_t *d, size_t n, const char *signe
 	put(path, d, n);
 }
 
-static eq_err fetch(void *ctx, const char *path, size_t max, const char *expect, uint8_t **ret, size_t *ret_len,
-		    struct eq_error *err)
+static eq_err fetch(void *ctx, const char *path, size_t max, const char *expect, const char *have, uint8_t **ret,
+		    size_t *ret_len, struct eq_error *err)
 {
 	(void)ctx;
 	(void)expect;
 	repo.fetches++;
+	size_t ll = strlen(repo.log);
+	snprintf(repo.log + ll, sizeof(repo.log) - ll, "%s\n", path);
 	if (strstr(path, "manifest.json") && !strstr(path, ".sig"))
 		repo.manifest_max = max;
 	if (repo.fail_path && !strcmp(path, repo.fail_path))
@@ -171,6 +178,18 @@ static eq_err fetch(void *ctx, const char *path, size_t max, const char *expect,
 	/* As the real fetcher: never more than @max bytes. */
 	if (f->len > max)
 		return eq_error_set(err, EQ_ERR_LIMIT, "%s: more than %zu bytes", path, max);
+	if (have && (repo.cond || repo.lie_unchanged)) {
+		uint8_t h[EQ_SHA256_LEN];
+		char hex[EQ_SHA256_HEX_LEN + 1];
+		eq_sha256(f->data, f->len, h);
+		eq_hex_encode(h, sizeof(h), hex);
+		if (repo.lie_unchanged || !strcmp(hex, have)) {
+			repo.not_modified++;
+			*ret = NULL;
+			*ret_len = 0;
+			return EQ_OK;
+		}
+	}
 	*ret = eq_malloc(f->len ? f->len : 1);
 	assert_non_null(*ret);
 	memcpy(*ret, f->data, f->len);
@@ -709,6 +728,81 @@ static void test_threat_root_rotation(void **state)
 	}
 }
 
+/* The timestamp is asked for with the stored copy's hash: unchanged, it
+ * costs one request and no .sig; changed, both come; a server that lies
+ * "unchanged" freezes the device only until the stored timestamp expires;
+ * a stored pair that no longer verifies is fetched again plainly. */
+static void test_conditional_timestamp(void **state)
+{
+	(void)state;
+	struct eq_trust *t = device_on_release1();
+	struct eq_error e;
+	uint64_t n = 0;
+	repo.cond = true;
+	/* nothing stored yet: a plain request for both */
+	assert_int_equal(check(t, T0 + HOUR, &e, &n), EQ_OK);
+	assert_int_equal(repo.not_modified, 0);
+	assert_non_null(strstr(repo.log, "boards/b1/stable/timestamp.json.sig\n"));
+	/* unchanged: "not modified", no .sig, the same release */
+	repo.log[0] = '\0';
+	assert_int_equal(check(t, T0 + 2 * HOUR, &e, &n), EQ_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(repo.not_modified, 1);
+	assert_non_null(strstr(repo.log, "boards/b1/stable/timestamp.json\n"));
+	assert_null(strstr(repo.log, "timestamp.json.sig"));
+	/* a server without validators sends the same bytes: the stored .sig */
+	repo.cond = false;
+	repo.log[0] = '\0';
+	assert_int_equal(check(t, T0 + 3 * HOUR, &e, &n), EQ_OK);
+	assert_null(strstr(repo.log, "timestamp.json.sig"));
+	/* changed: the new pair, and it is stored (a reopened store has it) */
+	repo.cond = true;
+	release(2, 2, T0 + 4 * HOUR);
+	repo.log[0] = '\0';
+	assert_int_equal(check(t, T0 + 4 * HOUR, &e, &n), EQ_OK);
+	assert_int_equal(n, 2);
+	assert_non_null(strstr(repo.log, "boards/b1/stable/timestamp.json.sig\n"));
+	eq_trust_free(t);
+	t = device_open();
+	assert_int_equal(eq_trust_timestamp(t)->version, 2);
+	repo.log[0] = '\0';
+	assert_int_equal(check(t, T0 + 5 * HOUR, &e, &n), EQ_OK);
+	assert_int_equal(repo.not_modified, 2);
+	assert_null(strstr(repo.log, "timestamp.json.sig"));
+	/* a lying "unchanged" hides release 3 (the device keeps to the
+	 * timestamp it holds, which names release 2's manifest; this fetcher
+	 * has no cached copy of it), but only until the stored timestamp
+	 * expires (12 hours): then the device says so */
+	release(3, 3, T0 + 6 * HOUR);
+	repo.lie_unchanged = true;
+	assert_int_equal(check(t, T0 + 6 * HOUR, &e, &n), EQ_ERR_VERIFY);
+	assert_msg(e, "but timestamp version 2 names");
+	assert_int_equal(eq_trust_timestamp(t)->version, 2);
+	assert_int_equal(check(t, T0 + 17 * HOUR, &e, &n), EQ_ERR_EXPIRED);
+	assert_msg(e, "timestamp expired at");
+	repo.lie_unchanged = false;
+	assert_int_equal(check(t, T0 + 17 * HOUR, &e, &n), EQ_OK);
+	assert_int_equal(n, 3);
+	/* the timestamp key rotates (root 2, T2) and the same timestamp bytes
+	 * are signed again: "not modified" gives a pair that no longer
+	 * verifies, so both are fetched plainly and the new signature counts */
+	root_doc(2, T0, T0 + 365 * DAY, "R1", 1, "K1", 1, "T2", 1, "R1");
+	const struct file *tf = repo_find("boards/b1/stable/timestamp.json");
+	{
+		size_t sl;
+		uint8_t *sig = sign(tf->data, tf->len, "T2", &sl);
+		put("boards/b1/stable/timestamp.json.sig", sig, sl);
+	}
+	unsigned nm = repo.not_modified;
+	repo.log[0] = '\0';
+	assert_int_equal(check(t, T0 + 17 * HOUR, &e, &n), EQ_OK);
+	assert_int_equal(n, 3);
+	assert_int_equal(root_ver(t), 2);
+	assert_int_equal(repo.not_modified, nm + 1);
+	assert_non_null(strstr(repo.log, "boards/b1/stable/timestamp.json.sig\n"));
+	eq_trust_free(t);
+}
+
 /* Fewer signatures than a role's threshold, for a root and a manifest. */
 static void test_threat_threshold_not_met(void **state)
 {
@@ -879,6 +973,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_threat_release_key_compromise, case_setup),
 		cmocka_unit_test_setup(test_threat_root_rotation, case_setup),
 		cmocka_unit_test_setup(test_threat_threshold_not_met, case_setup),
+		cmocka_unit_test_setup(test_conditional_timestamp, case_setup),
 	};
 	return eq_test_run(tests, group_setup, group_teardown, argc, argv);
 }

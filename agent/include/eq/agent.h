@@ -147,6 +147,24 @@ EQ_API eq_err eq_fetch_release_manifest(struct eq_fetcher *f, uint64_t number, u
  */
 EQ_API eq_err eq_fetch_file(struct eq_fetcher *f, const char *rel, size_t max, uint8_t **ret, size_t *ret_len,
 			    struct eq_error *err) EQ_MUST_CHECK;
+/*
+ * eq_fetch_file() made conditional: a non-empty @etag goes out as
+ * If-None-Match, and a 304 answer sets *ret_not_modified with nothing in
+ * *ret (NULL, length 0). Otherwise *ret_etag (when not NULL) receives the
+ * answer's ETag, or NULL when it had none; the caller frees it with
+ * eq_free(), and should keep it only once it has verified the bytes.
+ */
+/*
+ * Whether the file @rel is in the repository, by a HEAD request: EQ_OK
+ * when it is (and would fit @max, if the server says its length),
+ * EQ_ERR_NOTFOUND for 404/410, other codes as eq_fetch_file(). For probes
+ * that usually find nothing (the next root version): a 404 to a GET
+ * carries the server's error page, which a HEAD does not.
+ */
+EQ_API eq_err eq_fetch_exists(struct eq_fetcher *f, const char *rel, size_t max, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_fetch_file_cond(struct eq_fetcher *f, const char *rel, size_t max, const char *etag,
+				 bool *ret_not_modified, uint8_t **ret, size_t *ret_len, char **ret_etag,
+				 struct eq_error *err) EQ_MUST_CHECK;
 /* Forgets the validators so that the next eq_fetch_manifest() is a full GET. */
 EQ_API void eq_fetch_manifest_forget(struct eq_fetcher *f);
 

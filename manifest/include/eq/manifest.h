@@ -583,11 +583,16 @@ EQ_API const struct eq_timestamp *eq_trust_timestamp(const struct eq_trust *t);
  * is EQ_ERR_LIMIT, without reading them all); EQ_ERR_NOTFOUND when the
  * server says the file does not exist (404/410), any other code for other
  * failures. @expect_sha256 is NULL or the hash the bytes must have (a
- * fetcher may answer from a cache holding those bytes). *ret_data is
- * freed by the caller with eq_free().
+ * fetcher may answer from a cache holding those bytes). @have_sha256 is
+ * NULL or the hash of the copy the caller already holds (the timestamp):
+ * the fetcher may then ask conditionally (If-None-Match with an ETag it
+ * kept for exactly those bytes) and, when the server says the file is
+ * unchanged, return EQ_OK with *ret_data NULL and *ret_len 0; the caller
+ * then uses its copy. Otherwise *ret_data is set and freed by the caller
+ * with eq_free().
  */
 typedef eq_err (*eq_trust_fetch_fn)(void *ctx, const char *path, size_t max, const char *expect_sha256,
-				    uint8_t **ret_data, size_t *ret_len, struct eq_error *err);
+				    const char *have_sha256, uint8_t **ret_data, size_t *ret_len, struct eq_error *err);
 
 /* What eq_trust_refresh() verified. Free with eq_trust_result_done(). */
 struct eq_trust_result {
@@ -606,7 +611,10 @@ EQ_API void eq_trust_result_done(struct eq_trust_result *res);
  *   2. the newest root must be unexpired at eq_trust_now();
  *   3. boards/<board>/<channel>/timestamp.json, signed by the timestamp
  *      role, for this board and channel, not older (version, issued) than
- *      the newest accepted, unexpired; it is stored;
+ *      the newest accepted, unexpired; it is stored. It is asked for with
+ *      the stored copy's hash (see eq_trust_fetch_fn), and its .sig only
+ *      when the bytes changed: an unchanged check costs one small request;
+ *      a stored pair that no longer verifies is fetched again plainly;
  *   4. manifest.json, at most the timestamp's size and with its sha256,
  *      then its .sig under the release role, and the policy (board,
  *      channel, the timestamp's release number, expiry at eq_trust_now()).

@@ -21,8 +21,10 @@
 #                            read the log can do the same.
 #
 # One access-log line per request, fields separated by one space:
-#   METHOD URL-PATH STATUS BODY-BYTES-SENT RANGE-HEADER
-# e.g. "GET /objects/ab12... 206 4096 bytes=1000-" and "- " for no Range.
+#   METHOD URL-PATH STATUS BODY-BYTES-SENT RANGE-HEADER BYTES-IN BYTES-OUT
+# e.g. "GET /objects/ab12... 206 4096 bytes=1000- 151 4339" and "-" for no
+# Range. BYTES-IN and BYTES-OUT count the request and the answer with their
+# headers: what the exchange cost on the wire above TCP.
 # Tests measure the bytes a device fetched from this log, so keep the
 # format and the function names stable.
 #
@@ -80,7 +82,7 @@ server.use-ipv6 = "disable"
 server.modules = ( "mod_accesslog" )
 server.errorlog = "$logdir/error.log"
 accesslog.filename = "$logdir/access.log"
-accesslog.format = "%m %U %>s %b %{Range}i"
+accesslog.format = "%m %U %>s %b %{Range}i %I %O"
 mimetype.assign = ( "" => "application/octet-stream" )
 index-file.names = ( )
 dir-listing.activate = "disable"
@@ -113,7 +115,15 @@ httpd_log_flush() {
 	# logs) writes them out at once
 	if [ -n "${HTTPD_PID:-}" ]; then
 		kill -HUP "$HTTPD_PID" 2>/dev/null || return 1
-		sleep 0.2
+		# then until the log stops growing (at most 2 s): the lines of a
+		# burst may come out in more than one write
+		local i prev=-1 cur
+		for i in $(seq 20); do
+			sleep 0.1
+			cur=$(stat -c %s "$HTTPD_ACCESS_LOG" 2>/dev/null || echo 0)
+			[ "$cur" = "$prev" ] && break
+			prev=$cur
+		done
 	fi
 }
 
