@@ -35,7 +35,7 @@ done
 sz() { stat -c%s "$1"; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
 printf '%-12s %-22s %-22s %10s %9s %9s %9s %9s %9s %8s %8s\n' package old new payload full eqota bsdiff xdelta3 zstd-pf eq/full eq/bsd
-tot_new=0 tot_full=0 tot_eq=0 tot_bsd=0 tot_xd=0 tot_zs=0
+tot_new=0 tot_full=0 tot_eq=0 tot_bsd=0 tot_xd=0 tot_zs=0 tot_secs=0 tot_bsecs=0
 gz_changed=0 gz_repro=0 gz_changed_b=0 gz_repro_b=0
 : >"$WORK/gz_why"
 largest=0 largest_pkg=
@@ -49,14 +49,18 @@ while read -r pkg old new; do
 	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	"$EQ_DELTA" apply "$O" "$WORK/$pkg.delta" "$WORK/out"
 	cmp -s "$N" "$WORK/out" || { echo "FAIL: $pkg: delta result differs" >&2; exit 1; }
+	t0=$(date +%s.%N)
 	bsdiff "$O" "$N" "$WORK/bsd"
+	bsecs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	tot_secs=$(awk -v a="$tot_secs" -v b="$secs" 'BEGIN { print a + b }')
+	tot_bsecs=$(awk -v a="$tot_bsecs" -v b="$bsecs" 'BEGIN { print a + b }')
 	xdelta3 -e -9 -S djw -f -s "$O" "$N" "$WORK/xd"
 	zstd -q -f -19 --long=31 --patch-from="$O" "$N" -o "$WORK/zs" 2>/dev/null
 	n=$(sz "$N") f=$(sz "$WORK/full") e=$(sz "$WORK/$pkg.delta") b=$(sz "$WORK/bsd") x=$(sz "$WORK/xd") z=$(sz "$WORK/zs")
 	filter=$("$EQ_DELTA" info "$WORK/$pkg.delta" | awk '/^filter/ { print $2 }')
 	method=$("$EQ_DELTA" info "$WORK/$pkg.delta" | awk '/^method/ { print $2 }')
-	printf '%-12s %-22s %-22s %10d %9d %9d %9d %9d %9d %8s %8s  method=%s filter=%s create=%ss\n' "$pkg" "$old" "$new" "$n" "$f" "$e" "$b" "$x" "$z" \
-		"$(pct "$e" "$f")" "$(pct "$e" "$b")" "$method" "$filter" "$secs"
+	printf '%-12s %-22s %-22s %10d %9d %9d %9d %9d %9d %8s %8s  method=%s filter=%s create=%ss bsdiff=%ss\n' "$pkg" "$old" "$new" "$n" "$f" "$e" "$b" "$x" "$z" \
+		"$(pct "$e" "$f")" "$(pct "$e" "$b")" "$method" "$filter" "$secs" "$bsecs"
 	tot_new=$((tot_new + n)) tot_full=$((tot_full + f)) tot_eq=$((tot_eq + e))
 	tot_bsd=$((tot_bsd + b)) tot_xd=$((tot_xd + x)) tot_zs=$((tot_zs + z))
 	if [ "$n" -gt "$largest" ]; then largest=$n largest_pkg=$pkg; fi
@@ -71,6 +75,7 @@ done < <(list_pairs "$PAIRS_DIR" $PKGS)
 printf '%-12s %-22s %-22s %10d %9d %9d %9d %9d %9d %8s %8s\n' SUM "" "" "$tot_new" "$tot_full" "$tot_eq" "$tot_bsd" "$tot_xd" "$tot_zs" \
 	"$(pct "$tot_eq" "$tot_full")" "$(pct "$tot_eq" "$tot_bsd")"
 echo "payloads made with: $PAYLOAD_TOOL"
+echo "delta creation time (one core each): eqota-gen's differ ${tot_secs} s, bsdiff ${tot_bsecs} s"
 echo "eqota sum vs: bsdiff $(pct "$tot_eq" "$tot_bsd"), xdelta3 $(pct "$tot_eq" "$tot_xd"), zstd --patch-from $(pct "$tot_eq" "$tot_zs")"
 if [ $((tot_eq * 3)) -le "$tot_bsd" ]; then echo "target met: eqota sum <= 1/3 of bsdiff sum"; else echo "target NOT met: eqota sum > 1/3 of bsdiff sum"; fi
 printf 'changed .gz files (content not in the old payload): %d, reproduced exactly by the device: %d (%d of %d bytes)\n' \

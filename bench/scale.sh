@@ -8,6 +8,10 @@
 #   - a root-mode device (lighttpd on loopback, dir slots): provision time,
 #     then `check` and `update` to release 2: time, peak RSS and peak
 #     anonymous memory (sampled RssAnon of the process)
+#   - bytes on the wire (requests and answers with their headers, from
+#     lighttpd's access log) of an unchanged check, and of the check that
+#     finds a release changing 10 packages in 5,000 (0.2 %; 2 of 1,000, 1
+#     of 100): its metadata, root probe, timestamp and manifest delta
 # Usage: bench/scale.sh [BUILD_DIR] [N...]     (default: build 100 1000 5000)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,13 +31,13 @@ trap cleanup EXIT
 
 secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}'; }
 
-# gen_release DIR N SEED CHANGED: N tarball packages; with CHANGED > 0 the
-# packages whose index is a multiple of 50 get a new version with changed
-# content (2 %), the rest are byte-identical to SEED's release 1.
+# gen_release DIR N SEED EVERY: N tarball packages; with EVERY > 0 the
+# packages whose index is a multiple of EVERY get a new version with changed
+# content (50: 2 %), the rest are byte-identical to SEED's release 1.
 gen_release() {
   python3 - "$@" <<'PY'
 import io, os, random, sys, tarfile
-out, n, seed, changed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+out, n, seed, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 os.makedirs(out, exist_ok=True)
 words = [b"update", b"device", b"package", b"release", b"kernel", b"library", b"config", b"service", b"daemon", b"socket"]
 for i in range(n):
@@ -46,7 +50,7 @@ for i in range(n):
     else:
         body = rng.randbytes(size // 2) + bytes(size - size // 2)
     ver = 1
-    if changed and i % 50 == 0:
+    if every and i % every == 0:
         ver = 2
         b = bytearray(body)
         for k in range(0, len(b), max(1, len(b) // 8)):
@@ -61,14 +65,17 @@ for i in range(n):
 PY
 }
 
-printf '%6s %8s %8s %8s %10s %9s %8s %8s %7s %9s %9s %7s %9s %9s\n' \
-  packages pub1_s repub_s pub2_s manifest zst delta prov_s check_s chk_anon upd_s upd_anon upd_rss changed
+wire() { httpd_log_flush; awk '{ s += $6 + $7 } END { print s + 0 }' "$HTTPD_ACCESS_LOG"; }
+printf '%6s %8s %8s %8s %10s %9s %8s %8s %7s %9s %9s %7s %9s %9s %9s %9s\n' \
+  packages pub1_s repub_s pub2_s manifest zst delta prov_s check_s chk_anon upd_s upd_anon upd_rss changed \
+  same_wire meta_wire
 for n in "${sizes[@]}"; do
   d=$w/n$n
   mkdir -p "$d"
   cd "$d"
   gen_release r1 "$n" 1 0
-  gen_release r2 "$n" 1 1
+  gen_release r2 "$n" 1 50
+  gen_release r3 "$n" 1 500
   for k in R K T; do "$gen" keygen --out "$k" >/dev/null; done
   "$gen" root init --repo repo --key R.key --root-pub R.pub --release-pub K.pub --timestamp-pub T.pub >/dev/null
   P=(--repo repo --board sb --channel stable --key K.key --timestamp-key T.key --store s.db --level 3)
@@ -81,20 +88,32 @@ for n in "${sizes[@]}"; do
   read -r tp _ _ < <(measure env EQ_TEST_BOOT_ID_FILE="$d/dev/boot_id" "$eqota" --config dev/eqota.conf provision --slot A)
   cat /proc/sys/kernel/random/uuid > dev/boot_id
   "$simboot" --env dev/bootenv --cmdline dev/cmdline >/dev/null
+  # an unchanged check, then one that finds a release changing 0.2 %
+  EQ_TEST_BOOT_ID_FILE="$d/dev/boot_id" "$eqota" --config dev/eqota.conf check >/dev/null
+  httpd_log_flush; : > "$HTTPD_ACCESS_LOG"
+  EQ_TEST_BOOT_ID_FILE="$d/dev/boot_id" "$eqota" --config dev/eqota.conf check >/dev/null
+  same_wire=$(wire)
+  "$gen" -q publish "${P[@]}" --release r3 --packages r3 >/dev/null
+  : > "$HTTPD_ACCESS_LOG"
+  EQ_TEST_BOOT_ID_FILE="$d/dev/boot_id" "$eqota" --config dev/eqota.conf check >/dev/null
+  meta_wire=$(wire)
   t2=$(secs "$gen" -q publish "${P[@]}" --release r2 --packages r2)
   m=repo/boards/sb/stable/manifest.json
   msize=$(stat -c %s "$m") zsize=$(stat -c %s "$m.zst")
-  # the delta a device on r1b (number 2, current when it was provisioned) fetches
-  from=$(sha256sum repo/boards/sb/stable/releases/2/manifest.json | cut -c1-64)
+  # the delta the device fetches: from r3's manifest (number 3), its last check
+  from=$(sha256sum repo/boards/sb/stable/releases/3/manifest.json | cut -c1-64)
   to=$(sha256sum "$m" | cut -c1-64)
   dsize=$(stat -c %s "repo/boards/sb/stable/manifest-deltas/$from-$to.delta")
   read -r tc _ ac < <(measure env EQ_TEST_BOOT_ID_FILE="$d/dev/boot_id" "$eqota" --config dev/eqota.conf check)
   read -r tu mu au < <(measure env EQ_TEST_BOOT_ID_FILE="$d/dev/boot_id" "$eqota" --config dev/eqota.conf update)
   httpd_stop
-  printf '%6d %8s %8s %8s %10d %9d %8d %8s %7s %9s %9s %7s %9s %9d\n' \
-    "$n" "$t1" "$t1b" "$t2" "$msize" "$zsize" "$dsize" "$tp" "$tc" "$ac" "$tu" "$au" "$mu" $(( (n + 49) / 50 ))
+  printf '%6d %8s %8s %8s %10d %9d %8d %8s %7s %9s %9s %7s %9s %9d %9d %9d\n' \
+    "$n" "$t1" "$t1b" "$t2" "$msize" "$zsize" "$dsize" "$tp" "$tc" "$ac" "$tu" "$au" "$mu" $(( (n + 49) / 50 )) \
+    "$same_wire" "$meta_wire"
   cd "$w"
   rm -rf "$d"
 done
 echo "(seconds; manifest, zst and delta in bytes: the release-2 manifest, compressed, and its delta from the device's;"
-echo " anon/rss in KiB: peak anonymous memory sampled from /proc and peak RSS)"
+echo " anon/rss in KiB: peak anonymous memory sampled from /proc and peak RSS;"
+echo " same_wire: an unchanged check, meta_wire: the check finding 0.2 % changed, in bytes on the wire with headers)"
+echo "targets: same_wire <= 1024, meta_wire <= 65536 at 5,000 packages, anonymous memory <= 16 MiB"
