@@ -9,13 +9,14 @@
 # e.g. EQ_CMAKE_ARGS=-DEQ_VERSION_STRING=0.1.0-2 (tests/qemu/lib/mkdeb-eqota.sh).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/apt-wait.sh"
 build=${1:-$top/build-arm64}
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   echo "cross-arm64: adding architecture arm64 to dpkg"
   $sudo dpkg --add-architecture arm64
-  $sudo apt-get update -q
+  eq_apt_get update -q
 fi
 pkgs=(gcc-aarch64-linux-gnu libc6-dev:arm64 libmbedtls-dev:arm64 libcurl4-openssl-dev:arm64
   libzstd-dev:arm64 libubootenv-dev:arm64 libcjson-dev:arm64)
@@ -27,8 +28,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "cross-arm64: installing ${missing[*]}"
   # Both architectures must come from the same package lists (Multi-Arch:
   # same requires equal versions), so refresh once if an install fails.
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" ||
-    { $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"; }
+  eq_apt_get install -y -q --no-install-recommends "${missing[@]}" ||
+    { eq_apt_get update -q && eq_apt_get install -y -q --no-install-recommends "${missing[@]}"; }
 fi
 extra=()
 [ -z "${EQ_CMAKE_ARGS:-}" ] || mapfile -t extra <<< "$EQ_CMAKE_ARGS"

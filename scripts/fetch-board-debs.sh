@@ -15,6 +15,7 @@
 # Usage: scripts/fetch-board-debs.sh BOARD [CACHE_DIR]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/apt-wait.sh"
 board=${1:?usage: fetch-board-debs.sh BOARD [CACHE_DIR]}
 bdir=$top/boards/$board
 [ -f "$bdir/board.conf" ] || { echo "fetch-board-debs: no board '$board' ($bdir/board.conf missing)" >&2; exit 1; }
@@ -29,9 +30,9 @@ native=$(dpkg --print-architecture)
 if [ "$EQ_BOARD_ARCH" != "$native" ] && ! dpkg --print-foreign-architectures | grep -qx "$EQ_BOARD_ARCH"; then
   echo "fetch-board-debs: adding architecture $EQ_BOARD_ARCH to dpkg"
   $sudo dpkg --add-architecture "$EQ_BOARD_ARCH"
-  $sudo apt-get update -q
+  eq_apt_get update -q
 elif ! apt-cache show "$EQ_BOARD_KERNEL_META:$EQ_BOARD_ARCH" >/dev/null 2>&1; then
-  $sudo apt-get update -q
+  eq_apt_get update -q
 fi
 
 kpkg=$(apt-cache depends "$EQ_BOARD_KERNEL_META:$EQ_BOARD_ARCH" | awk '/Depends: linux-image-/ {print $2; exit}')

@@ -9,6 +9,7 @@
 # Usage: scripts/fetch-debs.sh [CACHE_DIR]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/apt-wait.sh"
 cache=${1:-$top/.cache/debs}
 pool=$cache/pool
 mkdir -p "$pool"
@@ -19,7 +20,7 @@ mapfile -t changes < <(list "$top/tests/data/device-changes.list")
 
 if ! apt-cache show libc6 >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -q
+  eq_apt_get update -q
 fi
 
 # One apt-cache call for the whole set; dpkg orders the few packages that

@@ -4,6 +4,7 @@
 # installed.  Usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/apt-wait.sh"
 
 pkgs=(
   build-essential cmake pkg-config git ca-certificates
@@ -31,8 +32,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "setup: installing ${missing[*]}"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  eq_apt_get update -q
+  eq_apt_get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 build=${1:-$top/build}

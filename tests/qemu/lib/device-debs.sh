@@ -31,6 +31,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
+. "$top/scripts/apt-wait.sh"
 usage() { sed -n '/^# Usage:/,/^# Prints a table/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "device-debs: $*" >&2; exit 1; }
 log() { echo "device-debs: $*" >&2; }
@@ -156,9 +157,9 @@ native=$(dpkg --print-architecture)
 if [ "$arch" != "$native" ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
 	log "adding architecture $arch to dpkg"
 	$sudo dpkg --add-architecture "$arch"
-	$sudo apt-get update -q >&2
+	eq_apt_get update -q >&2
 elif ! apt_cache show --no-all-versions "busybox-static:$arch" >/dev/null 2>&1; then
-	$sudo apt-get update -q >&2
+	eq_apt_get update -q >&2
 fi
 
 is_in() { # WORD LIST...
