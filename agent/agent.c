@@ -24,8 +24,10 @@ struct eq_agent {
 	char *downloads;
 	char *work;
 	char *cache_manifest, *cache_sig;
-	char *ts_validators; /* root mode: the timestamp's ETag and the hash of its bytes */
-	char *ts_pending;    /* what to write there once this refresh verified */
+	char *ts_validators;  /* root mode: the timestamp's ETag and the hash of its bytes */
+	char *ts_pending;     /* what to write there once this refresh verified */
+	char *ptr_validators; /* legacy mode: the same for manifest.json.sha256 */
+	char *ptr_pending;
 	eq_progress_fn progress;
 	void *progress_ctx;
 	bool cache_hit; /* root mode: this refresh's manifest came from the cache */
@@ -47,6 +49,8 @@ void eq_agent_free(struct eq_agent *a)
 	eq_free(a->cache_sig);
 	eq_free(a->ts_validators);
 	eq_free(a->ts_pending);
+	eq_free(a->ptr_validators);
+	eq_free(a->ptr_pending);
 	eq_free(a);
 }
 
@@ -63,7 +67,9 @@ eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct e
 	a->cache_manifest = eq_asprintf("%s/manifest.json", cfg->data_dir);
 	a->cache_sig = eq_asprintf("%s/manifest.json.sig", cfg->data_dir);
 	a->ts_validators = eq_asprintf("%s/timestamp.validators", cfg->data_dir);
-	if (!a->state_path || !a->downloads || !a->work || !a->cache_manifest || !a->cache_sig || !a->ts_validators) {
+	a->ptr_validators = eq_asprintf("%s/pointer.validators", cfg->data_dir);
+	if (!a->state_path || !a->downloads || !a->work || !a->cache_manifest || !a->cache_sig || !a->ts_validators ||
+	    !a->ptr_validators) {
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -520,6 +526,127 @@ static bool fetch_manifest_packed(struct eq_agent *a, const char *rel, size_t ma
 	return false;
 }
 
+/* The ETag kept in @path for the bytes with SHA-256 @have (a "sha256 HEX"
+ * line first, then "etag VALUE"), into @etag; "" when the file is missing
+ * or names other bytes. */
+static void load_etag_for(const char *path, const char *have, char *etag, size_t cap)
+{
+	char lastmod[256];
+	uint8_t *v = NULL;
+	size_t vl = 0;
+	etag[0] = '\0';
+	if (!have || !have[0] || eq_file_read_all(path, 4096, &v, &vl, NULL) != EQ_OK)
+		return;
+	if (vl > 7 + EQ_SHA256_HEX_LEN && memcmp(v, "sha256 ", 7) == 0 && memcmp(v + 7, have, EQ_SHA256_HEX_LEN) == 0 &&
+	    v[7 + EQ_SHA256_HEX_LEN] == '\n')
+		eq_http_validators_parse((const char *)v, vl, cap < sizeof(lastmod) ? cap : sizeof(lastmod), etag,
+					 lastmod);
+	eq_free(v);
+}
+
+/* A channel's manifest.json.sha256: 64 lower-case hex digits and "\n". */
+#define POINTER_MAX 128u
+
+static bool parse_pointer(const uint8_t *d, size_t n, char out[EQ_SHA256_HEX_LEN + 1])
+{
+	if (n != EQ_SHA256_HEX_LEN + 1 || d[EQ_SHA256_HEX_LEN] != '\n')
+		return false;
+	for (size_t i = 0; i < EQ_SHA256_HEX_LEN; i++)
+		if (!((d[i] >= '0' && d[i] <= '9') || (d[i] >= 'a' && d[i] <= 'f')))
+			return false;
+	memcpy(out, d, EQ_SHA256_HEX_LEN);
+	out[EQ_SHA256_HEX_LEN] = '\0';
+	return true;
+}
+
+static eq_err read_cached(struct eq_agent *a, uint8_t **m, size_t *mlen, uint8_t **s, size_t *slen,
+			  struct eq_error *err)
+{
+	eq_err r = eq_file_read_all(a->cache_manifest, EQ_MANIFEST_MAX_BYTES, m, mlen, err);
+	if (!r && (r = eq_file_read_all(a->cache_sig, EQ_MANIFEST_SIG_MAX_BYTES, s, slen, err))) {
+		eq_free(*m);
+		*m = NULL;
+	}
+	return r;
+}
+
+/*
+ * Legacy mode's manifest, cheaply: the channel's manifest.json.sha256 (a
+ * pointer the publisher writes last) asked for conditionally. Unchanged,
+ * or naming the cached copy: that copy. Changed: the .sig, and the manifest
+ * from a delta against the cached copy or compressed, each rebuilt to the
+ * pointer's hash, else in full. The pointer is not signed: it only names
+ * what to fetch, and the signature the caller checks decides. A repository
+ * without a pointer gets the conditional GET of manifest.json as before.
+ */
+static eq_err fetch_manifest_cheap(struct eq_agent *a, uint8_t **m, size_t *mlen, uint8_t **s, size_t *slen,
+				   bool *ret_fresh, struct eq_error *err)
+{
+	char have[EQ_SHA256_HEX_LEN + 1] = "", want[EQ_SHA256_HEX_LEN + 1], etag[256];
+	uint8_t h[EQ_SHA256_LEN];
+	if (eq_sha256_file(a->cache_manifest, h, NULL, NULL) == EQ_OK)
+		eq_hex_encode(h, sizeof(h), have);
+	load_etag_for(a->ptr_validators, have, etag, sizeof(etag));
+	EQ_AUTOFREE char *dir = eq_asprintf("boards/%s/%s", a->cfg->board, a->cfg->channel);
+	EQ_AUTOFREE char *prel = dir ? eq_asprintf("%s/manifest.json.sha256", dir) : NULL;
+	EQ_AUTOFREE char *mrel = dir ? eq_asprintf("%s/manifest.json", dir) : NULL;
+	EQ_AUTOFREE char *srel = dir ? eq_asprintf("%s/manifest.json.sig", dir) : NULL;
+	if (!prel || !mrel || !srel)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	bool not_modified = false;
+	uint8_t *p = NULL;
+	size_t pl = 0;
+	char *new_etag = NULL;
+	struct eq_error e;
+	eq_err r = eq_fetch_file_cond(a->fetcher, prel, POINTER_MAX, etag, &not_modified, &p, &pl, &new_etag, &e);
+	if (r == EQ_ERR_NOTFOUND || r == EQ_ERR_LIMIT) {
+		eq_log(EQ_LOG_DEBUG, "%s; fetching the manifest", e.msg);
+		return fetch_manifest(a, m, mlen, s, slen, ret_fresh, err);
+	}
+	if (r) {
+		if (err)
+			*err = e;
+		return r;
+	}
+	bool ok = not_modified || parse_pointer(p, pl, want);
+	eq_free(p);
+	if (!ok) {
+		eq_free(new_etag);
+		eq_log(EQ_LOG_WARNING, "%s: not a SHA-256 and a newline; fetching the manifest", prel);
+		return fetch_manifest(a, m, mlen, s, slen, ret_fresh, err);
+	}
+	if (!not_modified) {
+		eq_free(a->ptr_pending);
+		a->ptr_pending = new_etag ? eq_asprintf("sha256 %s\netag %s\n", want, new_etag) : NULL;
+		eq_free(new_etag);
+	}
+	*ret_fresh = false;
+	if (not_modified || strcmp(want, have) == 0) {
+		if ((r = read_cached(a, m, mlen, s, slen, err)) != EQ_ERR_NOTFOUND)
+			return r;
+		/* The copy went away: the whole manifest, plainly. */
+		(void)unlink(a->ptr_validators);
+		return fetch_manifest(a, m, mlen, s, slen, ret_fresh, err);
+	}
+	*ret_fresh = true;
+	if ((r = eq_fetch_file(a->fetcher, srel, EQ_MANIFEST_SIG_MAX_BYTES, s, slen, err)))
+		return r;
+	if (fetch_manifest_packed(a, mrel, EQ_MANIFEST_MAX_BYTES, want, have[0] ? have : NULL, m, mlen)) {
+		/* The pointer and the .sig may come from different moments of a
+		 * mirror: bytes the signatures do not cover cost one full GET. */
+		if (eq_manifest_verify(*m, *mlen, *s, *slen, a->trust, &e) == EQ_OK)
+			return EQ_OK;
+		eq_log(EQ_LOG_WARNING, "%s: the manifest %s names: %s; fetching the manifest", srel, prel, e.msg);
+		eq_free(*m);
+		*m = NULL;
+	}
+	if ((r = eq_fetch_file(a->fetcher, mrel, EQ_MANIFEST_MAX_BYTES, m, mlen, err))) {
+		eq_free(*s);
+		*s = NULL;
+	}
+	return r;
+}
+
 /* eq_trust_refresh()'s reader: the manifest the timestamp names may come
  * from the copy cached at the last verification (its hash is checked), or
  * be rebuilt from it with a manifest delta, or come compressed. */
@@ -532,15 +659,8 @@ static bool fetch_manifest_packed(struct eq_agent *a, const char *rel, size_t ma
 static eq_err fetch_timestamp_cond(struct eq_agent *a, const char *path, size_t max, const char *have, uint8_t **ret,
 				   size_t *ret_len, struct eq_error *err)
 {
-	char etag[256] = "", lastmod[256];
-	uint8_t *v = NULL;
-	size_t vl = 0;
-	if (have && eq_file_read_all(a->ts_validators, 4096, &v, &vl, NULL) == EQ_OK) {
-		if (vl > 7 + EQ_SHA256_HEX_LEN && memcmp(v, "sha256 ", 7) == 0 &&
-		    memcmp(v + 7, have, EQ_SHA256_HEX_LEN) == 0 && v[7 + EQ_SHA256_HEX_LEN] == '\n')
-			eq_http_validators_parse((const char *)v, vl, sizeof(etag), etag, lastmod);
-		eq_free(v);
-	}
+	char etag[256];
+	load_etag_for(a->ts_validators, have, etag, sizeof(etag));
 	bool not_modified = false;
 	char *new_etag = NULL;
 	eq_err r = eq_fetch_file_cond(a->fetcher, path, max, etag, &not_modified, ret, ret_len, &new_etag, err);
@@ -640,7 +760,10 @@ static eq_err fetch_current(struct eq_agent *a, struct eq_check *c, bool *ret_fr
 		return EQ_OK;
 	}
 	bool fresh;
-	if ((r = fetch_manifest(a, &c->manifest_bytes, &c->manifest_len, &c->sig_bytes, &c->sig_len, &fresh, err)))
+	eq_free(a->ptr_pending);
+	a->ptr_pending = NULL;
+	if ((r = fetch_manifest_cheap(a, &c->manifest_bytes, &c->manifest_len, &c->sig_bytes, &c->sig_len, &fresh,
+				      err)))
 		return r;
 	struct eq_manifest_policy pol = {
 		.board = a->cfg->board, .channel = a->cfg->channel, .now = now_s(), .check_expiry = true};
@@ -696,6 +819,11 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 		    (r = eq_fetch_manifest_commit(a->fetcher, err)))
 			goto fail;
 	}
+	/* The pointer's ETag, once what it named verified and is cached. */
+	struct eq_error pe;
+	if (a->ptr_pending &&
+	    eq_file_replace_atomic(a->ptr_validators, a->ptr_pending, strlen(a->ptr_pending), 0600, &pe) != EQ_OK)
+		eq_log(EQ_LOG_DEBUG, "%s", pe.msg);
 	if (offered == have) {
 		c.up_to_date = true;
 	} else if (offered == st.failed_number && !retry) {

@@ -689,6 +689,19 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 		/* The channel's: what devices fetch before the full manifest. */
 		if (!r && i == 1)
 			r = write_manifest_companions(c, dirs[i], rdir, json, json_len, err);
+		/* Last, the pointer legacy-mode devices poll: whoever sees the new
+		 * hash finds the manifest, its delta and compressed form in place. */
+		if (!r && i == 1) {
+			uint8_t h[EQ_SHA256_LEN];
+			char line[EQ_SHA256_HEX_LEN + 2];
+			EQ_AUTOFREE char *pp = eq_asprintf("%s/manifest.json.sha256", dirs[i]);
+			eq_sha256(json, json_len, h);
+			eq_hex_encode(h, sizeof(h), line);
+			line[EQ_SHA256_HEX_LEN] = '\n';
+			line[EQ_SHA256_HEX_LEN + 1] = '\0';
+			r = pp ? eq_file_replace_atomic(pp, line, EQ_SHA256_HEX_LEN + 1, 0644, err)
+			       : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		}
 	}
 	for (size_t i = 0; i < o->n_keys; i++)
 		eq_manifest_key_free(keys[i]);

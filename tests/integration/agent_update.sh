@@ -134,7 +134,17 @@ done
 rm -rf repo/names tiny "$w/nd"
 
 # ---- 1. update 1 -> 2: bytes equal the prediction, the slot equals release 2
+log_reset
 run "check" 0 eq "$dev" check --json
+httpd_log_flush
+# the channel's pointer changed: its .sig, and the manifest compressed or as
+# a delta from the copy the device holds, never in full
+if grep -q "^GET /boards/qemux86-64/stable/manifest.json.sha256 200" "$HTTPD_ACCESS_LOG" &&
+  grep -q "^GET /boards/qemux86-64/stable/manifest.json.sig 200" "$HTTPD_ACCESS_LOG" &&
+  grep -qE "^GET /boards/qemux86-64/stable/(manifest.json.zst|manifest-deltas/[0-9a-f]{64}-[0-9a-f]{64}.delta) 200" "$HTTPD_ACCESS_LOG" &&
+  ! grep -q "^GET /boards/qemux86-64/stable/manifest.json " "$HTTPD_ACCESS_LOG"; then
+  pass "legacy mode: a new manifest comes compressed or as a delta, named by the channel's pointer"
+else fail "check fetched: $(cat "$HTTPD_ACCESS_LOG")"; fi
 plan_dl=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["download_bytes"])' "$out")
 [ "$plan_dl" = "$expect_dl" ] && pass "check plans $plan_dl bytes, as eqota-gen diff predicts" ||
   fail "check plans $plan_dl bytes, diff predicts $expect_dl"
@@ -159,8 +169,31 @@ log_reset
 run "update when up to date" 0 eq "$dev" update && pass "up to date: exit 0"
 httpd_log_flush
 reqs=$(wc -l < "$HTTPD_ACCESS_LOG")
-if [ "$reqs" -eq 1 ] && awk '{exit !($3 == 304)}' "$HTTPD_ACCESS_LOG"; then pass "up to date: only a conditional manifest request (304)";
-else fail "up to date fetched: $(cat "$HTTPD_ACCESS_LOG")"; fi
+wire=$(awk '{ s += $6 + $7 } END { print s + 0 }' "$HTTPD_ACCESS_LOG")
+if [ "$reqs" -eq 1 ] && grep -q "^GET /boards/qemux86-64/stable/manifest.json.sha256 304 " "$HTTPD_ACCESS_LOG" &&
+  [ "$wire" -le 1024 ]; then pass "up to date: only a conditional request for the channel's pointer (304, $wire bytes on the wire)";
+else fail "up to date fetched ($wire bytes): $(cat "$HTTPD_ACCESS_LOG")"; fi
+# a pointer that is not a SHA-256, or names bytes the .sig does not cover
+# (a mirror caught between two releases): the full manifest, still verified
+cp -a repo repo-ptr
+"$gen" -q publish --repo repo-ptr "${P[@]}" --release r2p --packages "$cache/release2" \
+  --build-index "$cache/release2.index" >/dev/null
+cp repo/boards/qemux86-64/stable/manifest.json.sig repo-ptr/boards/qemux86-64/stable/
+port0=$HTTPD_PORT
+for bad in stale garbage; do
+  rm -rf "$w/p"; cp -a "$dev" "$w/p"; sed -i "s|$dev|$w/p|g" "$w/p/eqota.conf"
+  [ "$bad" = garbage ] && echo "not a hash" > repo-ptr/boards/qemux86-64/stable/manifest.json.sha256
+  httpd_stop; httpd_start "$w/repo-ptr" "$w/logs"
+  sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$w/p/eqota.conf"
+  run "pointer $bad" 1 eq "$w/p" check
+  httpd_log_flush
+  if grep -q "^GET /boards/qemux86-64/stable/manifest.json 200" "$HTTPD_ACCESS_LOG" && grep -q "does not verify\|signature" <<<"$out"; then
+    pass "a $bad pointer costs one full manifest GET, and the signatures still decide"
+  else fail "pointer $bad: $out: $(cat "$HTTPD_ACCESS_LOG")"; fi
+done
+rm -rf repo-ptr "$w/p"
+httpd_stop; HTTPD_PORT_WANTED=$port0 httpd_start "$w/repo" "$w/logs"
+sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$dev/eqota.conf"
 
 # ---- 3. bad repositories: refused, running slot untouched
 fresh() { rm -rf "$w/d"; cp -a "$w/pristine" "$w/d"; sed -i "s|$dev|$w/d|g" "$w/d/eqota.conf"; }
@@ -191,6 +224,7 @@ fresh; serve "$w/repo-other"; refused "manifest signed by an unknown key" "unkno
 # An older release replayed to a device that runs release 2.
 cp -a repo repo-old
 cp repo/boards/qemux86-64/stable/releases/1/manifest.json* repo-old/boards/qemux86-64/stable/
+sha256sum < repo-old/boards/qemux86-64/stable/manifest.json | cut -c1-64 > repo-old/boards/qemux86-64/stable/manifest.json.sha256
 rm -rf "$w/d"; cp -a "$dev" "$w/d"; sed -i "s|$dev|$w/d|g" "$w/d/eqota.conf"; serve "$w/repo-old"
 run "older release" 1 eq "$w/d" update && grep -q "refusing to downgrade" <<<"$out" &&
   pass "older release number refused" || fail "older release: $out"
