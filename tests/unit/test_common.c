@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <mbedtls/sha256.h>
+
 #include <eq/common.h>
 
 static void test_error_prefix(void **state)
@@ -117,6 +119,81 @@ static void test_crc32_vectors(void **state)
 	assert_int_equal(eq_crc32("The quick brown fox jumps over the lazy dog", 43), 0x414fa339u);
 }
 
+/* FIPS 180-4 test vectors and mbedTLS as the reference, for the
+ * compression this machine uses and (with the test hooks) the portable one,
+ * over lengths around every block boundary and in every chunking. */
+static void sha256_against_reference(void)
+{
+	static const struct {
+		const char *msg;
+		const char *hex;
+	} nist[] = {
+		{"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		 "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+		{"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrs"
+		 "tnopqrstu",
+		 "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+	};
+	uint8_t d[32], want[32];
+	char hex[65];
+	for (size_t i = 0; i < sizeof(nist) / sizeof(nist[0]); i++) {
+		eq_sha256(nist[i].msg, strlen(nist[i].msg), d);
+		eq_hex_encode(d, 32, hex);
+		assert_string_equal(hex, nist[i].hex);
+	}
+	/* a million 'a', fed in uneven pieces */
+	static uint8_t big[1000000];
+	memset(big, 'a', sizeof(big));
+	struct eq_sha256 s;
+	eq_sha256_init(&s);
+	for (size_t off = 0, step = 1; off < sizeof(big); off += step, step = step * 3 % 1021 + 1)
+		eq_sha256_update(&s, big + off, off + step > sizeof(big) ? sizeof(big) - off : step);
+	eq_sha256_final(&s, d);
+	eq_hex_encode(d, 32, hex);
+	assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	/* random data of every length to 300 and a few large ones, whole and
+	 * byte by byte, against mbedTLS */
+	uint32_t x = 12345;
+	for (size_t i = 0; i < sizeof(big); i++) {
+		x = x * 1103515245u + 12345u;
+		big[i] = (uint8_t)(x >> 16);
+	}
+	size_t lens[310];
+	size_t nl = 0;
+	for (size_t l = 0; l <= 300; l++)
+		lens[nl++] = l;
+	lens[nl++] = 4095, lens[nl++] = 4096, lens[nl++] = 65537, lens[nl++] = sizeof(big);
+	for (size_t k = 0; k < nl; k++) {
+		assert_int_equal(mbedtls_sha256_ret(big, lens[k], want, 0), 0);
+		eq_sha256(big, lens[k], d);
+		if (memcmp(d, want, 32) != 0)
+			fail_msg("%s: length %zu differs from mbedTLS", eq_sha256_impl(), lens[k]);
+		if (lens[k] <= 300) {
+			eq_sha256_init(&s);
+			for (size_t i = 0; i < lens[k]; i++)
+				eq_sha256_update(&s, big + i, 1);
+			eq_sha256_final(&s, d);
+			if (memcmp(d, want, 32) != 0)
+				fail_msg("%s: length %zu byte by byte differs", eq_sha256_impl(), lens[k]);
+		}
+	}
+}
+
+static void test_sha256_impls(void **state)
+{
+	(void)state;
+	sha256_against_reference();
+	print_message("sha256: %s\n", eq_sha256_impl());
+#ifdef EQ_TEST_HOOKS
+	setenv("EQ_TEST_SHA256_PORTABLE", "1", 1);
+	assert_string_equal(eq_sha256_impl(), "portable");
+	sha256_against_reference();
+	unsetenv("EQ_TEST_SHA256_PORTABLE");
+#endif
+}
+
 static void test_sha256_vectors(void **state)
 {
 	(void)state;
@@ -219,8 +296,9 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_prefix),   cmocka_unit_test(test_error_null_same_code),
 		cmocka_unit_test(test_buf_limit),      cmocka_unit_test(test_crc32_vectors),
-		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_atomic_replace),
-		cmocka_unit_test(test_alloc_hook),     cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_sha256_impls),
+		cmocka_unit_test(test_atomic_replace), cmocka_unit_test(test_alloc_hook),
+		cmocka_unit_test(test_json_str),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

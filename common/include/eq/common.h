@@ -186,8 +186,9 @@ EQ_API eq_err eq_write_all(int fd, const void *data, size_t len, struct eq_error
 #define EQ_SHA256_LEN 32
 #define EQ_SHA256_HEX_LEN 64
 
-/* Streaming SHA-256 (mbedTLS underneath). Caller-owned, no cleanup needed
- * beyond eq_sha256_final(). */
+/* Streaming SHA-256 (FIPS 180-4; the x86-64 SHA instructions where the
+ * processor has them). Caller-owned, no cleanup needed beyond
+ * eq_sha256_final(). */
 struct eq_sha256 {
 	_Alignas(16) unsigned char opaque[256];
 };
@@ -195,6 +196,8 @@ EQ_API void eq_sha256_init(struct eq_sha256 *s);
 EQ_API void eq_sha256_update(struct eq_sha256 *s, const void *data, size_t len);
 EQ_API void eq_sha256_final(struct eq_sha256 *s, uint8_t out[EQ_SHA256_LEN]);
 EQ_API void eq_sha256(const void *data, size_t len, uint8_t out[EQ_SHA256_LEN]);
+/* Which compression this process uses: "portable" or "x86-64 SHA extensions". */
+EQ_API const char *eq_sha256_impl(void);
 /* Hashes a file's content. */
 EQ_API eq_err eq_sha256_file(const char *path, uint8_t out[EQ_SHA256_LEN], uint64_t *ret_size,
 			     struct eq_error *err) EQ_MUST_CHECK;
