@@ -9,21 +9,24 @@
  * hooks (EQ_TEST_HOOKS) it does not exist and the wrappers are plain malloc.
  */
 #ifdef EQ_TEST_HOOKS
-static unsigned long alloc_count;
-static unsigned long alloc_fail_at;
+#include <stdatomic.h>
+
+/* Atomic: the publisher makes its manifest companions on several threads. */
+static atomic_ulong alloc_count;
+static atomic_ulong alloc_fail_at;
 
 unsigned long eq_alloc_fail_at(unsigned long n)
 {
-	unsigned long c = alloc_count;
-	alloc_count = 0;
-	alloc_fail_at = n;
+	unsigned long c = atomic_exchange(&alloc_count, 0);
+	atomic_store(&alloc_fail_at, n);
 	return c;
 }
 
 static bool should_fail(void)
 {
-	alloc_count++;
-	return alloc_fail_at && alloc_count == alloc_fail_at;
+	unsigned long c = atomic_fetch_add(&alloc_count, 1) + 1;
+	unsigned long at = atomic_load(&alloc_fail_at);
+	return at && c == at;
 }
 #else
 static bool should_fail(void)
