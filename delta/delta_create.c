@@ -201,6 +201,9 @@ static unsigned filter_of(unsigned mode, bool deflate)
 	return mode | (deflate ? EQ_DELTA_FILTER_DEFLATE : 0);
 }
 
+/* The zstd level at which method 0 compares filters (see eq_delta_create()). */
+#define DELTA_TRIAL_LEVEL 9
+
 /* Method 0 with filter @mode; skipped when the filter changes nothing. */
 static eq_err try_zstd(const struct inputs *in, unsigned mode, bool deflate, int level, unsigned wlog, struct best *b,
 		       struct eq_error *err)
@@ -330,6 +333,12 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 
 	unsigned zstd_filter = EQ_DELTA_FILTER_NONE;
 	bool zstd_ran = false, zstd_ran_deflate = false;
+	/* The filters are compared at a fast level and only the winner is
+	 * compressed at @p->level: eight level-19 runs with a megabytes-long
+	 * prefix made delta creation several times slower than bsdiff, and
+	 * the order of the filters hardly ever changes with the level. Every
+	 * trial stays a candidate, so the smallest delta still wins. */
+	const int trial_level = p->level > DELTA_TRIAL_LEVEL ? DELTA_TRIAL_LEVEL : p->level;
 	for (int d = can_deflate ? 1 : 0; d >= 0; d--) {
 		unsigned w = d ? xwlog : wlog;
 		/* A window beyond the device budget rules method 0 out, when
@@ -346,8 +355,13 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 		zstd_ran = true;
 		zstd_ran_deflate |= d;
 		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++)
-			if ((r = try_zstd(&in, mode, d, p->level, w, &best, err)))
+			if ((r = try_zstd(&in, mode, d, trial_level, w, &best, err)))
 				goto out;
+	}
+	if (zstd_ran && trial_level < p->level) {
+		bool d = (best.filter & EQ_DELTA_FILTER_DEFLATE) != 0;
+		if ((r = try_zstd(&in, best.filter & all_modes, d, p->level, d ? xwlog : wlog, &best, err)))
+			goto out;
 	}
 	if (zstd_ran)
 		zstd_filter = best.filter;

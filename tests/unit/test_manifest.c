@@ -397,30 +397,29 @@ static void test_parse_packages_walk(void **state)
 	eq_manifest_free(back);
 	free(esc);
 
-	/* packages twice, spelled differently */
-	esc = replace_once(data, len, "\"format\": 1,", "\"format\": 1, \"p\\u0061ckages\": [],");
-	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "packages: duplicate key");
-	free(esc);
+	/* edits of a valid manifest, each with what must be said */
+	static const struct {
+		const char *from, *to, *msg;
+	} cases[] = {
+		/* packages twice, spelled differently, or before the header keys */
+		{"\"format\": 1,", "\"format\": 1, \"p\\u0061ckages\": [],", "packages: duplicate key"},
+		{"\"format\": 1,", "\"packages\": [], \"format\": 1,", "packages: duplicate key"},
+		/* the header is checked before any package, as with one tree */
+		{"\"channel\"", "\"chanel\"", "unknown key 'chanel' at the top level"},
+		/* a bad package is named by its index, and so is an element that
+		 * is not an object */
+		{"\"name\": \"pkg002\"", "\"name\": \"pkg002\", \"x\": 1", "packages[2]: unknown key 'x'"},
+		{"\"packages\": [", "\"packages\": [7, ", "packages[0]: expected an object"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		esc = replace_once(data, len, cases[i].from, cases[i].to);
+		expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, cases[i].msg);
+		free(esc);
+	}
 	/* packages is not an array, or missing */
 	expect_err(parse_str("{\"format\": 1, \"board\": \"b\", \"packages\": {}}", &e), &e, EQ_ERR_PARSE,
 		   "packages: expected an array");
 	expect_err(parse_str("{\"format\": 1, \"board\": \"b\"}", &e), &e, EQ_ERR_PARSE, "channel: missing");
-	/* the header is checked before any package, as with one tree */
-	esc = replace_once(data, len, "\"channel\"", "\"chanel\"");
-	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "unknown key 'chanel' at the top level");
-	free(esc);
-	/* a bad package is named by its index, and so is an element that is
-	 * not an object */
-	esc = replace_once(data, len, "\"name\": \"pkg002\"", "\"name\": \"pkg002\", \"x\": 1");
-	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "packages[2]: unknown key 'x'");
-	free(esc);
-	esc = replace_once(data, len, "\"packages\": [", "\"packages\": [7, ");
-	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "packages[0]: expected an object");
-	free(esc);
-	/* packages after the header keys or before them: the same manifest */
-	esc = replace_once(data, len, "\"format\": 1,", "\"packages\": [], \"format\": 1,");
-	expect_err(parse_str(esc, &e), &e, EQ_ERR_PARSE, "packages: duplicate key");
-	free(esc);
 	eq_free(data);
 	eq_manifest_free(m);
 }
