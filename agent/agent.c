@@ -690,11 +690,20 @@ static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *e
 	/* The first timestamp too, for the ETag the next check sends. */
 	if (held || (pl >= 15 && strcmp(path + pl - 15, "/timestamp.json") == 0))
 		return fetch_timestamp_cond(a, path, max, held, ret, ret_len, err);
-	/* The next root is almost never there: ask with a HEAD first. */
-	eq_err r;
-	if (strncmp(path, "root/", 5) == 0 && pl > 10 && strcmp(path + pl - 10, ".root.json") == 0 &&
-	    (r = eq_fetch_exists(a->fetcher, path, max, err)))
-		return r;
+	/* The next root is almost never there: ask with a HEAD first. Only
+	 * "not there" is taken from it; a server that refuses HEAD (405) or
+	 * fails gets the GET, whose answer decides. */
+	if (strncmp(path, "root/", 5) == 0 && pl > 10 && strcmp(path + pl - 10, ".root.json") == 0) {
+		struct eq_error he;
+		eq_err hr = eq_fetch_exists(a->fetcher, path, max, &he);
+		if (hr == EQ_ERR_NOTFOUND) {
+			if (err)
+				*err = he;
+			return hr;
+		}
+		if (hr)
+			eq_log(EQ_LOG_DEBUG, "HEAD %s: %s; asking with GET", path, he.msg);
+	}
 	uint8_t *d = NULL;
 	size_t l = 0;
 	char have[EQ_SHA256_HEX_LEN + 1] = "";

@@ -185,5 +185,20 @@ grep -q "stored root version 3 ignored" <<<"$out" && pass "a damaged stored root
 cmp -s "$dev/data/trust/root/3.root.json" repo/root/3.root.json && pass "the stored root is repaired" ||
   fail "stored root 3 not repaired"
 
+# ---- a server that refuses HEAD: the root chain is walked with GET
+old2=$w/old2
+mkdevice "$old2"
+port=$HTTPD_PORT; httpd_stop
+HTTPD_PORT_WANTED=$port HTTPD_EXTRA_CONF='server.modules += ( "mod_access" )
+$HTTP["request-method"] == "HEAD" { url.access-deny = ( "" ) }' httpd_start "$w/repo" "$w/logs"
+: > "$HTTPD_ACCESS_LOG"
+run "provision, HEAD refused" 0 eq "$old2" provision --slot A
+httpd_log_flush
+if grep -q "release 'r3' (number 3)" <<<"$out" && grep -q "^HEAD /root/2.root.json 403" "$HTTPD_ACCESS_LOG" &&
+  grep -q "^GET /root/2.root.json 200" "$HTTPD_ACCESS_LOG" && grep -q "^GET /root/4.root.json 404" "$HTTPD_ACCESS_LOG"; then
+  pass "a server that refuses HEAD: roots 2 and 3 fetched with GET, release 3 installed"
+else fail "HEAD refused: $out: $(cat "$HTTPD_ACCESS_LOG")"; fi
+serve "$w/repo"
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
