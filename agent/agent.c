@@ -599,14 +599,16 @@ static eq_err fetch_manifest_cheap(struct eq_agent *a, uint8_t **m, size_t *mlen
 	char *new_etag = NULL;
 	struct eq_error e;
 	eq_err r = eq_fetch_file_cond(a->fetcher, prel, POINTER_MAX, etag, &not_modified, &p, &pl, &new_etag, &e);
-	if (r == EQ_ERR_NOTFOUND || r == EQ_ERR_LIMIT) {
-		eq_log(EQ_LOG_DEBUG, "%s; fetching the manifest", e.msg);
-		return fetch_manifest(a, m, mlen, s, slen, ret_fresh, err);
-	}
-	if (r) {
+	if (r == EQ_ERR_STOPPED) {
 		if (err)
 			*err = e;
 		return r;
+	}
+	/* Missing (an older publisher), or refused as some stores refuse a
+	 * missing key (403): the manifest itself, whose answer decides. */
+	if (r) {
+		eq_log(EQ_LOG_DEBUG, "%s; fetching the manifest", e.msg);
+		return fetch_manifest(a, m, mlen, s, slen, ret_fresh, err);
 	}
 	bool ok = not_modified || parse_pointer(p, pl, want);
 	eq_free(p);
@@ -696,7 +698,7 @@ static eq_err trust_fetch(void *ctx, const char *path, size_t max, const char *e
 	if (strncmp(path, "root/", 5) == 0 && pl > 10 && strcmp(path + pl - 10, ".root.json") == 0) {
 		struct eq_error he;
 		eq_err hr = eq_fetch_exists(a->fetcher, path, max, &he);
-		if (hr == EQ_ERR_NOTFOUND) {
+		if (hr == EQ_ERR_NOTFOUND || hr == EQ_ERR_STOPPED) {
 			if (err)
 				*err = he;
 			return hr;

@@ -191,6 +191,18 @@ for bad in stale garbage; do
     pass "a $bad pointer costs one full manifest GET, and the signatures still decide"
   else fail "pointer $bad: $out: $(cat "$HTTPD_ACCESS_LOG")"; fi
 done
+# a server that refuses the pointer (403, as some object stores answer for
+# a missing key): the manifest itself, as from an older publisher
+rm -rf "$w/p"; cp -a "$dev" "$w/p"; sed -i "s|$dev|$w/p|g" "$w/p/eqota.conf"
+httpd_stop
+HTTPD_EXTRA_CONF='server.modules += ( "mod_access" )
+$HTTP["url"] =~ "\.sha256$" { url.access-deny = ( "" ) }' httpd_start "$w/repo" "$w/logs"
+sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$w/p/eqota.conf"
+run "pointer refused" 0 eq "$w/p" check
+httpd_log_flush
+grep -q "^GET /boards/qemux86-64/stable/manifest.json.sha256 403" "$HTTPD_ACCESS_LOG" &&
+  grep -qE "^GET /boards/qemux86-64/stable/manifest.json (200|304)" "$HTTPD_ACCESS_LOG" &&
+  pass "a refused pointer falls back to the manifest (check exits 0)" || fail "pointer refused: $out: $(cat "$HTTPD_ACCESS_LOG")"
 rm -rf repo-ptr "$w/p"
 httpd_stop; HTTPD_PORT_WANTED=$port0 httpd_start "$w/repo" "$w/logs"
 sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$dev/eqota.conf"
