@@ -225,26 +225,38 @@ fail:
 	return r;
 }
 
-static eq_err fetch_pair(eq_trust_fetch_fn fetch, void *ctx, const char *rel, size_t max, uint8_t **d, size_t *dl,
-			 uint8_t **s, size_t *sl, struct eq_error *err)
+/* A plain request: the fetcher must answer with bytes, never "unchanged". */
+static eq_err fetch_plain(eq_trust_fetch_fn fetch, void *ctx, const char *rel, size_t max, uint8_t **d, size_t *dl,
+			  struct eq_error *err)
+{
+	*d = NULL;
+	eq_err r = fetch(ctx, rel, max, NULL, NULL, d, dl, err);
+	if (!r && !*d)
+		r = eq_error_set(err, EQ_ERR_VERIFY, "%s: the fetcher answered 'unchanged' to a plain request", rel);
+	return r;
+}
+
+/* The signature file of @rel; a missing one is a verification failure. */
+static eq_err fetch_sig(eq_trust_fetch_fn fetch, void *ctx, const char *rel, uint8_t **s, size_t *sl,
+			struct eq_error *err)
 {
 	EQ_AUTOFREE char *srel = eq_asprintf("%s.sig", rel);
 	if (!srel)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	*d = *s = NULL;
-	eq_err r = fetch(ctx, rel, max, NULL, NULL, d, dl, err);
-	if (!r && !*d)
-		r = eq_error_set(err, EQ_ERR_VERIFY, "%s: the fetcher answered 'unchanged' to a plain request", rel);
-	if (r)
-		return r;
-	if ((r = fetch(ctx, srel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, NULL, s, sl, err)) || !*s) {
-		if (!r)
-			r = eq_error_set(err, EQ_ERR_VERIFY, "%s: the fetcher answered 'unchanged' to a plain request",
-					 srel);
+	eq_err r = fetch_plain(fetch, ctx, srel, EQ_MANIFEST_SIG_MAX_BYTES, s, sl, err);
+	if (r == EQ_ERR_NOTFOUND)
+		r = eq_error_set(err, EQ_ERR_VERIFY, "%s: not in the repository", srel);
+	return r;
+}
+
+static eq_err fetch_pair(eq_trust_fetch_fn fetch, void *ctx, const char *rel, size_t max, uint8_t **d, size_t *dl,
+			 uint8_t **s, size_t *sl, struct eq_error *err)
+{
+	*s = NULL;
+	eq_err r = fetch_plain(fetch, ctx, rel, max, d, dl, err);
+	if (!r && (r = fetch_sig(fetch, ctx, rel, s, sl, err))) {
 		eq_free(*d);
 		*d = NULL;
-		if (r == EQ_ERR_NOTFOUND)
-			r = eq_error_set(err, EQ_ERR_VERIFY, "%s: not in the repository", srel);
 	}
 	return r;
 }
@@ -294,14 +306,7 @@ static eq_err fetch_timestamp(struct eq_trust *t, eq_trust_fetch_fn fetch, void 
 			return EQ_OK;
 		}
 	}
-	EQ_AUTOFREE char *srel = eq_asprintf("%s.sig", rel);
-	if (!srel)
-		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	else if (!(r = fetch(ctx, srel, EQ_MANIFEST_SIG_MAX_BYTES, NULL, NULL, s, sl, err)) && !*s)
-		r = eq_error_set(err, EQ_ERR_VERIFY, "%s: the fetcher answered 'unchanged' to a plain request", srel);
-	else if (r == EQ_ERR_NOTFOUND)
-		r = eq_error_set(err, EQ_ERR_VERIFY, "%s: not in the repository", srel);
-	if (r) {
+	if ((r = fetch_sig(fetch, ctx, rel, s, sl, err))) {
 		eq_free(*d);
 		*d = NULL;
 	}
