@@ -27,6 +27,7 @@ static const char usage_text[] =
 	"          [--hashserv ADDR] [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
 	"          [--timestamp-key T.key ...] [--expires-hours H]\n"
 	"          [--path-owner PATH=PACKAGE ...] [--path-owners FILE]\n"
+	"          [-j|--jobs N] [--cache FILE | --no-cache]\n"
 	"  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
 	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
 	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
@@ -85,6 +86,9 @@ struct opts {
 	const char *path_owners[EQ_PATH_OWNER_ARGS_MAX];
 	size_t n_path_owners;
 	const char *path_owners_file;
+	unsigned jobs;
+	const char *cache;
+	bool no_cache;
 };
 
 enum {
@@ -121,6 +125,8 @@ enum {
 	O_UNVERIFIED,
 	O_PATH_OWNER,
 	O_PATH_OWNERS,
+	O_CACHE,
+	O_NO_CACHE,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -165,6 +171,9 @@ static const struct option long_opts[] = {
 	{"unverified", no_argument, NULL, O_UNVERIFIED},
 	{"path-owner", required_argument, NULL, O_PATH_OWNER},
 	{"path-owners", required_argument, NULL, O_PATH_OWNERS},
+	{"jobs", required_argument, NULL, 'j'},
+	{"cache", required_argument, NULL, O_CACHE},
+	{"no-cache", no_argument, NULL, O_NO_CACHE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -189,7 +198,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->expires = 30;
 	o->level = 19;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hj:", long_opts, NULL)) != -1) {
 		switch (c) {
 		case O_REPO: o->repo = optarg; break;
 		case O_BOARD: o->board = optarg; break;
@@ -262,6 +271,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->expires = (unsigned)v;
 			o->expires_given = true;
 			break;
+		case 'j':
+			if (!parse_uint(optarg, EQ_PUBLISH_MAX_JOBS, &v) || v == 0)
+				return usage_error("--jobs '%s': expected 1..64", optarg);
+			o->jobs = (unsigned)v;
+			break;
+		case O_CACHE: o->cache = optarg; break;
+		case O_NO_CACHE: o->no_cache = true; break;
 		case O_LEVEL:
 			if (!parse_uint(optarg, 22, &v) || v == 0)
 				return usage_error("--level '%s': expected 1..22", optarg);
@@ -349,6 +365,9 @@ static int cmd_publish(const struct opts *o)
 		.path_owners = o->path_owners,
 		.n_path_owners = o->n_path_owners,
 		.path_owners_file = o->path_owners_file,
+		.jobs = o->jobs,
+		.cache_path = o->cache,
+		.no_cache = o->no_cache,
 		.progress = eq_log_get_level() >= EQ_LOG_NOTICE ? eq_progress_print : NULL,
 		.progress_ctx = &pp,
 	};
@@ -393,9 +412,10 @@ static int cmd_publish(const struct opts *o)
 	human(rep.bytes_written, bytes, sizeof(bytes));
 	printf("published %s/%s release '%s' as number %" PRIu64
 	       ": %zu packages (%zu equivalent to earlier builds, %zu "
-	       "not reproducible), %zu new objects, %zu new deltas, %s written in %.1f s\n",
+	       "not reproducible, %zu unchanged files not read again), %zu new objects, %zu new deltas, %s written "
+	       "in %.1f s\n",
 	       o->board, o->channel, o->release, rep.number, rep.n_packages, rep.equivalent, rep.not_reproducible,
-	       rep.objects_written, rep.deltas_written, bytes, rep.seconds);
+	       rep.cached, rep.objects_written, rep.deltas_written, bytes, rep.seconds);
 	eq_publish_report_done(&rep);
 	return 0;
 }

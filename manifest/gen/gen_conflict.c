@@ -291,20 +291,36 @@ static eq_err get_pkg(struct eq_path_table *t, const char *name, const char *fil
 	return EQ_OK;
 }
 
-eq_err eq_path_table_apply(struct eq_path_table *t, const char *pkg_name, struct eq_payload_builder *b,
-			   size_t *ret_removed, struct eq_error *err)
+eq_err eqg_path_table_strip(const struct eq_path_table *t, const char *pkg_name, struct eq_payload_builder *b,
+			    struct eqg_strv *removed, struct eq_error *err)
 {
-	size_t n = 0;
 	eq_err r = EQ_OK;
 	for (size_t i = 0; i < t->n_rules && !r; i++) {
-		struct rule *ru = &t->rules[i];
+		const struct rule *ru = &t->rules[i];
 		if (!strcmp(ru->owner, pkg_name))
 			continue;
-		bool removed;
-		r = eq_payload_builder_remove(b, ru->path, &removed, err);
-		if (r || !removed)
-			continue;
-		n++;
+		bool gone;
+		r = eq_payload_builder_remove(b, ru->path, &gone, err);
+		if (!r && gone)
+			r = eqg_strv_add(removed, ru->path, err);
+	}
+	if (r)
+		return eq_error_prefix(err, r, "package '%s': path owner rules", pkg_name);
+	return EQ_OK;
+}
+
+eq_err eqg_path_table_note_removed(struct eq_path_table *t, const char *pkg_name, const struct eqg_strv *removed,
+				   struct eq_error *err)
+{
+	eq_err r = EQ_OK;
+	for (size_t k = 0; k < removed->n && !r; k++) {
+		struct rule *ru = NULL;
+		for (size_t i = 0; i < t->n_rules && !ru; i++)
+			if (!strcmp(t->rules[i].path, removed->v[k]) && strcmp(t->rules[i].owner, pkg_name))
+				ru = &t->rules[i];
+		if (!ru) /* a cached list from other rules: the cache key has them */
+			return eq_error_set(err, EQ_ERR_STATE, "package '%s': no owner rule for removed path '%s'",
+					    pkg_name, removed->v[k]);
 		size_t pi;
 		r = get_pkg(t, pkg_name, NULL, &pi, err);
 		struct tpkg *p = &t->pkgs[pi];
@@ -321,9 +337,31 @@ eq_err eq_path_table_apply(struct eq_path_table *t, const char *pkg_name, struct
 	}
 	if (r)
 		return eq_error_prefix(err, r, "package '%s': path owner rules", pkg_name);
-	if (ret_removed)
-		*ret_removed = n;
 	return EQ_OK;
+}
+
+eq_err eq_path_table_apply(struct eq_path_table *t, const char *pkg_name, struct eq_payload_builder *b,
+			   size_t *ret_removed, struct eq_error *err)
+{
+	struct eqg_strv removed = {0};
+	eq_err r = eqg_path_table_strip(t, pkg_name, b, &removed, err);
+	if (!r)
+		r = eqg_path_table_note_removed(t, pkg_name, &removed, err);
+	if (!r && ret_removed)
+		*ret_removed = removed.n;
+	eqg_strv_done(&removed);
+	return r;
+}
+
+void eqg_path_table_rules_sha(const struct eq_path_table *t, uint8_t out[EQ_SHA256_LEN])
+{
+	struct eq_sha256 s;
+	eq_sha256_init(&s);
+	for (size_t i = 0; i < t->n_rules; i++) {
+		eq_sha256_update(&s, t->rules[i].path, strlen(t->rules[i].path) + 1);
+		eq_sha256_update(&s, t->rules[i].owner, strlen(t->rules[i].owner) + 1);
+	}
+	eq_sha256_final(&s, out);
 }
 
 eq_err eq_path_table_taskhash(const struct eq_path_table *t, const char *pkg_name, char taskhash[EQ_SHA256_HEX_LEN + 1],
@@ -355,22 +393,11 @@ eq_err eq_path_table_taskhash(const struct eq_path_table *t, const char *pkg_nam
 
 /* ---- entries --------------------------------------------------------------- */
 
-eq_err eq_path_table_add_entry(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
-			       const struct eq_payload_entry *e, const uint8_t sha256[EQ_SHA256_LEN],
-			       struct eq_error *err)
+/* The record of entry @e (@sha256: a regular file's content); its strings
+ * are new, .pkg is left 0. */
+static eq_err rec_fill(struct rec *o, const struct eq_payload_entry *e, const uint8_t *sha256, struct eq_error *err)
 {
-	if (t->n_recs >= EQ_PATH_TABLE_MAX_ENTRIES)
-		return eq_error_set(err, EQ_ERR_LIMIT, "path table: more than %u entries in the release",
-				    EQ_PATH_TABLE_MAX_ENTRIES);
-	size_t pi;
-	eq_err r = get_pkg(t, pkg_name, pkg_file, &pi, err);
-	if (!r)
-		r = grow((void **)&t->recs, &t->cap_recs, t->n_recs, sizeof(*t->recs), err);
-	if (r)
-		return r;
-	struct rec *o = &t->recs[t->n_recs];
 	*o = (struct rec){
-		.pkg = pi,
 		.type = e->type,
 		.mode = e->mode,
 		.uid = e->uid,
@@ -407,18 +434,61 @@ eq_err eq_path_table_add_entry(struct eq_path_table *t, const char *pkg_name, co
 		eq_free(o->link);
 		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
 	}
+	return EQ_OK;
+}
+
+eq_err eq_path_table_add_entry(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
+			       const struct eq_payload_entry *e, const uint8_t sha256[EQ_SHA256_LEN],
+			       struct eq_error *err)
+{
+	if (t->n_recs >= EQ_PATH_TABLE_MAX_ENTRIES)
+		return eq_error_set(err, EQ_ERR_LIMIT, "path table: more than %u entries in the release",
+				    EQ_PATH_TABLE_MAX_ENTRIES);
+	size_t pi;
+	eq_err r = get_pkg(t, pkg_name, pkg_file, &pi, err);
+	if (!r)
+		r = grow((void **)&t->recs, &t->cap_recs, t->n_recs, sizeof(*t->recs), err);
+	if (r)
+		return r;
+	r = rec_fill(&t->recs[t->n_recs], e, sha256, err);
+	if (r)
+		return r;
+	t->recs[t->n_recs].pkg = pi;
 	t->n_recs++;
 	return EQ_OK;
 }
 
-eq_err eq_path_table_add(struct eq_path_table *t, const char *pkg_name, const char *pkg_file, const char *payload_path,
-			 struct eq_error *err)
+void eqg_path_recs_free(struct eqg_path_recs *rs)
 {
+	if (!rs)
+		return;
+	for (size_t i = 0; i < rs->n; i++) {
+		eq_free(rs->v[i].path);
+		eq_free(rs->v[i].link);
+	}
+	eq_free(rs->v);
+	eq_free(rs);
+}
+
+static eq_err recs_new(struct eqg_path_recs **ret, struct eq_error *err)
+{
+	*ret = eq_calloc(1, sizeof(**ret));
+	return *ret ? EQ_OK : eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+}
+
+eq_err eqg_path_recs_read(const char *payload_path, struct eqg_path_recs **ret, struct eq_error *err)
+{
+	struct eqg_path_recs *rs;
+	eq_err r = recs_new(&rs, err);
+	if (r)
+		return r;
 	int fd = open(payload_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		eqg_path_recs_free(rs);
 		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", payload_path);
+	}
 	struct eq_payload_reader *rd = NULL;
-	eq_err r = eq_payload_reader_new(eq_fd_read, &fd, NULL, &rd, err);
+	r = eq_payload_reader_new(eq_fd_read, &fd, NULL, &rd, err);
 	EQ_AUTOFREE uint8_t *buf = r ? NULL : eq_malloc(64 * 1024);
 	if (!r && !buf)
 		r = eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
@@ -440,14 +510,124 @@ eq_err eq_path_table_add(struct eq_path_table *t, const char *pkg_name, const ch
 			}
 			eq_sha256_final(&s, sha);
 		}
+		if (!r && rs->n >= EQ_PATH_TABLE_MAX_ENTRIES)
+			r = eq_error_set(err, EQ_ERR_LIMIT, "more than %u entries", EQ_PATH_TABLE_MAX_ENTRIES);
 		if (!r)
-			r = eq_path_table_add_entry(t, pkg_name, pkg_file, e, sha, err);
+			r = grow((void **)&rs->v, &rs->cap, rs->n, sizeof(*rs->v), err);
+		if (!r && !(r = rec_fill(&rs->v[rs->n], e, sha, err)))
+			rs->n++;
 	}
 	eq_payload_reader_free(rd);
 	close(fd);
-	if (r)
-		return eq_error_prefix(err, r, "%s (payload of '%s')", payload_path, pkg_name);
+	if (r) {
+		eqg_path_recs_free(rs);
+		return eq_error_prefix(err, r, "%s", payload_path);
+	}
+	*ret = rs;
 	return EQ_OK;
+}
+
+eq_err eqg_path_table_add_recs(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
+			       struct eqg_path_recs *rs, struct eq_error *err)
+{
+	if (rs->n > EQ_PATH_TABLE_MAX_ENTRIES - t->n_recs)
+		return eq_error_set(err, EQ_ERR_LIMIT, "path table: more than %u entries in the release",
+				    EQ_PATH_TABLE_MAX_ENTRIES);
+	size_t pi;
+	eq_err r = get_pkg(t, pkg_name, pkg_file, &pi, err);
+	if (r)
+		return r;
+	if (t->cap_recs - t->n_recs < rs->n) {
+		size_t c = t->cap_recs ? t->cap_recs : 64;
+		while (c - t->n_recs < rs->n)
+			c *= 2;
+		void *v = eq_realloc(t->recs, c * sizeof(*t->recs));
+		if (!v)
+			return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+		t->recs = v;
+		t->cap_recs = c;
+	}
+	for (size_t i = 0; i < rs->n; i++) {
+		t->recs[t->n_recs] = rs->v[i];
+		t->recs[t->n_recs++].pkg = pi;
+	}
+	rs->n = 0; /* the strings belong to the table now */
+	return EQ_OK;
+}
+
+eq_err eq_path_table_add(struct eq_path_table *t, const char *pkg_name, const char *pkg_file, const char *payload_path,
+			 struct eq_error *err)
+{
+	struct eqg_path_recs *rs = NULL;
+	eq_err r = eqg_path_recs_read(payload_path, &rs, err);
+	if (r)
+		return eq_error_prefix(err, r, "payload of '%s'", pkg_name);
+	r = eqg_path_table_add_recs(t, pkg_name, pkg_file, rs, err);
+	eqg_path_recs_free(rs);
+	return r;
+}
+
+/* The cache's form of a record list: the fields in a fixed order. */
+eq_err eqg_path_recs_pack(const struct eqg_path_recs *rs, struct eq_buf *b, struct eq_error *err)
+{
+	eq_err r = eqg_put_u64(b, rs->n, err);
+	for (size_t i = 0; i < rs->n && !r; i++) {
+		const struct rec *o = &rs->v[i];
+		uint64_t f[8] = {o->type, o->mode, o->uid, o->gid, o->devmajor, o->devminor, o->size, o->linked};
+		for (size_t k = 0; k < 8 && !r; k++)
+			r = eqg_put_u64(b, f[k], err);
+		if (!r)
+			r = eq_buf_append(b, o->sha, EQ_SHA256_LEN, err);
+		if (!r)
+			r = eq_buf_append(b, o->xsha, EQ_SHA256_LEN, err);
+		if (!r)
+			r = eqg_put_str(b, o->path, err);
+		if (!r)
+			r = eqg_put_str(b, o->link, err);
+	}
+	return r;
+}
+
+bool eqg_path_recs_unpack(struct eqg_unpack *u, struct eqg_path_recs **ret)
+{
+	struct eqg_path_recs *rs;
+	uint64_t n = eqg_get_u64(u);
+	if (u->bad || n > EQ_PATH_TABLE_MAX_ENTRIES || n > u->n || recs_new(&rs, NULL))
+		return false;
+	if (n && !(rs->v = eq_calloc((size_t)n, sizeof(*rs->v)))) {
+		eq_free(rs);
+		return false;
+	}
+	rs->cap = (size_t)n;
+	for (; rs->n < n && !u->bad; rs->n++) {
+		struct rec *o = &rs->v[rs->n];
+		uint64_t f[8];
+		for (size_t k = 0; k < 8; k++)
+			f[k] = eqg_get_u64(u);
+		if (f[0] > EQ_ENTRY_FIFO || f[1] > 07777 || f[2] > UINT32_MAX || f[3] > UINT32_MAX ||
+		    f[4] > UINT32_MAX || f[5] > UINT32_MAX || f[7] > 1)
+			u->bad = true;
+		*o = (struct rec){.type = (enum eq_entry_type)f[0],
+				  .mode = (uint32_t)f[1],
+				  .uid = (uint32_t)f[2],
+				  .gid = (uint32_t)f[3],
+				  .devmajor = (uint32_t)f[4],
+				  .devminor = (uint32_t)f[5],
+				  .size = f[6],
+				  .linked = f[7] != 0};
+		eqg_get_bytes(u, o->sha, EQ_SHA256_LEN);
+		eqg_get_bytes(u, o->xsha, EQ_SHA256_LEN);
+		o->path = eqg_get_str(u);
+		o->link = eqg_get_str(u);
+		if (!o->path || !o->path[0])
+			u->bad = true;
+	}
+	if (u->bad) {
+		eqg_path_recs_free(rs);
+		return false;
+	}
+	*ret = rs;
+	return true;
 }
 
 /* ---- check ----------------------------------------------------------------- */

@@ -4,6 +4,7 @@
 #ifndef EQ_GEN_PRIV_H
 #define EQ_GEN_PRIV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,5 +33,111 @@ char *eqg_next_field(char **p);
 eq_err eqg_manifest_companions(const char *repo, const char *board, const char *channel,
 			       const struct eq_repo_history *hist, const char *dir, const char *rdir,
 			       const uint8_t *json, size_t json_len, struct eq_error *err);
+
+/* ---- small containers and the cache's byte format (gen_inputs.c) ---- */
+
+/* A growable list of owned strings; zero-initialise, free with
+ * eqg_strv_done(). */
+struct eqg_strv {
+	char **v;
+	size_t n, cap;
+};
+eq_err eqg_strv_add(struct eqg_strv *s, const char *str, struct eq_error *err);
+void eqg_strv_done(struct eqg_strv *s);
+
+/* Little-endian u64 and length-prefixed strings (NULL allowed) into @b. */
+eq_err eqg_put_u64(struct eq_buf *b, uint64_t v, struct eq_error *err);
+eq_err eqg_put_str(struct eq_buf *b, const char *s, struct eq_error *err);
+
+/* Reading that format back from bytes nobody vouches for: any short or
+ * malformed field sets .bad and returns zero, NULL or nothing. */
+struct eqg_unpack {
+	const uint8_t *p;
+	size_t n;
+	bool bad;
+};
+uint64_t eqg_get_u64(struct eqg_unpack *u);
+void eqg_get_bytes(struct eqg_unpack *u, void *out, size_t len);
+/* A new string (NULL for a stored NULL or when .bad); caller frees. */
+char *eqg_get_str(struct eqg_unpack *u);
+
+/* ---- the path table, split for parallel and cached publishing ---- */
+
+/* The records of one package's payload, read without the table (so any
+ * thread may), then handed to it in order. */
+struct eqg_path_recs {
+	struct rec *v;
+	size_t n, cap;
+};
+/* Reads and hashes every entry of payload file @payload_path into a new
+ * list (*ret, free with eqg_path_recs_free()). */
+eq_err eqg_path_recs_read(const char *payload_path, struct eqg_path_recs **ret, struct eq_error *err);
+void eqg_path_recs_free(struct eqg_path_recs *rs);
+/* Adds the records under package @pkg_name (as eq_path_table_add()); they
+ * move into the table and @rs is left empty. */
+eq_err eqg_path_table_add_recs(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
+			       struct eqg_path_recs *rs, struct eq_error *err);
+eq_err eqg_path_recs_pack(const struct eqg_path_recs *rs, struct eq_buf *b, struct eq_error *err);
+/* false (nothing allocated) when the bytes do not hold a valid list. */
+bool eqg_path_recs_unpack(struct eqg_unpack *u, struct eqg_path_recs **ret);
+
+/* eq_path_table_apply() in two halves: the rules applied to a package's
+ * builder (reads the table only; adds the removed paths to @removed), and
+ * what the table remembers of it (in package order). */
+eq_err eqg_path_table_strip(const struct eq_path_table *t, const char *pkg_name, struct eq_payload_builder *b,
+			    struct eqg_strv *removed, struct eq_error *err);
+eq_err eqg_path_table_note_removed(struct eq_path_table *t, const char *pkg_name, const struct eqg_strv *removed,
+				   struct eq_error *err);
+/* A digest of the owner rules, part of the input cache's key. */
+void eqg_path_table_rules_sha(const struct eq_path_table *t, uint8_t out[EQ_SHA256_LEN]);
+
+/*
+ * Makes the folder of database @db_path private (0700, with missing
+ * parents), or refuses one others may write to; @what ("store") and
+ * @option ("--store") name it in messages (gen_store.c).
+ */
+eq_err eqg_make_private_dir(const char *db_path, const char *what, const char *option, struct eq_error *err);
+
+/* ---- the input cache (gen_inputs.c) ---- */
+
+/*
+ * What publishing learnt from one package file, kept so that a republish
+ * of unchanged files reads none of them (docs/internals/publish.md).
+ */
+struct eqg_input {
+	char *name, *version, *arch;
+	uint8_t payload_sha256[EQ_SHA256_LEN];
+	uint64_t payload_size;
+	struct eqg_strv special; /* eq_payload_findings.special */
+	struct eqg_strv removed; /* paths the owner rules removed */
+	struct eqg_path_recs *recs;
+};
+void eqg_input_done(struct eqg_input *in);
+
+struct eqg_input_cache;
+
+/* Opens (creating it) the cache database @path. */
+eq_err eqg_input_cache_open(const char *path, struct eqg_input_cache **ret, struct eq_error *err);
+void eqg_input_cache_close(struct eqg_input_cache *c);
+/* The default path: $XDG_CACHE_HOME/eqota/inputs.db or
+ * ~/.cache/eqota/inputs.db (malloc'ed). */
+eq_err eqg_input_cache_default_path(char **ret, struct eq_error *err);
+
+/*
+ * The key of package file @file: its path, device, inode, size, mtime and
+ * ctime, this program's build, and @context (what else decides the result: rules, limits).
+ * *ret_stable is false for a file changed in the last seconds, whose
+ * timestamps may not yet tell a later change apart: it is not stored.
+ */
+eq_err eqg_input_cache_key(const struct eqg_input_cache *c, const char *file, const uint8_t context[EQ_SHA256_LEN],
+			   uint8_t key[EQ_SHA256_LEN], bool *ret_stable, struct eq_error *err);
+/* true and *ret filled on a hit; false on a miss or an entry that does
+ * not decode (it is then ignored). */
+bool eqg_input_cache_get(struct eqg_input_cache *c, const uint8_t key[EQ_SHA256_LEN], struct eqg_input *ret);
+eq_err eqg_input_cache_put(struct eqg_input_cache *c, const uint8_t key[EQ_SHA256_LEN], const struct eqg_input *in,
+			   struct eq_error *err);
+/* Groups puts into one transaction (one sync instead of one per package). */
+eq_err eqg_input_cache_begin(struct eqg_input_cache *c, struct eq_error *err);
+eq_err eqg_input_cache_commit(struct eqg_input_cache *c, struct eq_error *err);
 
 #endif

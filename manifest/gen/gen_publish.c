@@ -30,6 +30,9 @@ struct pub_ctx {
 	struct eq_publish_report rep;
 	char **files;
 	size_t n_files;
+	size_t jobs;                   /* threads that read and compress */
+	struct eqg_input_cache *cache; /* NULL: --no-cache */
+	uint8_t cache_context[EQ_SHA256_LEN];
 };
 
 static void ctx_done(struct pub_ctx *c)
@@ -48,6 +51,7 @@ static void ctx_done(struct pub_ctx *c)
 	eq_path_table_free(c->paths);
 	eq_buf_done(&c->unindexed);
 	eq_manifest_free(c->m);
+	eqg_input_cache_close(c->cache);
 	for (size_t i = 0; i < c->n_files; i++)
 		eq_free(c->files[i]);
 	eq_free(c->files);
@@ -112,8 +116,15 @@ static eq_err install_file(const char *tmp, const char *dest, struct eq_error *e
 	return EQ_OK;
 }
 
+/* What one package's work added to the report, summed in order. */
+struct pub_stats {
+	size_t objects_written, deltas_written;
+	uint64_t bytes_written;
+};
+
 /* Compresses payload file @payload into objects/; fills object sha/size. */
-static eq_err write_object(struct pub_ctx *c, const char *payload, struct eq_store_published *pub, struct eq_error *err)
+static eq_err write_object(struct pub_ctx *c, const char *payload, struct eq_store_published *pub, struct pub_stats *st,
+			   struct eq_error *err)
 {
 	int in = open(payload, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
@@ -142,12 +153,11 @@ static eq_err write_object(struct pub_ctx *c, const char *payload, struct eq_sto
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	r = install_file(tmp, dest, err);
 	if (!r) {
-		c->rep.objects_written++;
-		c->rep.bytes_written += hs.n;
+		st->objects_written++;
+		st->bytes_written += hs.n;
 	}
 	return r;
 }
-
 /* Decompresses objects/<sha> into a new temporary payload file. */
 static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, uint64_t payload_size, char **ret_path,
 				struct eq_error *err)
@@ -189,7 +199,191 @@ struct delta_list {
 };
 
 /*
- * Offers deltas to @to_path from the package's older payloads, newest
+ * One package on its way into the release. A batch of them goes through
+ * phases: read (in parallel; skipped when the input cache knows the file),
+ * named and reported in order, decided in order (the store), worked on in
+ * parallel (objects and deltas), then entered in order (store, path table,
+ * manifest). Any thread touches only its own prep.
+ */
+struct prep {
+	const char *file; /* borrowed from pub_ctx.files */
+	struct eqg_input in;
+	bool cached;    /* @in came from the input cache */
+	bool cache_put; /* @in is new and may be stored */
+	uint8_t key[EQ_SHA256_LEN];
+	char *payload; /* temporary payload file; NULL until one is needed */
+	char outhash[EQ_SHA256_HEX_LEN + 1];
+	char taskhash[EQ_SHA256_HEX_LEN + 1];
+	/* decided */
+	enum eq_publish_state state;
+	bool new_object;   /* nothing published for the unihash yet */
+	bool write_object; /* the object is missing from this repository */
+	struct eq_store_published pub;
+	/* worked on */
+	char *stored_payload;              /* non-reproducible: the published one */
+	struct eqg_strv stored_special;    /* ... its findings */
+	struct eqg_path_recs *stored_recs; /* ... and records */
+	struct delta_list dl;
+	struct pub_stats st;
+	eq_err r;
+	struct eq_error err;
+};
+
+/* Packages read ahead before their unihashes are asked for. The payloads
+ * of a batch wait on disk, so this also bounds the temporary space. */
+#define PUBLISH_BATCH 64
+
+static void drop_temp(char *path)
+{
+	if (path) {
+		(void)unlink(path);
+		eq_free(path);
+	}
+}
+
+static void prep_done(struct prep *p)
+{
+	drop_temp(p->payload);
+	drop_temp(p->stored_payload);
+	eqg_input_done(&p->in);
+	eqg_strv_done(&p->stored_special);
+	eqg_path_recs_free(p->stored_recs);
+	memset(p, 0, sizeof(*p));
+}
+
+/*
+ * Runs the device's path rules over the payload in file @path (what devices
+ * will extract), so a package every device would refuse is refused here,
+ * naming the entry; setuid/setgid files and device nodes go to @special
+ * for apply_policy().
+ */
+static eq_err scan_payload(const char *path, struct eqg_strv *special, struct eq_error *err)
+{
+#ifdef EQ_TEST_HOOKS
+	/* Test hook: publish a package devices must refuse, to test them. */
+	if (secure_getenv("EQ_TEST_PUBLISH_UNCHECKED"))
+		return EQ_OK;
+#endif
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", path);
+	struct eq_payload_findings f;
+	eq_err r = eq_payload_check(eq_fd_read, &fd, NULL, &f, err);
+	close(fd);
+	if (r)
+		return eq_error_prefix(err, r, "package refused, devices would refuse it");
+	for (size_t i = 0; i < f.n_special && !r; i++)
+		r = eqg_strv_add(special, f.special[i], err);
+	eq_payload_findings_done(&f);
+	return r;
+}
+
+/* Special files listed in a warning or an error, at most this many. */
+#define SPECIAL_LIST_MAX 8
+
+/* The policy on setuid/setgid files and device nodes; @what names the
+ * package in messages. */
+static eq_err apply_policy(struct pub_ctx *c, const struct eqg_strv *special, const char *what, struct eq_error *err)
+{
+	if (!special->n)
+		return EQ_OK;
+	char list[1024] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < special->n && i < SPECIAL_LIST_MAX && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s'%s'", i ? ", " : "", special->v[i]);
+	const char *more = special->n > SPECIAL_LIST_MAX ? ", ..." : "";
+	if (c->o->policy == EQ_POLICY_STRICT)
+		return eq_error_set(err, EQ_ERR_UNSAFE,
+				    "refused by --policy strict: %zu setuid/setgid files or device nodes: %s%s",
+				    special->n, list, more);
+	eq_log(EQ_LOG_WARNING, "%s: %zu setuid/setgid files or device nodes: %s%s, continuing", what, special->n, list,
+	       more);
+	return EQ_OK;
+}
+
+/* Names of packages the build index does not list, for one warning. */
+static eq_err note_unindexed(struct pub_ctx *c, const char *name, struct eq_error *err)
+{
+	c->rep.default_taskhashes++;
+	if (c->unindexed.len > 512) {
+		c->unindexed_more = true;
+		return EQ_OK;
+	}
+	eq_err r = eq_buf_append(&c->unindexed, c->unindexed.len ? ", " : "", c->unindexed.len ? 2 : 0, err);
+	if (!r)
+		r = eq_buf_append(&c->unindexed, name, strlen(name), err);
+	return r;
+}
+
+/* Reads the package and writes its payload (the owner rules applied) to a
+ * temporary file; the removed paths go to @removed. */
+static eq_err make_payload(struct pub_ctx *c, const char *file, struct eqg_strv *removed, char **ret_path,
+			   uint8_t sha[EQ_SHA256_LEN], uint64_t *ret_size, struct eq_pkg **ret_pkg,
+			   struct eq_error *err)
+{
+	struct eq_pkg *pkg = NULL;
+	eq_err r = eq_pkg_read(file, NULL, &pkg, err);
+	if (!r)
+		r = eqg_path_table_strip(c->paths, eq_pkg_get_info(pkg)->name, eq_pkg_get_builder(pkg), removed, err);
+	int pfd = -1;
+	if (!r)
+		r = tmp_file(c, "payload", &pfd, ret_path, err);
+	if (!r) {
+		r = eq_pkg_write_payload(pkg, eq_fd_write, &pfd, sha, ret_size, err);
+		close(pfd);
+	}
+	if (r || !ret_pkg)
+		eq_pkg_free(pkg);
+	else
+		*ret_pkg = pkg;
+	return r;
+}
+
+/* Phase "read" (any thread): all the input cache would have told. */
+static void read_one(struct pub_ctx *c, struct prep *p)
+{
+	if (p->cached)
+		return;
+	struct eq_pkg *pkg = NULL;
+	p->r = make_payload(c, p->file, &p->in.removed, &p->payload, p->in.payload_sha256, &p->in.payload_size, &pkg,
+			    &p->err);
+	if (!p->r) {
+		const struct eq_pkg_info *info = eq_pkg_get_info(pkg);
+		p->in.name = eq_strdup(info->name);
+		p->in.version = eq_strdup(info->version);
+		p->in.arch = eq_strdup(info->arch);
+		if (!p->in.name || !p->in.version || !p->in.arch)
+			p->r = eq_error_set(&p->err, EQ_ERR_NOMEM, "out of memory");
+	}
+	eq_pkg_free(pkg); /* its file list can be large: gone before the scans */
+	if (!p->r)
+		p->r = scan_payload(p->payload, &p->in.special, &p->err);
+	if (!p->r)
+		p->r = eqg_path_recs_read(p->payload, &p->in.recs, &p->err);
+}
+
+/*
+ * The payload file of a package the input cache knew (any thread): made
+ * again from the package, and it must be the cached one.
+ */
+static eq_err ensure_payload(struct pub_ctx *c, struct prep *p, struct eq_error *err)
+{
+	if (p->payload)
+		return EQ_OK;
+	struct eqg_strv removed = {0};
+	uint8_t sha[EQ_SHA256_LEN];
+	uint64_t size;
+	eq_err r = make_payload(c, p->file, &removed, &p->payload, sha, &size, NULL, err);
+	eqg_strv_done(&removed);
+	if (!r && (memcmp(sha, p->in.payload_sha256, EQ_SHA256_LEN) || size != p->in.payload_size))
+		r = eq_error_set(err, EQ_ERR_STATE,
+				 "its payload is not the one the input cache recorded for this file (changed without "
+				 "its size or times changing?); publish again with --no-cache");
+	return r;
+}
+
+/*
+ * Offers deltas to the package's payload from its older payloads, newest
  * first: for the last N distinct ones (N = --deltas-from; republished
  * releases with the same payload count once, so a republish never pushes a
  * version out) the delta is made if it does not exist yet; from any older
@@ -197,13 +391,14 @@ struct delta_list {
  * an earlier release with the same new payload, e.g. before a republish).
  * A delta is kept only when it is clearly smaller than the full object (at
  * most 80 %): otherwise the device is better off with the object, which
- * needs no reference in memory.
+ * needs no reference in memory. Any thread.
  */
-static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sha, const char *to_path,
-			  uint64_t object_size, struct delta_list *dl, struct eq_error *err)
+static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *err)
 {
 	if (c->o->deltas_from == 0)
 		return EQ_OK;
+	const char *name = p->in.name, *to_sha = p->pub.payload_sha256;
+	struct delta_list *dl = &p->dl;
 	/* Older payloads looked at, newest first; the walk ends after this
 	 * many, so long histories cost no more. */
 	const char *seen_v[DELTA_LOOKBACK];
@@ -235,8 +430,12 @@ static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sh
 		}
 		if (!make)
 			continue;
+		eq_err r = p->stored_payload ? EQ_OK : ensure_payload(c, p, err);
+		if (r)
+			return r;
+		const char *to_path = p->stored_payload ? p->stored_payload : p->payload;
 		EQ_AUTOFREE char *ref = NULL;
-		eq_err r = object_to_payload(c, old->object.sha256, old->payload.size, &ref, err);
+		r = object_to_payload(c, old->object.sha256, old->payload.size, &ref, err);
 		if (r == EQ_ERR_NOTFOUND) {
 			/* An old object pruned from the repository: no delta from it. */
 			continue;
@@ -250,19 +449,19 @@ static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sh
 			(void)unlink(ref);
 			return r;
 		}
-		struct eq_delta_params p;
-		eq_delta_params_default(&p);
-		p.level = c->o->level;
+		struct eq_delta_params dp;
+		eq_delta_params_default(&dp);
+		dp.level = c->o->level;
 		struct hash_sink hs = {.fd = out};
 		eq_sha256_init(&hs.sha);
-		r = eq_delta_create(ref, to_path, &p, hash_sink_write, &hs, &size, err);
+		r = eq_delta_create(ref, to_path, &dp, hash_sink_write, &hs, &size, err);
 		eq_sha256_final(&hs.sha, sha);
 		(void)unlink(ref);
 		if (close(out) != 0 && !r)
 			r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", tmp);
 		if (r)
 			return eq_error_prefix(err, r, "delta for '%s'", name);
-		if (hs.n * 10 > object_size * 8) {
+		if (hs.n * 10 > p->pub.object_size * 8) {
 			(void)unlink(tmp);
 			continue;
 		}
@@ -271,270 +470,272 @@ static eq_err make_deltas(struct pub_ctx *c, const char *name, const char *to_sh
 		r = install_file(tmp, dest, err);
 		if (r)
 			return r;
-		c->rep.deltas_written++;
-		c->rep.bytes_written += hs.n;
+		p->st.deltas_written++;
+		p->st.bytes_written += hs.n;
 		dl->v[dl->n++] = d;
 	}
 	return EQ_OK;
 }
 
-/* Special files listed in a warning or an error, at most this many. */
-#define SPECIAL_LIST_MAX 8
-
-/*
- * Runs the device's path rules over the payload in file @path (what devices
- * will extract), so a package every device would refuse is refused here,
- * naming the entry; then applies the policy to setuid/setgid files and
- * device nodes. @what names the package in messages.
- */
-static eq_err check_payload(struct pub_ctx *c, const char *path, const char *what, struct eq_error *err)
+/* Phase "decide" (in order): what the store says of the unihash. */
+static eq_err decide_one(struct pub_ctx *c, struct prep *p, const char *unihash, struct eq_error *err)
 {
-#ifdef EQ_TEST_HOOKS
-	/* Test hook: publish a package devices must refuse, to test them. */
-	if (secure_getenv("EQ_TEST_PUBLISH_UNCHECKED"))
-		return EQ_OK;
-#endif
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", path);
-	struct eq_payload_findings f;
-	eq_err r = eq_payload_check(eq_fd_read, &fd, NULL, &f, err);
-	close(fd);
-	if (r)
-		return eq_error_prefix(err, r, "package refused, devices would refuse it");
-	if (f.n_special) {
-		char list[1024] = "";
-		size_t len = 0;
-		for (size_t i = 0; i < f.n_special && i < SPECIAL_LIST_MAX && len < sizeof(list); i++)
-			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s'%s'", i ? ", " : "", f.special[i]);
-		const char *more = f.n_special > SPECIAL_LIST_MAX ? ", ..." : "";
-		if (c->o->policy == EQ_POLICY_STRICT)
-			r = eq_error_set(err, EQ_ERR_UNSAFE,
-					 "refused by --policy strict: %zu setuid/setgid files or device nodes: %s%s",
-					 f.n_special, list, more);
-		else
-			eq_log(EQ_LOG_WARNING, "%s: %zu setuid/setgid files or device nodes: %s%s, continuing", what,
-			       f.n_special, list, more);
-	}
-	eq_payload_findings_done(&f);
-	return r;
-}
-
-/* One package between reading and its unihash: the report of a whole batch
- * is one round of messages to a hashserv instead of one per package. */
-struct prep {
-	const char *file; /* borrowed from pub_ctx.files */
-	struct eq_pkg *pkg;
-	char *payload; /* temporary payload file */
-	uint64_t psize;
-	char outhash[EQ_SHA256_HEX_LEN + 1];
-	char taskhash[EQ_SHA256_HEX_LEN + 1];
-};
-
-/* Packages read ahead before their unihashes are asked for. The payloads
- * of a batch wait on disk, so this also bounds the temporary space. */
-#define PUBLISH_BATCH 64
-
-static void prep_done(struct prep *p)
-{
-	if (p->payload) {
-		(void)unlink(p->payload);
-		eq_free(p->payload);
-	}
-	eq_pkg_free(p->pkg);
-	memset(p, 0, sizeof(*p));
-}
-
-/* Names of packages the build index does not list, for one warning. */
-static eq_err note_unindexed(struct pub_ctx *c, const char *name, struct eq_error *err)
-{
-	c->rep.default_taskhashes++;
-	if (c->unindexed.len > 512) {
-		c->unindexed_more = true;
-		return EQ_OK;
-	}
-	eq_err r = eq_buf_append(&c->unindexed, c->unindexed.len ? ", " : "", c->unindexed.len ? 2 : 0, err);
-	if (!r)
-		r = eq_buf_append(&c->unindexed, name, strlen(name), err);
-	return r;
-}
-
-/* Reads the package, writes and checks its payload, finds its taskhash. */
-static eq_err prepare_one(struct pub_ctx *c, const char *file, struct prep *p, struct eq_error *err)
-{
-	p->file = file;
-	eq_err r = eq_pkg_read(file, NULL, &p->pkg, err);
-	if (r)
-		return r;
-	const struct eq_pkg_info *info = eq_pkg_get_info(p->pkg);
-	if ((r = eq_path_table_apply(c->paths, info->name, eq_pkg_get_builder(p->pkg), NULL, err)))
-		return r;
-	int pfd = -1;
-	r = tmp_file(c, "payload", &pfd, &p->payload, err);
-	if (r)
-		return r;
-	uint8_t psha[EQ_SHA256_LEN];
-	r = eq_pkg_write_payload(p->pkg, eq_fd_write, &pfd, psha, &p->psize, err);
-	close(pfd);
-	if (!r)
-		r = check_payload(c, p->payload, file, err);
-	if (r)
-		return r;
-	eq_hex_encode(psha, EQ_SHA256_LEN, p->outhash);
-	const char *t = c->index ? eq_build_index_lookup(c->index, info->name) : NULL;
-	if (t) {
-		snprintf(p->taskhash, sizeof(p->taskhash), "%s", t);
-		return eq_path_table_taskhash(c->paths, info->name, p->taskhash, err);
-	}
-	/* Packages from outside the build (a vendor's .deb, a prebuilt
-	 * firmware tarball) are normal in a release: their content decides. */
-	eq_pkg_default_taskhash(info, psha, p->taskhash);
-	return c->index ? note_unindexed(c, info->name, err) : EQ_OK;
-}
-
-/* Publishes a prepared package whose unihash is known. */
-static eq_err finish_one(struct pub_ctx *c, struct prep *p, const char *unihash, struct eq_publish_pkg *out,
-			 struct eq_error *err)
-{
-	const struct eq_pkg_info *info = eq_pkg_get_info(p->pkg);
-	EQ_AUTOFREE char *stored_payload = NULL;
-	struct eq_store_published pub = {0};
-	snprintf(pub.payload_sha256, sizeof(pub.payload_sha256), "%s", p->outhash);
-	pub.payload_size = p->psize;
+	const char *name = p->in.name;
+	snprintf(p->pub.payload_sha256, sizeof(p->pub.payload_sha256), "%s", p->outhash);
+	p->pub.payload_size = p->in.payload_size;
 	struct eq_store_published known;
 	bool same_package = false;
-	eq_err r = eq_equiv_get_published(c->equiv, EQ_PAYLOAD_METHOD, unihash, info->name, &known, &same_package, err);
-	const char *target = p->payload;
-	out->state = EQ_PUB_REUSED;
-	if (r == EQ_OK && strcmp(known.payload_sha256, p->outhash)) {
+	eq_err r = eq_equiv_get_published(c->equiv, EQ_PAYLOAD_METHOD, unihash, name, &known, &same_package, err);
+	p->state = EQ_PUB_REUSED;
+	if (r == EQ_ERR_NOTFOUND) {
+		p->new_object = p->write_object = true;
+		p->state = EQ_PUB_NEW;
+		return EQ_OK;
+	}
+	if (r)
+		return r;
+	if (strcmp(known.payload_sha256, p->outhash)) {
 		/* Another package's bytes must never go out under this name:
 		 * that happens when two packages were given one taskhash. */
-		if (!same_package) {
-			r = eq_error_set(
+		if (!same_package)
+			return eq_error_set(
 				err, EQ_ERR_STATE,
 				"package '%s' (taskhash %s) has unihash %s, which was published with the "
 				"payload of another package: two packages were given one taskhash. Give every "
 				"package its own taskhash (for Yocto: hash the recipe's unihash with the package "
 				"name, docs/yocto.md)",
-				info->name, p->taskhash, unihash);
-			goto out;
-		}
+				name, p->taskhash, unihash);
 		/* Same inputs, other bytes: keep serving what devices may already
 		 * run, as BitBake reuses the sstate object of a unihash. */
-		out->state = EQ_PUB_NOT_REPRODUCIBLE;
-		c->rep.not_reproducible++;
-		pub = known;
-		r = object_to_payload(c, known.object_sha256, known.payload_size, &stored_payload, err);
+		p->state = EQ_PUB_NOT_REPRODUCIBLE;
+		p->pub = known;
+		return EQ_OK;
+	}
+	p->pub = known;
+	EQ_AUTOFREE char *obj = eq_asprintf("%s/objects/%s", c->o->repo, known.object_sha256);
+	if (!obj)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if (!file_has_size(obj, known.object_size)) {
+		/* Known to the store but not in this repository: write it here. */
+		p->write_object = true;
+		p->state = EQ_PUB_NEW;
+	}
+	return EQ_OK;
+}
+
+/* Phase "work" (any thread): objects and deltas. */
+static void work_one(struct pub_ctx *c, struct prep *p)
+{
+	struct eq_error *err = &p->err;
+	eq_err r = EQ_OK;
+	if (p->state == EQ_PUB_NOT_REPRODUCIBLE) {
+		r = object_to_payload(c, p->pub.object_sha256, p->pub.payload_size, &p->stored_payload, err);
 		if (r) {
-			eq_error_prefix(err, r,
-					"package '%s' is not reproducible and the object published for its unihash",
-					info->name);
-			goto out;
+			p->r = eq_error_prefix(
+				err, r, "package '%s' is not reproducible and the object published for its unihash",
+				p->in.name);
+			return;
 		}
 		/* What devices get is the stored payload: it passes the rules
 		 * too, or nothing is published (it may predate them). */
-		r = check_payload(c, stored_payload, p->file, err);
+		r = scan_payload(p->stored_payload, &p->stored_special, err);
+		if (!r)
+			r = eqg_path_recs_read(p->stored_payload, &p->stored_recs, err);
 		if (r) {
-			eq_error_prefix(err, r, "the payload published earlier for package '%s'", info->name);
-			goto out;
+			p->r = eq_error_prefix(err, r, "the payload published earlier for package '%s'", p->in.name);
+			return;
 		}
-		target = stored_payload;
-	} else if (r == EQ_OK) {
-		pub = known;
-		EQ_AUTOFREE char *obj = eq_asprintf("%s/objects/%s", c->o->repo, known.object_sha256);
-		if (!obj) {
-			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		if (!file_has_size(obj, known.object_size)) {
-			/* Known to the store but not in this repository: write it here. */
-			r = write_object(c, p->payload, &pub, err);
-			if (r)
-				goto out;
-			out->state = EQ_PUB_NEW;
-		}
-	} else if (r == EQ_ERR_NOTFOUND) {
-		r = write_object(c, p->payload, &pub, err);
-		if (r)
-			goto out;
+	} else if (p->write_object) {
+		r = ensure_payload(c, p, err);
+		if (!r)
+			r = write_object(c, p->payload, &p->pub, &p->st, err);
+	}
+	if (!r)
+		r = make_deltas(c, p, err);
+	p->r = r;
+}
+
+/* Phase "enter" (in order): the store, the path table, the manifest. */
+static eq_err enter_one(struct pub_ctx *c, struct prep *p, const char *unihash, struct eq_publish_pkg *out,
+			struct eq_error *err)
+{
+	const char *name = p->in.name;
+	eq_err r;
+	if (p->state == EQ_PUB_NOT_REPRODUCIBLE) {
+		if ((r = apply_policy(c, &p->stored_special, p->file, err)))
+			return eq_error_prefix(err, r, "the payload published earlier for package '%s'", name);
+		c->rep.not_reproducible++;
+	}
+	if (p->new_object) {
 		struct eq_store_published winner;
 		bool inserted;
-		r = eq_equiv_set_published(c->equiv, EQ_PAYLOAD_METHOD, unihash, info->name, &pub, &winner, &inserted,
+		r = eq_equiv_set_published(c->equiv, EQ_PAYLOAD_METHOD, unihash, name, &p->pub, &winner, &inserted,
 					   err);
 		if (r)
-			goto out;
-		out->state = EQ_PUB_NEW;
-		if (!inserted && strcmp(winner.payload_sha256, pub.payload_sha256)) {
-			r = eq_error_set(
+			return r;
+		if (!inserted && strcmp(winner.payload_sha256, p->pub.payload_sha256))
+			return eq_error_set(
 				err, EQ_ERR_STATE,
 				"unihash of '%s' was published with other bytes by a concurrent run; publish again",
-				info->name);
-			goto out;
-		}
-	} else {
-		goto out;
+				name);
 	}
-
-	r = eq_path_table_add(c->paths, info->name, p->file, target, err);
+	c->rep.objects_written += p->st.objects_written;
+	c->rep.deltas_written += p->st.deltas_written;
+	c->rep.bytes_written += p->st.bytes_written;
+	out->state = p->state;
+	r = eqg_path_table_add_recs(c->paths, name, p->file, p->stored_recs ? p->stored_recs : p->in.recs, err);
 	if (r)
-		goto out;
-	struct delta_list dl = {.n = 0};
-	r = make_deltas(c, info->name, pub.payload_sha256, target, pub.object_size, &dl, err);
-	if (r)
-		goto out;
-
+		return r;
 	struct eq_manifest_package mp = {
-		.name = info->name,
-		.version = info->version,
-		.arch = info->arch,
-		.payload = {.size = pub.payload_size},
-		.object = {.size = pub.object_size},
-		.deltas = dl.v,
-		.n_deltas = dl.n,
+		.name = name,
+		.version = p->in.version,
+		.arch = p->in.arch,
+		.payload = {.size = p->pub.payload_size},
+		.object = {.size = p->pub.object_size},
+		.deltas = p->dl.v,
+		.n_deltas = p->dl.n,
 	};
 	snprintf(mp.taskhash, sizeof(mp.taskhash), "%s", p->taskhash);
 	snprintf(mp.unihash, sizeof(mp.unihash), "%s", unihash);
-	snprintf(mp.payload.sha256, sizeof(mp.payload.sha256), "%s", pub.payload_sha256);
-	snprintf(mp.object.sha256, sizeof(mp.object.sha256), "%s", pub.object_sha256);
-	snprintf(mp.object.path, sizeof(mp.object.path), "objects/%s", pub.object_sha256);
+	snprintf(mp.payload.sha256, sizeof(mp.payload.sha256), "%s", p->pub.payload_sha256);
+	snprintf(mp.object.sha256, sizeof(mp.object.sha256), "%s", p->pub.object_sha256);
+	snprintf(mp.object.path, sizeof(mp.object.path), "objects/%s", p->pub.object_sha256);
 	r = eq_manifest_add_package(c->m, &mp, err);
 	if (r)
-		goto out;
+		return r;
 	out->equivalent = strcmp(unihash, p->taskhash) != 0;
 	c->rep.equivalent += out->equivalent;
-	out->name = eq_strdup(info->name);
-	out->version = eq_strdup(info->version);
+	out->name = eq_strdup(name);
+	out->version = eq_strdup(p->in.version);
 	if (!out->name || !out->version)
-		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-out:
-	if (stored_payload)
-		(void)unlink(stored_payload);
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	return EQ_OK;
+}
+
+/* Phase "name" (in order): the owner rules' record, the policy, the
+ * taskhash; a new input goes to the cache. */
+static eq_err name_one(struct pub_ctx *c, struct prep *p, struct eq_error *err)
+{
+	const char *name = p->in.name;
+	eq_err r = eqg_path_table_note_removed(c->paths, name, &p->in.removed, err);
+	if (!r)
+		r = apply_policy(c, &p->in.special, p->file, err);
+	if (r)
+		return r;
+	eq_hex_encode(p->in.payload_sha256, EQ_SHA256_LEN, p->outhash);
+	const char *t = c->index ? eq_build_index_lookup(c->index, name) : NULL;
+	if (t) {
+		snprintf(p->taskhash, sizeof(p->taskhash), "%s", t);
+		r = eq_path_table_taskhash(c->paths, name, p->taskhash, err);
+	} else {
+		/* Packages from outside the build (a vendor's .deb, a prebuilt
+		 * firmware tarball) are normal in a release: their content decides. */
+		struct eq_pkg_info info = {.name = p->in.name, .version = p->in.version, .arch = p->in.arch};
+		eq_pkg_default_taskhash(&info, p->in.payload_sha256, p->taskhash);
+		r = c->index ? note_unindexed(c, name, err) : EQ_OK;
+	}
+	if (!r && p->cache_put && (r = eqg_input_cache_put(c->cache, p->key, &p->in, err)))
+		eq_error_prefix(err, r, "cannot record it");
 	return r;
 }
 
-/* Publishes files [first, first + n) of the run: read them all, report
- * them in one call, then write objects, deltas and manifest entries. */
+/* Runs @fn on preps [0, @n) on up to c->jobs threads; returns when all are
+ * done. */
+struct pool {
+	struct pub_ctx *c;
+	struct prep *p;
+	size_t n, next;
+	void (*fn)(struct pub_ctx *c, struct prep *p);
+	pthread_mutex_t mu;
+};
+
+static void *pool_worker(void *arg)
+{
+	struct pool *w = arg;
+	for (;;) {
+		pthread_mutex_lock(&w->mu);
+		size_t i = w->next++;
+		pthread_mutex_unlock(&w->mu);
+		if (i >= w->n)
+			return NULL;
+		if (!w->p[i].r)
+			w->fn(w->c, &w->p[i]);
+	}
+}
+
+static void run_parallel(struct pub_ctx *c, struct prep *p, size_t n, void (*fn)(struct pub_ctx *, struct prep *))
+{
+	struct pool w = {.c = c, .p = p, .n = n, .fn = fn};
+	pthread_t th[EQ_PUBLISH_MAX_JOBS];
+	size_t want = c->jobs < n ? c->jobs : n, started = 0;
+	pthread_mutex_init(&w.mu, NULL);
+	/* This thread is one of the jobs; one that cannot start leaves its
+	 * share to the others. */
+	while (started + 1 < want && pthread_create(&th[started], NULL, pool_worker, &w) == 0)
+		started++;
+	pool_worker(&w);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&w.mu);
+}
+
+/* Publishes files [first, first + n) of the run through the phases of
+ * struct prep; an error names the file it is about. */
 static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq_progress *pr, double t0,
 			    struct eq_error *err)
 {
-	struct prep p[PUBLISH_BATCH] = {0};
+	struct prep p[PUBLISH_BATCH];
 	struct eq_equiv_item items[PUBLISH_BATCH] = {0};
-	size_t failed = first;
+	memset(p, 0, sizeof(p));
+	size_t failed = SIZE_MAX;
 	eq_err r = EQ_OK;
 	for (size_t i = 0; i < n && !r; i++) {
-		failed = first + i;
-		r = prepare_one(c, c->files[first + i], &p[i], err);
-		if (r)
+		p[i].file = c->files[first + i];
+		eq_error_clear(&p[i].err);
+		if (!c->cache)
+			continue;
+		bool stable;
+		if ((r = eqg_input_cache_key(c->cache, p[i].file, c->cache_context, p[i].key, &stable, err))) {
+			failed = first + i;
 			break;
-		const struct eq_pkg_info *info = eq_pkg_get_info(p[i].pkg);
+		}
+		p[i].cached = eqg_input_cache_get(c->cache, p[i].key, &p[i].in);
+		p[i].cache_put = !p[i].cached && stable;
+		c->rep.cached += p[i].cached;
+	}
+	if (!r)
+		run_parallel(c, p, n, read_one);
+	bool in_txn = false;
+	if (!r && c->cache && (r = eqg_input_cache_begin(c->cache, err)) == EQ_OK)
+		in_txn = true;
+	for (size_t i = 0; i < n && !r; i++) {
+		failed = first + i;
+		if ((r = p[i].r)) {
+			*err = p[i].err;
+			break;
+		}
+		if ((r = name_one(c, &p[i], err)))
+			break;
 		items[i] = (struct eq_equiv_item){
-			.taskhash = p[i].taskhash, .outhash = p[i].outhash, .pn = info->name, .pv = info->version};
+			.taskhash = p[i].taskhash, .outhash = p[i].outhash, .pn = p[i].in.name, .pv = p[i].in.version};
+	}
+	if (in_txn) {
+		eq_err cr = eqg_input_cache_commit(c->cache, r ? NULL : err);
+		if (!r && cr) {
+			r = cr;
+			failed = SIZE_MAX;
+		}
 	}
 	if (!r) {
 		r = eq_equiv_report_many(c->equiv, EQ_PAYLOAD_METHOD, items, n, err);
-		if (r) /* the message names the store or server */
-			failed = SIZE_MAX;
+		failed = SIZE_MAX; /* the message names the store or server */
 	}
+	for (size_t i = 0; i < n && !r; i++) {
+		failed = first + i;
+		r = decide_one(c, &p[i], items[i].unihash, err);
+	}
+	if (!r)
+		run_parallel(c, p, n, work_one);
 	for (size_t i = 0; i < n && !r; i++) {
 		failed = first + i;
 		struct stat st;
@@ -542,7 +743,11 @@ static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq
 		pr->item = base ? base + 1 : p[i].file;
 		if (stat(p[i].file, &st) == 0)
 			pr->bytes_done += (uint64_t)st.st_size;
-		r = finish_one(c, &p[i], items[i].unihash, &c->rep.pkgs[first + i], err);
+		if ((r = p[i].r)) {
+			*err = p[i].err;
+			break;
+		}
+		r = enter_one(c, &p[i], items[i].unihash, &c->rep.pkgs[first + i], err);
 		c->rep.n_packages = first + i + 1;
 		if (r)
 			break;
@@ -705,6 +910,24 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 				    o->packages_dir);
 	if ((r = eq_manifest_new(&c->m, err)))
 		return r;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	c->jobs = o->jobs ? o->jobs : cpus > 0 ? (size_t)cpus : 1;
+	if (c->jobs > EQ_PUBLISH_MAX_JOBS)
+		c->jobs = EQ_PUBLISH_MAX_JOBS;
+	bool use_cache = !o->no_cache;
+#ifdef EQ_TEST_HOOKS
+	/* Test hook: what was read without the rules must not be remembered. */
+	use_cache = use_cache && !secure_getenv("EQ_TEST_PUBLISH_UNCHECKED");
+#endif
+	if (use_cache) {
+		EQ_AUTOFREE char *def = NULL;
+		if (!o->cache_path && (r = eqg_input_cache_default_path(&def, err)))
+			return r;
+		if ((r = eqg_input_cache_open(o->cache_path ? o->cache_path : def, &c->cache, err)))
+			return r;
+		/* The owner rules change payloads: other rules, other entries. */
+		eqg_path_table_rules_sha(c->paths, c->cache_context);
+	}
 	return EQ_OK;
 }
 

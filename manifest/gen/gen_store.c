@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "eq/gen.h"
+#include "gen_priv.h"
 
 /* "EQOT": marks the file as ours, so a foreign SQLite file is refused
  * before anything writes to it. */
@@ -352,7 +353,7 @@ void eq_store_close(struct eq_store *s)
  * build account). Missing parents get 0700 too, as the XDG base directory
  * spec asks.
  */
-static eq_err make_default_dir(const char *db_path, struct eq_error *err)
+eq_err eqg_make_private_dir(const char *db_path, const char *what, const char *option, struct eq_error *err)
 {
 	EQ_AUTOFREE char *dir = eq_strdup(db_path);
 	if (!dir)
@@ -366,28 +367,28 @@ static eq_err make_default_dir(const char *db_path, struct eq_error *err)
 		eq_err r = eq_mkdir_p(dir, 0700, err);
 		*slash = '/';
 		if (r)
-			return eq_error_prefix(err, r, "cannot create the default store folder '%s'", dir);
+			return eq_error_prefix(err, r, "cannot create the default %s folder '%s'", what, dir);
 	}
 	if (mkdir(dir, 0700) == 0) {
 		/* Exactly 0700 whatever the umask; it is our own new folder. */
 		if (chmod(dir, 0700) != 0)
-			return eq_error_errno(err, EQ_ERR_IO, "cannot chmod the default store folder '%s'", dir);
+			return eq_error_errno(err, EQ_ERR_IO, "cannot chmod the default %s folder '%s'", what, dir);
 		return EQ_OK;
 	}
 	if (errno != EEXIST)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot create the default store folder '%s'", dir);
+		return eq_error_errno(err, EQ_ERR_IO, "cannot create the default %s folder '%s'", what, dir);
 	struct stat st;
 	if (stat(dir, &st) != 0)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot stat the default store folder '%s'", dir);
+		return eq_error_errno(err, EQ_ERR_IO, "cannot stat the default %s folder '%s'", what, dir);
 	if (!S_ISDIR(st.st_mode))
-		return eq_error_set(
-			err, EQ_ERR_IO,
-			"the default store folder '%s' exists and is not a folder: move it away or pass --store", dir);
+		return eq_error_set(err, EQ_ERR_IO,
+				    "the default %s folder '%s' exists and is not a folder: move it away or pass %s",
+				    what, dir, option);
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
 		return eq_error_set(err, EQ_ERR_UNSAFE,
-				    "the default store folder '%s' is writable by others (mode %04o): "
-				    "run 'chmod go-w %s' or pass --store",
-				    dir, (unsigned)(st.st_mode & 07777), dir);
+				    "the default %s folder '%s' is writable by others (mode %04o): "
+				    "run 'chmod go-w %s' or pass %s",
+				    what, dir, (unsigned)(st.st_mode & 07777), dir, option);
 	return EQ_OK;
 }
 
@@ -415,7 +416,7 @@ eq_err eq_store_default_path(char **ret_path, struct eq_error *err)
 	}
 	if (!p)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	eq_err r = make_default_dir(p, err);
+	eq_err r = eqg_make_private_dir(p, "store", "--store", err);
 	if (r) {
 		eq_free(p);
 		return r;

@@ -5,10 +5,25 @@ if(TARGET eqota-gen)
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_qa.sh $<TARGET_FILE:eqota-gen>)
   set_tests_properties(integration.gen_publish integration.gen_qa PROPERTIES LABELS integration TIMEOUT 900
     ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR}")
+  # publish -j and the input cache (issue 15).
+  add_test(NAME integration.gen_cache
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_cache.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(integration.gen_cache PROPERTIES LABELS integration TIMEOUT 600
+    ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR}")
   # Packages every device would refuse, built at test time (issue 12).
   add_test(NAME integration.gen_refuse
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_refuse.sh $<TARGET_FILE:eqota-gen>)
   set_tests_properties(integration.gen_refuse PROPERTIES LABELS integration TIMEOUT 300)
+  # manifest.json.zst: frames, their reuse by a republish, a damaged previous file.
+  if(EQ_TEST_HOOKS)
+    set(companion_hooks 1)
+  else()
+    set(companion_hooks 0)
+  endif()
+  add_test(NAME integration.gen_companions
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_companions.sh $<TARGET_FILE:eqota-gen> $<TARGET_FILE:eq-delta>
+      ${companion_hooks})
+  set_tests_properties(integration.gen_companions PROPERTIES LABELS integration TIMEOUT 600)
   # Root of trust, rotation, revocation and timestamps on the publisher's side.
   add_test(NAME integration.gen_trust
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_trust.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})

@@ -516,7 +516,13 @@ struct eq_publish_opts {
 	const char *path_owners_file; /* NULL: none */
 	eq_progress_fn progress;      /* may be NULL */
 	void *progress_ctx;
+	unsigned jobs;          /* threads reading and compressing; 0: one per online core */
+	const char *cache_path; /* input cache; NULL: eqg default (~/.cache/eqota/inputs.db) */
+	bool no_cache;          /* read every package even when unchanged */
 };
+
+/* More threads than this gain nothing: batches are PUBLISH_BATCH long. */
+#define EQ_PUBLISH_MAX_JOBS 64u
 
 enum eq_publish_state {
 	EQ_PUB_NEW,              /* new content: object written */
@@ -535,6 +541,7 @@ struct eq_publish_report {
 	size_t n_packages;
 	size_t objects_written, deltas_written, not_reproducible, equivalent;
 	size_t default_taskhashes; /* packages the build index does not list */
+	size_t cached;             /* packages the input cache knew: not read */
 	uint64_t bytes_written;
 	double seconds;
 	struct eq_publish_pkg *pkgs; /* n_packages entries, owned */
