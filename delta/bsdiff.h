@@ -44,8 +44,16 @@
  * smallest power of two covering the three stream windows together.
  * EQ_ERR_UNSUPPORTED if @old is too large for a 32-bit suffix array.
  */
-eq_err eq_bsd_create(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, int level, uint8_t **ret,
-		     size_t *ret_len, unsigned *ret_window_log, struct eq_error *err) EQ_MUST_CHECK;
+/* Method 1 in two steps, so that filters can be compared at a fast level
+ * and only the winner is compressed hard: the scan (suffix array and
+ * matches; *ret is new, free with eq_bsd_scan_free()), then its encoding
+ * at zstd @level (*ret malloc'ed). */
+struct eq_bsd_scan;
+eq_err eq_bsd_scan(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, struct eq_bsd_scan **ret,
+		   struct eq_error *err) EQ_MUST_CHECK;
+eq_err eq_bsd_encode(const struct eq_bsd_scan *s, int level, uint8_t **ret, size_t *ret_len, unsigned *ret_window_log,
+		     struct eq_error *err) EQ_MUST_CHECK;
+void eq_bsd_scan_free(struct eq_bsd_scan *s);
 #endif
 
 /*

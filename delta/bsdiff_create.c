@@ -32,42 +32,127 @@ struct ctrl {
 	int64_t seek;
 };
 
-struct scan_out {
+struct eq_bsd_scan {
 	struct ctrl *c;
 	size_t n, cap;
 	uint8_t *diff, *extra; /* each at most new_len bytes */
 	size_t diff_len, extra_len;
 };
 
-static size_t match_len(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+/* How many of the first @n bytes of @a and @b agree, eight at a time:
+ * matches run for megabytes, and every search compares along them. */
+static size_t common(const uint8_t *a, const uint8_t *b, size_t n)
 {
-	size_t n = alen < blen ? alen : blen;
-	if (n > MATCH_CAP)
-		n = MATCH_CAP;
 	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x, y;
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+			return i + (size_t)(__builtin_clzll(x ^ y) >> 3);
+#else
+			return i + (size_t)(__builtin_ctzll(x ^ y) >> 3);
+#endif
+		}
+	}
 	while (i < n && a[i] == b[i])
 		i++;
 	return i;
 }
 
+/* How many of the @n byte pairs of @a and @b are equal (anywhere). */
+static size_t count_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+	size_t i = 0, c = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x, y;
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		uint64_t z = x ^ y;
+		/* The top bit of each byte of t is set where z's byte is 0. */
+		uint64_t t = ~(((z & low7) + low7) | z | low7);
+		c += (size_t)__builtin_popcountll(t);
+	}
+	for (; i < n; i++)
+		c += a[i] == b[i];
+	return c;
+}
+
+/* The matching prefix of @s at position @p of @old, capped, knowing that
+ * the first @known bytes match. */
+static size_t match_at(const uint8_t *old, size_t old_len, size_t p, const uint8_t *s, size_t s_len, size_t known)
+{
+	size_t n = old_len - p < s_len ? old_len - p : s_len;
+	if (n > MATCH_CAP)
+		n = MATCH_CAP;
+	if (known > n)
+		known = n;
+	return known + common(old + p + known, s + known, n - known);
+}
+
+/* Where the suffixes starting with each 2-byte prefix lie in the suffix
+ * array: the binary search starts inside that range, which skips its first
+ * dozen steps (each a cache miss on a large reference) for every position
+ * of the new payload. */
+struct buckets {
+	uint32_t start[65536], end[65536];
+};
+
+static void buckets_fill(struct buckets *b, const saidx_t *sa, const uint8_t *old, size_t old_len)
+{
+	memset(b, 0, sizeof(*b));
+	for (size_t i = 0; i < old_len; i++) {
+		size_t p = (size_t)sa[i];
+		if (p + 1 >= old_len)
+			continue; /* the one-byte suffix belongs to no bucket */
+		unsigned k = (unsigned)old[p] << 8 | old[p + 1];
+		if (b->end[k] == 0)
+			b->start[k] = (uint32_t)i;
+		b->end[k] = (uint32_t)i + 1;
+	}
+}
+
 /* Longest (capped) exact match of @s in @old via binary search of @sa. */
-static size_t sa_longest(const saidx_t *sa, const uint8_t *old, size_t old_len, const uint8_t *s, size_t s_len,
-			 size_t *ret_pos)
+static size_t sa_longest(const saidx_t *sa, const struct buckets *bk, const uint8_t *old, size_t old_len,
+			 const uint8_t *s, size_t s_len, size_t *ret_pos)
 {
 	size_t lo = 0, hi = old_len - 1;
+	if (s_len >= 2) {
+		unsigned k = (unsigned)s[0] << 8 | s[1];
+		/* An empty bucket: no match of 2 bytes; the whole array
+		 * still finds the best single byte. */
+		if (bk->end[k]) {
+			lo = bk->start[k];
+			hi = bk->end[k] - 1;
+		}
+	}
+	/* Every suffix between lo and hi shares at least min(llo, lhi)
+	 * bytes with @s (the suffixes are sorted), so each step compares
+	 * from there: the decisions are memcmp()'s, without walking a long
+	 * match again at every step. */
+	size_t llo = 0, lhi = 0;
 	while (hi - lo >= 2) {
 		size_t mid = lo + (hi - lo) / 2;
 		size_t p = (size_t)sa[mid];
 		size_t n = old_len - p < s_len ? old_len - p : s_len;
 		if (n > MATCH_CAP)
 			n = MATCH_CAP;
-		if (memcmp(old + p, s, n) < 0)
+		size_t k = llo < lhi ? llo : lhi;
+		if (k > n)
+			k = n;
+		size_t l = k + common(old + p + k, s + k, n - k);
+		if (l < n && old[p + l] < s[l]) {
 			lo = mid;
-		else
+			llo = l;
+		} else {
 			hi = mid;
+			lhi = l;
+		}
 	}
-	size_t a = match_len(old + sa[lo], old_len - (size_t)sa[lo], s, s_len);
-	size_t b = match_len(old + sa[hi], old_len - (size_t)sa[hi], s, s_len);
+	size_t a = match_at(old, old_len, (size_t)sa[lo], s, s_len, llo);
+	size_t b = match_at(old, old_len, (size_t)sa[hi], s, s_len, lhi);
 	if (a >= b) {
 		*ret_pos = (size_t)sa[lo];
 		return a;
@@ -76,7 +161,7 @@ static size_t sa_longest(const saidx_t *sa, const uint8_t *old, size_t old_len, 
 	return b;
 }
 
-static eq_err push_ctrl(struct scan_out *o, uint64_t add, uint64_t copy, int64_t seek, struct eq_error *err)
+static eq_err push_ctrl(struct eq_bsd_scan *o, uint64_t add, uint64_t copy, int64_t seek, struct eq_error *err)
 {
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 1024;
@@ -91,8 +176,8 @@ static eq_err push_ctrl(struct scan_out *o, uint64_t add, uint64_t copy, int64_t
 }
 
 /* Fills @o with control entries, diff and extra bytes for @new_. */
-static eq_err scan(const saidx_t *sa, const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len,
-		   struct scan_out *o, struct eq_error *err)
+static eq_err scan(const saidx_t *sa, const struct buckets *bk, const uint8_t *old, size_t old_len, const uint8_t *new_,
+		   size_t new_len, struct eq_bsd_scan *o, struct eq_error *err)
 {
 	size_t pos_scan = 0, len = 0, pos = 0, last_scan = 0, last_pos = 0;
 	ptrdiff_t last_off = 0;
@@ -101,12 +186,19 @@ static eq_err scan(const saidx_t *sa, const uint8_t *old, size_t old_len, const 
 		size_t old_score = 0;
 		size_t sc = pos_scan += len;
 		while (pos_scan < new_len) {
-			len = old_len ? sa_longest(sa, old, old_len, new_ + pos_scan, new_len - pos_scan, &pos) : 0;
-			/* Score the previous alignment over the same stretch. */
-			for (; sc < pos_scan + len; sc++) {
-				ptrdiff_t j = (ptrdiff_t)sc + last_off;
-				if (j >= 0 && (size_t)j < old_len && old[j] == new_[sc])
-					old_score++;
+			len = old_len ? sa_longest(sa, bk, old, old_len, new_ + pos_scan, new_len - pos_scan, &pos) : 0;
+			/* Score the previous alignment over the same stretch:
+			 * the bytes of [sc, pos_scan + len) whose old
+			 * counterpart exists and is equal. */
+			size_t end = pos_scan + len;
+			if (sc < end) {
+				ptrdiff_t from = (ptrdiff_t)sc + last_off, to = (ptrdiff_t)end + last_off;
+				ptrdiff_t lo_ = from < 0 ? 0 : from,
+					  hi_ = to > (ptrdiff_t)old_len ? (ptrdiff_t)old_len : to;
+				if (lo_ < hi_)
+					old_score +=
+						count_equal(old + lo_, new_ + (lo_ - last_off), (size_t)(hi_ - lo_));
+				sc = end;
 			}
 			if ((len == old_score && len != 0) || len > old_score + SWITCH_MARGIN)
 				break;
@@ -259,7 +351,7 @@ struct seg {
  * is closed only when another entry follows, so the last one always holds
  * the end of the output (the decoder relies on that).
  */
-static eq_err pack_controls(const struct scan_out *o, struct eq_buf *ctrl, struct seg **ret_segs, size_t *ret_n,
+static eq_err pack_controls(const struct eq_bsd_scan *o, struct eq_buf *ctrl, struct seg **ret_segs, size_t *ret_n,
 			    struct eq_error *err)
 {
 	struct eq_buf segs;
@@ -313,7 +405,7 @@ out:
 	return r;
 }
 
-static eq_err encode(const struct scan_out *o, int level, struct eq_buf *out, unsigned *ret_window_log,
+static eq_err encode(const struct eq_bsd_scan *o, int level, struct eq_buf *out, unsigned *ret_window_log,
 		     struct eq_error *err)
 {
 	struct eq_buf ctrl, part[3];
@@ -376,20 +468,31 @@ out:
 	return r;
 }
 
-eq_err eq_bsd_create(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, int level, uint8_t **ret,
-		     size_t *ret_len, unsigned *ret_window_log, struct eq_error *err)
+void eq_bsd_scan_free(struct eq_bsd_scan *o)
+{
+	if (!o)
+		return;
+	eq_free(o->c);
+	eq_free(o->diff);
+	eq_free(o->extra);
+	eq_free(o);
+}
+
+eq_err eq_bsd_scan(const uint8_t *old, size_t old_len, const uint8_t *new_, size_t new_len, struct eq_bsd_scan **ret,
+		   struct eq_error *err)
 {
 	if (old_len >= (size_t)INT32_MAX)
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "reference of %zu bytes is too large for method 1",
 				    old_len);
 	eq_err r = EQ_OK;
-	struct scan_out o = {0};
-	struct eq_buf out;
-	eq_buf_init(&out, SIZE_MAX / 2);
+	struct eq_bsd_scan *o = eq_calloc(1, sizeof(*o));
 	saidx_t *sa = eq_malloc((old_len ? old_len : 1) * sizeof(*sa));
-	o.diff = eq_malloc(new_len ? new_len : 1);
-	o.extra = eq_malloc(new_len ? new_len : 1);
-	if (!sa || !o.diff || !o.extra) {
+	struct buckets *bk = NULL;
+	if (o) {
+		o->diff = eq_malloc(new_len ? new_len : 1);
+		o->extra = eq_malloc(new_len ? new_len : 1);
+	}
+	if (!o || !sa || !o->diff || !o->extra) {
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the suffix array");
 		goto out;
 	}
@@ -397,20 +500,32 @@ eq_err eq_bsd_create(const uint8_t *old, size_t old_len, const uint8_t *new_, si
 		r = eq_error_set(err, EQ_ERR_NOMEM, "suffix array construction failed");
 		goto out;
 	}
-	if ((r = scan(sa, old, old_len, new_, new_len, &o, err)))
+	if (!(bk = eq_malloc(sizeof(*bk)))) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory for the suffix array");
 		goto out;
-	eq_free(sa);
-	sa = NULL;
-	eq_log(EQ_LOG_DEBUG, "delta method 1: %zu controls, %zu diff bytes, %zu extra bytes", o.n, o.diff_len,
-	       o.extra_len);
-	if ((r = encode(&o, level, &out, ret_window_log, err)))
+	}
+	buckets_fill(bk, sa, old, old_len);
+	if ((r = scan(sa, bk, old, old_len, new_, new_len, o, err)))
 		goto out;
-	*ret = eq_buf_steal(&out, ret_len);
+	eq_log(EQ_LOG_DEBUG, "delta method 1: %zu controls, %zu diff bytes, %zu extra bytes", o->n, o->diff_len,
+	       o->extra_len);
+	*ret = o;
+	o = NULL;
 out:
 	eq_free(sa);
-	eq_free(o.c);
-	eq_free(o.diff);
-	eq_free(o.extra);
+	eq_free(bk);
+	eq_bsd_scan_free(o);
+	return r;
+}
+
+eq_err eq_bsd_encode(const struct eq_bsd_scan *o, int level, uint8_t **ret, size_t *ret_len, unsigned *ret_window_log,
+		     struct eq_error *err)
+{
+	struct eq_buf out;
+	eq_buf_init(&out, SIZE_MAX / 2);
+	eq_err r = encode(o, level, &out, ret_window_log, err);
+	if (!r)
+		*ret = eq_buf_steal(&out, ret_len);
 	eq_buf_done(&out);
 	return r;
 }

@@ -9,6 +9,7 @@
 #include "exec_filter.h"
 #include "gz_puff.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <zstd.h>
 
@@ -23,6 +24,7 @@ void eq_delta_params_default(struct eq_delta_params *p)
 	p->exec_filter = true;
 	p->methods = 0;
 	p->deflate = true;
+	p->threads = 1;
 }
 
 static void put64(uint8_t *p, uint64_t v)
@@ -175,23 +177,25 @@ static eq_err make_pair(const struct inputs *in, unsigned mode, bool deflate, st
 struct best {
 	uint8_t *data;
 	size_t len;
+	size_t order; /* of the trial that made it: ties keep the earlier */
 	unsigned method, filter, window_log;
 	uint8_t xref_sha256[EQ_SHA256_LEN]; /* deflate: the expanded reference */
 };
 
-/* Keeps @cand if it is smaller than the best so far (ties keep the
- * earlier one, so the choice is deterministic); frees it otherwise. */
-static void consider(struct best *b, uint8_t *cand, size_t len, unsigned method, unsigned filter, unsigned wlog,
-		     const struct pair *pr)
+/* Keeps @cand if it is smaller than the best so far, or as small and made
+ * by an earlier trial (@order), so the choice does not depend on which
+ * thread finished first; frees it otherwise. */
+static void consider(struct best *b, uint8_t *cand, size_t len, size_t order, unsigned method, unsigned filter,
+		     unsigned wlog, const struct pair *pr)
 {
 	eq_log(EQ_LOG_DEBUG, "delta: method %u filter %u: %zu bytes (best so far %zu)", method, filter, len,
 	       b->data ? b->len : 0);
-	if (b->data && len >= b->len) {
+	if (b->data && (len > b->len || (len == b->len && order >= b->order))) {
 		eq_free(cand);
 		return;
 	}
 	eq_free(b->data);
-	*b = (struct best){cand, len, method, filter, wlog, {0}};
+	*b = (struct best){cand, len, order, method, filter, wlog, {0}};
 	if (filter & EQ_DELTA_FILTER_DEFLATE)
 		eq_sha256(pr->old, pr->old_len, b->xref_sha256);
 }
@@ -201,47 +205,133 @@ static unsigned filter_of(unsigned mode, bool deflate)
 	return mode | (deflate ? EQ_DELTA_FILTER_DEFLATE : 0);
 }
 
-/* The zstd level at which method 0 compares filters (see eq_delta_create()). */
+/* The zstd levels at which filters are compared (see eq_delta_create()).
+ * Method 1's streams (diff bytes, mostly zero, and new bytes) rank the
+ * same at level 3 as at 19 on the benchmark pairs; method 0's prefix
+ * matching needs level 9 to rank filters as level 19 does. */
 #define DELTA_TRIAL_LEVEL 9
+#define DELTA_BSD_TRIAL_LEVEL 3
 
-/* Method 0 with filter @mode; skipped when the filter changes nothing. */
-static eq_err try_zstd(const struct inputs *in, unsigned mode, bool deflate, int level, unsigned wlog, struct best *b,
-		       struct eq_error *err)
-{
+/* One way of making the delta: a method, a filter mode, with or without
+ * the deflate expansion, at a level. */
+struct trial {
+	unsigned method, mode, wlog;
+	bool deflate;
+	int level;
+};
+
+/* Trials run on up to @threads threads; each result is merged under the
+ * lock as soon as it is made, so at most @threads pairs are held at once
+ * besides the best. */
+struct trials {
+	const struct inputs *in;
+	const struct trial *v;
+	size_t n, next;
+	size_t base; /* order of v[0] among all candidates of the delta */
+	struct best *best;
+	struct keep *keep; /* method 1: the smallest trial's scan */
+	eq_err r;
+	struct eq_error *err;
+	pthread_mutex_t mu;
+};
+
+/* The method-1 trial whose encoding was smallest: its scan is encoded again
+ * at the full level. */
+struct keep {
 	struct pair pr;
-	uint8_t *cand = NULL;
-	size_t cand_len = 0;
-	eq_err r = make_pair(in, mode, deflate, &pr, err);
-	if (r)
-		return r;
-	if (!pr.same)
-		r = compress_prefixed(pr.old, pr.old_len, pr.new_, pr.new_len, level, wlog, &cand, &cand_len, err);
-	if (!r && cand)
-		consider(b, cand, cand_len, EQ_DELTA_METHOD_ZSTD, filter_of(mode, deflate), wlog, &pr);
-	pair_done(&pr);
-	return r;
-}
+	struct eq_bsd_scan *scan;
+	size_t len, order;
+	unsigned filter;
+};
 
+static void keep_done(struct keep *k)
+{
 #ifdef EQ_DELTA_CREATE_BSD
-/* Method 1 with filter @mode; skipped when a filter changes nothing. */
-static eq_err try_bsd(const struct inputs *in, unsigned mode, bool deflate, int level, struct best *b,
-		      struct eq_error *err)
-{
-	struct pair pr;
-	uint8_t *cand = NULL;
-	size_t cand_len = 0;
-	unsigned wlog = 0;
-	eq_err r = make_pair(in, mode, deflate, &pr, err);
-	if (r)
-		return r;
-	if (!pr.same)
-		r = eq_bsd_create(pr.old, pr.old_len, pr.new_, pr.new_len, level, &cand, &cand_len, &wlog, err);
-	if (!r && cand)
-		consider(b, cand, cand_len, EQ_DELTA_METHOD_BSD, filter_of(mode, deflate), wlog, &pr);
-	pair_done(&pr);
-	return r;
-}
+	eq_bsd_scan_free(k->scan);
 #endif
+	pair_done(&k->pr);
+	*k = (struct keep){0};
+}
+
+static void run_trial(struct trials *ts, size_t i)
+{
+	const struct trial *t = &ts->v[i];
+	struct pair pr;
+	struct eq_bsd_scan *sc = NULL;
+	uint8_t *cand = NULL;
+	size_t len = 0;
+	unsigned wlog = t->wlog;
+	struct eq_error e;
+	eq_error_clear(&e);
+	eq_err r = make_pair(ts->in, t->mode, t->deflate, &pr, &e);
+	if (!r && !pr.same) {
+		if (t->method == EQ_DELTA_METHOD_ZSTD)
+			r = compress_prefixed(pr.old, pr.old_len, pr.new_, pr.new_len, t->level, t->wlog, &cand, &len,
+					      &e);
+#ifdef EQ_DELTA_CREATE_BSD
+		else if (!(r = eq_bsd_scan(pr.old, pr.old_len, pr.new_, pr.new_len, &sc, &e)))
+			r = eq_bsd_encode(sc, t->level, &cand, &len, &wlog, &e);
+#endif
+	}
+	pthread_mutex_lock(&ts->mu);
+	if (r && !ts->r) {
+		ts->r = r;
+		if (ts->err)
+			*ts->err = e;
+	}
+	if (!r && cand) {
+		struct keep *k = ts->keep;
+		bool kept = sc && k && (!k->scan || len < k->len || (len == k->len && i < k->order));
+		consider(ts->best, cand, len, ts->base + i, t->method, filter_of(t->mode, t->deflate), wlog, &pr);
+		cand = NULL;
+		if (kept) {
+			keep_done(k);
+			*k = (struct keep){pr, sc, len, i, filter_of(t->mode, t->deflate)};
+			sc = NULL;
+			pr = (struct pair){0};
+		}
+	}
+	pthread_mutex_unlock(&ts->mu);
+	eq_free(cand);
+#ifdef EQ_DELTA_CREATE_BSD
+	eq_bsd_scan_free(sc);
+#endif
+	pair_done(&pr);
+}
+
+static void *trial_worker(void *arg)
+{
+	struct trials *ts = arg;
+	for (;;) {
+		pthread_mutex_lock(&ts->mu);
+		size_t i = ts->next++;
+		bool stop = ts->r != EQ_OK;
+		pthread_mutex_unlock(&ts->mu);
+		if (stop || i >= ts->n)
+			return NULL;
+		run_trial(ts, i);
+	}
+}
+
+/* Runs trials @v[0..@n) on up to @threads threads (this one included);
+ * their candidates are numbered from *@order on, which moves past them. */
+static eq_err run_trials(const struct inputs *in, const struct trial *v, size_t n, size_t *order, unsigned threads,
+			 struct best *best, struct keep *keep, struct eq_error *err)
+{
+	struct trials ts = {.in = in, .v = v, .n = n, .base = *order, .best = best, .keep = keep, .err = err};
+	*order += n;
+	pthread_t th[EQ_DELTA_MAX_THREADS];
+	size_t want = threads < n ? threads : n, started = 0;
+	pthread_mutex_init(&ts.mu, NULL);
+	/* A thread that cannot start leaves its share to the others. */
+	while (started + 1 < want && pthread_create(&th[started], NULL, trial_worker, &ts) == 0)
+		started++;
+	trial_worker(&ts);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&ts.mu);
+	return ts.r;
+}
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -339,6 +429,11 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 	 * the order of the filters hardly ever changes with the level. Every
 	 * trial stays a candidate, so the smallest delta still wins. */
 	const int trial_level = p->level > DELTA_TRIAL_LEVEL ? DELTA_TRIAL_LEVEL : p->level;
+	const unsigned threads = p->threads < 1                      ? 1
+				 : p->threads > EQ_DELTA_MAX_THREADS ? EQ_DELTA_MAX_THREADS
+								     : p->threads;
+	struct trial tv[8];
+	size_t nt = 0, order = 0;
 	for (int d = can_deflate ? 1 : 0; d >= 0; d--) {
 		unsigned w = d ? xwlog : wlog;
 		/* A window beyond the device budget rules method 0 out, when
@@ -355,12 +450,14 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 		zstd_ran = true;
 		zstd_ran_deflate |= d;
 		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++)
-			if ((r = try_zstd(&in, mode, d, trial_level, w, &best, err)))
-				goto out;
+			tv[nt++] = (struct trial){EQ_DELTA_METHOD_ZSTD, mode, w, d, trial_level};
 	}
+	if (nt && (r = run_trials(&in, tv, nt, &order, threads, &best, NULL, err)))
+		goto out;
 	if (zstd_ran && trial_level < p->level) {
 		bool d = (best.filter & EQ_DELTA_FILTER_DEFLATE) != 0;
-		if ((r = try_zstd(&in, best.filter & all_modes, d, p->level, d ? xwlog : wlog, &best, err)))
+		tv[0] = (struct trial){EQ_DELTA_METHOD_ZSTD, best.filter & all_modes, d ? xwlog : wlog, d, p->level};
+		if ((r = run_trials(&in, tv, 1, &order, 1, &best, NULL, err)))
 			goto out;
 	}
 	if (zstd_ran)
@@ -371,11 +468,25 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 		 * each method-1 run costs a suffix array: try only that one and
 		 * none (all modes when method 0 was not run). */
 		bool d = can_deflate && (!zstd_ran_deflate || (zstd_filter & EQ_DELTA_FILTER_DEFLATE));
-		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++) {
-			bool wanted = mode == 0 || mode == (zstd_filter & all_modes) || !zstd_ran;
-			if (wanted && (r = try_bsd(&in, mode, d, p->level, &best, err)))
-				goto out;
+		const int bsd_level = p->level > DELTA_BSD_TRIAL_LEVEL ? DELTA_BSD_TRIAL_LEVEL : p->level;
+		nt = 0;
+		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++)
+			if (mode == 0 || mode == (zstd_filter & all_modes) || !zstd_ran)
+				tv[nt++] = (struct trial){EQ_DELTA_METHOD_BSD, mode, 0, d, bsd_level};
+		struct keep keep = {0};
+		r = run_trials(&in, tv, nt, &order, threads, &best, &keep, err);
+		/* As for method 0: the scans are compared at the trial level,
+		 * the winner's is encoded again at the full one. */
+		if (!r && keep.scan && bsd_level < p->level) {
+			uint8_t *cand = NULL;
+			size_t cand_len = 0;
+			unsigned w = 0;
+			if (!(r = eq_bsd_encode(keep.scan, p->level, &cand, &cand_len, &w, err)))
+				consider(&best, cand, cand_len, order, EQ_DELTA_METHOD_BSD, keep.filter, w, &keep.pr);
 		}
+		keep_done(&keep);
+		if (r)
+			goto out;
 	}
 #else
 	(void)zstd_filter;

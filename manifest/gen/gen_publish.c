@@ -452,6 +452,9 @@ static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *er
 		struct eq_delta_params dp;
 		eq_delta_params_default(&dp);
 		dp.level = c->o->level;
+		/* A large package's filter trials use the cores the other
+		 * packages of its batch leave idle (memory: docs/internals/delta.md). */
+		dp.threads = c->jobs < EQ_DELTA_MAX_THREADS ? (unsigned)c->jobs : EQ_DELTA_MAX_THREADS;
 		struct hash_sink hs = {.fd = out};
 		eq_sha256_init(&hs.sha);
 		r = eq_delta_create(ref, to_path, &dp, hash_sink_write, &hs, &size, err);

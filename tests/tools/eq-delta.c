@@ -135,7 +135,7 @@ static int gzstat(const char *old_path, const char *new_path, struct eq_error *e
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-Z] [-W MAXWLOG] [-m METHODS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
+		"usage: eq-delta create [-l LEVEL] [-w WLOG] [-F] [-Z] [-W MAXWLOG] [-m METHODS] [-T THREADS] OLD NEW OUT | apply [-w MAXWLOG] REF DELTA OUT |\n"
 		"       compress [-l LEVEL] IN OUT | decompress IN OUT | info DELTA | filter IN OUT |\n"
 		"       unfilter IN OUT | membound REF_SIZE WLOG | gzstat OLD NEW\n");
 	return 2;
@@ -189,7 +189,7 @@ int main(int argc, char **argv)
 	int level = 19;
 	optind = 2;
 	int c;
-	while ((c = getopt(argc, argv, "l:w:W:FZm:")) != -1) {
+	while ((c = getopt(argc, argv, "l:w:W:FZm:T:")) != -1) {
 		switch (c) {
 		case 'l': level = p.level = (int)strtol(optarg, NULL, 10); break;
 		case 'w': p.window_log = lim.max_window_log = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -197,6 +197,7 @@ int main(int argc, char **argv)
 		case 'Z': p.deflate = false; break;
 		case 'W': p.max_window_log = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'm': p.methods = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'T': p.threads = (unsigned)strtoul(optarg, NULL, 10); break;
 		default: return usage();
 		}
 	}

@@ -221,6 +221,52 @@ static void test_object_round_trip(void **state)
 	eq_free(d);
 }
 
+/* manifest.json.zst is a run of frames (one per chunk of packages,
+ * eqota-gen's gen_companions.c): the device decodes them as one object,
+ * whatever the read sizes, with max_out and truncation over the whole. */
+static void test_object_frames(void **state)
+{
+	(void)state;
+	const size_t part[] = {100, 70000, 1, 300000};
+	size_t n = 0;
+	for (size_t k = 0; k < sizeof(part) / sizeof(part[0]); k++)
+		n += part[k];
+	uint8_t *d = eq_malloc(n);
+	assert_non_null(d);
+	for (size_t i = 0; i < n; i++)
+		d[i] = (uint8_t)("{\n  \"name\": \"pkg\",}"[i % 20] ^ (rnd() % 7 == 0));
+	struct eq_buf z, out;
+	struct eq_error e;
+	eq_buf_init(&z, n * 2);
+	eq_buf_init(&out, n);
+	size_t at = 0, second_end = 0;
+	for (size_t k = 0; k < sizeof(part) / sizeof(part[0]); k++) {
+		struct mem_src src = {d + at, part[k], 0, 0};
+		assert_int_equal(eq_object_compress(mem_read, &src, mem_write, &z, 19, &e), EQ_OK);
+		at += part[k];
+		if (k == 1)
+			second_end = z.len;
+	}
+	const size_t reads[] = {0, 1, 7, 1000, 65536};
+	for (size_t k = 0; k < sizeof(reads) / sizeof(reads[0]); k++) {
+		struct mem_src zs = {z.data, z.len, 0, reads[k]};
+		eq_buf_reset(&out);
+		assert_int_equal(eq_object_decompress(mem_read, &zs, mem_write, &out, n, 0, &e), EQ_OK);
+		assert_int_equal(out.len, n);
+		assert_memory_equal(out.data, d, n);
+	}
+	struct mem_src zs = {z.data, z.len, 0, 0};
+	eq_buf_reset(&out);
+	assert_int_equal(eq_object_decompress(mem_read, &zs, mem_write, &out, n - 1, 0, &e), EQ_ERR_LIMIT);
+	/* cut inside the second frame: an error, not the first frame alone */
+	struct mem_src ts = {z.data, second_end - 5, 0, 0};
+	eq_buf_reset(&out);
+	assert_int_equal(eq_object_decompress(mem_read, &ts, mem_write, &out, n, 0, &e), EQ_ERR_PARSE);
+	eq_buf_done(&z);
+	eq_buf_done(&out);
+	eq_free(d);
+}
+
 /* ---- filter ------------------------------------------------------------ */
 
 static void filter_round_trip(const uint8_t *d, size_t n, unsigned mode, uint64_t *ret_converted)
@@ -687,6 +733,52 @@ static void test_bsd_round_trip(void **state)
 		done++;
 	}
 	assert_true(done >= 2);
+}
+
+/* Filter trials on several threads give the bytes one thread gives: the
+ * best is chosen by size, then by trial order, never by which finished
+ * first. Both with method 0's trials and with method 1's (a window budget
+ * too small for method 0). */
+static void test_delta_threads(void **state)
+{
+	(void)state;
+	need_bsd();
+	size_t fl, m;
+	uint8_t *f = read_file("/bin/bash", &fl);
+	if (!f)
+		EQ_SKIP("no /bin/bash to make a pair from");
+	uint8_t *g = mutate(f, fl, &m);
+	struct pair p;
+	eq_buf_init(&p.old_, 64u << 20);
+	eq_buf_init(&p.new_, 64u << 20);
+	tar_add(&p.old_, "usr/bin/x", f, fl);
+	tar_end(&p.old_);
+	tar_add(&p.new_, "usr/bin/x", g, m);
+	tar_end(&p.new_);
+	static const unsigned threads[] = {1, 2, 4, EQ_DELTA_MAX_THREADS};
+	for (int small_window = 0; small_window < 2; small_window++) {
+		struct eq_buf d[4];
+		for (size_t k = 0; k < 4; k++) {
+			struct eq_delta_params params;
+			eq_delta_params_default(&params);
+			params.level = 5;
+			params.threads = threads[k];
+			if (small_window)
+				params.max_window_log = 10; /* zstd's smallest window */
+			create_delta(&p, &params, &d[k]);
+			assert_int_equal(d[k].len, d[0].len);
+			assert_memory_equal(d[k].data, d[0].data, d[0].len);
+		}
+		struct eq_delta_info info;
+		struct eq_error e;
+		assert_int_equal(eq_delta_info_parse(d[0].data, d[0].len, &info, &e), EQ_OK);
+		assert_int_equal(info.method, small_window ? EQ_DELTA_METHOD_BSD : info.method);
+		for (size_t k = 0; k < 4; k++)
+			eq_buf_done(&d[k]);
+	}
+	pair_done(&p);
+	eq_free(f);
+	eq_free(g);
 }
 
 static void test_bsd_limits(void **state)
@@ -1344,6 +1436,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_object_round_trip),
+		cmocka_unit_test(test_object_frames),
 		cmocka_unit_test(test_filter_random),
 		cmocka_unit_test(test_filter_real_elf),
 		cmocka_unit_test_setup_teardown(test_delta_round_trip, setup_tmp, teardown_tmp),
@@ -1351,6 +1444,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_bsd_failures, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_bsd_round_trip, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_bsd_limits, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_delta_threads, setup_tmp, teardown_tmp),
 		cmocka_unit_test(test_mem_bound),
 		cmocka_unit_test(test_bad_corpus),
 		cmocka_unit_test(test_puff_zlib),

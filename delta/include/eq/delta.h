@@ -258,7 +258,11 @@ struct eq_delta_params {
 	unsigned max_window_log; /* method 0 only when its window fits 2^this (device memory
 				  * beyond the reference); default EQ_DELTA_DEVICE_WINDOW_LOG */
 	bool deflate;            /* see through gzip files (EQ_DELTA_FILTER_DEFLATE), default true */
+	unsigned threads;        /* filter trials run at once, 1..EQ_DELTA_MAX_THREADS, default 1;
+				  * each holds its own copy of the payloads (see eq_delta_create()) */
 };
+/* More trials than this never run at once. */
+#define EQ_DELTA_MAX_THREADS 8u
 /* Method 0 keeps reference + result window in memory; above 4 MiB of window
  * the bsdiff-class method (1 MiB stream windows) serves small devices better. */
 #define EQ_DELTA_DEVICE_WINDOW_LOG 22u
