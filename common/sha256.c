@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -132,10 +133,15 @@ static sha_blocks_fn pick_blocks(void)
 		return blocks_c;
 #endif
 #ifdef EQ_SHA_NI
-	static int has = -1; /* benign race: every thread computes the same */
-	if (has < 0)
-		has = cpu_has_sha();
-	if (has)
+	/* Atomic: publish hashes on several threads, and every one of them
+	 * may be the first to ask. */
+	static atomic_int has = -1;
+	int h = atomic_load_explicit(&has, memory_order_relaxed);
+	if (h < 0) {
+		h = cpu_has_sha();
+		atomic_store_explicit(&has, h, memory_order_relaxed);
+	}
+	if (h)
 		return blocks_shani;
 #endif
 	return blocks_c;

@@ -20,6 +20,7 @@
 #include <eq/gen.h>
 
 #include "eq_test.h"
+#include "../../manifest/gen/gen_priv.h"
 
 /* Collected notes of one check. */
 struct notes {
@@ -533,6 +534,78 @@ static eq_err whole_run(struct fx *f, const char *owners_file, struct eq_error *
 
 /* Every allocation fails once, in turn: the result is EQ_OK or
  * EQ_ERR_NOMEM, never a crash, and (under ASan) nothing leaks. */
+/* The input cache's entries: a round trip through the database, and every
+ * truncation of a record list refused without a leak (ASan run). */
+static void test_input_cache(void **state)
+{
+	struct fx *f = *state;
+	struct eq_error e;
+	struct eq_payload_builder *b = builder(f, 0, "usr/share/doc/x");
+	uint8_t sha[EQ_SHA256_LEN];
+	const char *payload = write_payload(f, b, "p", sha);
+	eq_payload_builder_free(b);
+	struct eqg_input in = {0};
+	assert_int_equal(eqg_path_recs_read(payload, &in.recs, &e), EQ_OK);
+	assert_int_equal(in.recs->n, 3);
+	in.name = eq_strdup("busybox");
+	in.version = eq_strdup("1.36");
+	in.arch = eq_strdup("arm64");
+	memcpy(in.payload_sha256, sha, EQ_SHA256_LEN);
+	in.payload_size = 10240;
+	assert_int_equal(eqg_strv_add(&in.special, "bin/busybox (setuid)", &e), EQ_OK);
+	assert_int_equal(eqg_strv_add(&in.removed, "bin/sh", &e), EQ_OK);
+
+	char db[128];
+	snprintf(db, sizeof(db), "%s/inputs.db", f->dir);
+	struct eqg_input_cache *c = NULL;
+	assert_int_equal(eqg_input_cache_open(db, &c, &e), EQ_OK);
+	uint8_t ctx[EQ_SHA256_LEN] = {7}, key[EQ_SHA256_LEN], key2[EQ_SHA256_LEN];
+	bool stable;
+	assert_int_equal(eqg_input_cache_key(c, payload, ctx, key, &stable, &e), EQ_OK);
+	assert_false(stable); /* just written */
+	ctx[0] = 8;
+	assert_int_equal(eqg_input_cache_key(c, payload, ctx, key2, &stable, &e), EQ_OK);
+	assert_memory_not_equal(key, key2, EQ_SHA256_LEN);
+	struct eqg_input out;
+	assert_false(eqg_input_cache_get(c, key, &out));
+	assert_int_equal(eqg_input_cache_put(c, key, &in, &e), EQ_OK);
+	assert_true(eqg_input_cache_get(c, key, &out));
+	assert_string_equal(out.name, "busybox");
+	assert_string_equal(out.version, "1.36");
+	assert_string_equal(out.arch, "arm64");
+	assert_memory_equal(out.payload_sha256, sha, EQ_SHA256_LEN);
+	assert_int_equal(out.payload_size, 10240);
+	assert_int_equal(out.special.n, 1);
+	assert_string_equal(out.special.v[0], "bin/busybox (setuid)");
+	assert_int_equal(out.removed.n, 1);
+	assert_int_equal(out.recs->n, 3);
+
+	/* The records as the path table will see them: same bytes packed. */
+	struct eq_buf p1, p2;
+	eq_buf_init(&p1, 1u << 20);
+	eq_buf_init(&p2, 1u << 20);
+	assert_int_equal(eqg_path_recs_pack(in.recs, &p1, &e), EQ_OK);
+	assert_int_equal(eqg_path_recs_pack(out.recs, &p2, &e), EQ_OK);
+	assert_int_equal(p1.len, p2.len);
+	assert_memory_equal(p1.data, p2.data, p1.len);
+	for (size_t n = 0; n < p1.len; n++) {
+		struct eqg_unpack u = {p1.data, n, false};
+		struct eqg_path_recs *rs = NULL;
+		assert_false(eqg_path_recs_unpack(&u, &rs));
+		assert_null(rs);
+	}
+	/* A byte out of range: an entry type no payload has. */
+	p1.data[8] = 99;
+	struct eqg_unpack u = {p1.data, p1.len, false};
+	struct eqg_path_recs *rs = NULL;
+	assert_false(eqg_path_recs_unpack(&u, &rs));
+	eq_buf_done(&p1);
+	eq_buf_done(&p2);
+	eqg_input_done(&out);
+	eqg_input_done(&in);
+	eqg_input_cache_close(c);
+}
+
 static void test_alloc_fail(void **state)
 {
 	struct fx *f = *state;
@@ -572,6 +645,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_identical_hard_link),
 		cmocka_unit_test(test_many_conflicts),
 		cmocka_unit_test_setup_teardown(test_rule_applied, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_input_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rule_wrong_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_hard_link_target, setup, teardown),
