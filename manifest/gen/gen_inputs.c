@@ -221,8 +221,8 @@ eq_err eqg_input_cache_key(const struct eqg_input_cache *c, const char *file, co
 	/* ctime cannot be set from user space: a file rewritten to the same
 	 * size with its mtime put back still gets a new key. */
 	int64_t f[] = {
-		(int64_t)st.st_dev,       (int64_t)st.st_ino,        (int64_t)st.st_size,
-		(int64_t)st.st_mtim.tv_sec, (int64_t)st.st_mtim.tv_nsec, (int64_t)st.st_ctim.tv_sec,
+		(int64_t)st.st_dev,          (int64_t)st.st_ino,          (int64_t)st.st_size,
+		(int64_t)st.st_mtim.tv_sec,  (int64_t)st.st_mtim.tv_nsec, (int64_t)st.st_ctim.tv_sec,
 		(int64_t)st.st_ctim.tv_nsec,
 	};
 	static const char tag[] = "eqota-input-v1";
@@ -238,7 +238,8 @@ eq_err eqg_input_cache_key(const struct eqg_input_cache *c, const char *file, co
 	eq_sha256_final(&s, key);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	*ret_stable = st.st_ctim.tv_sec + INPUT_STABLE_S < now.tv_sec && st.st_mtim.tv_sec + INPUT_STABLE_S < now.tv_sec;
+	*ret_stable =
+		st.st_ctim.tv_sec + INPUT_STABLE_S < now.tv_sec && st.st_mtim.tv_sec + INPUT_STABLE_S < now.tv_sec;
 	return EQ_OK;
 }
 
