@@ -181,6 +181,9 @@ int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return usage();
+	/* Each candidate's size, for tuning the trials. */
+	if (getenv("EQ_DELTA_DEBUG"))
+		eq_log_set_level(EQ_LOG_DEBUG);
 	const char *cmd = argv[1];
 	struct eq_delta_params p;
 	eq_delta_params_default(&p);
