@@ -5,7 +5,6 @@
  * unchanged release reads no package (docs/internals/publish.md).
  */
 #include <errno.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -316,34 +315,9 @@ out:
 
 eq_err eqg_input_cache_default_path(char **ret, struct eq_error *err)
 {
-	const char *xdg = secure_getenv("XDG_CACHE_HOME");
-	char *p;
-	if (xdg && xdg[0] == '/') {
-		p = eq_asprintf("%s/eqota/inputs.db", xdg);
-	} else {
-		const char *home = secure_getenv("HOME");
-		struct passwd pw, *res = NULL;
-		char buf[4096];
-		if ((!home || home[0] != '/') && getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) == 0 && res &&
-		    res->pw_dir && res->pw_dir[0] == '/')
-			home = res->pw_dir;
-		if (!home || home[0] != '/')
-			return eq_error_set(err, EQ_ERR_NOTFOUND,
-					    "no home directory for the input cache: set HOME, XDG_CACHE_HOME, or pass "
-					    "--cache or --no-cache");
-		p = eq_asprintf("%s/.cache/eqota/inputs.db", home);
-	}
-	if (!p)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	/* Whoever can write the cache chooses what a package file is said to
 	 * contain: private, as the store. */
-	eq_err r = eqg_make_private_dir(p, "cache", "--cache", err);
-	if (r) {
-		eq_free(p);
-		return r;
-	}
-	*ret = p;
-	return EQ_OK;
+	return eqg_xdg_path("XDG_CACHE_HOME", ".cache", "inputs.db", "cache", "--cache", ret, err);
 }
 
 bool eqg_input_cache_get(struct eqg_input_cache *c, const uint8_t key[EQ_SHA256_LEN], struct eqg_input *ret)

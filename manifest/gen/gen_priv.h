@@ -98,6 +98,12 @@ void eqg_path_table_rules_sha(const struct eq_path_table *t, uint8_t out[EQ_SHA2
  */
 eq_err eqg_make_private_dir(const char *db_path, const char *what, const char *option, struct eq_error *err);
 
+/* The default path of database @file in eqota's XDG folder,
+ * $@xdg_var/eqota/@file or else ~/@home_rel/eqota/@file, its folder made
+ * private as above (*ret malloc'ed). */
+eq_err eqg_xdg_path(const char *xdg_var, const char *home_rel, const char *file, const char *what, const char *option,
+		    char **ret, struct eq_error *err);
+
 /* ---- the input cache (gen_inputs.c) ---- */
 
 /*

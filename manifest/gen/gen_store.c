@@ -392,37 +392,41 @@ eq_err eqg_make_private_dir(const char *db_path, const char *what, const char *o
 	return EQ_OK;
 }
 
-eq_err eq_store_default_path(char **ret_path, struct eq_error *err)
+eq_err eqg_xdg_path(const char *xdg_var, const char *home_rel, const char *file, const char *what, const char *option,
+		    char **ret, struct eq_error *err)
 {
-	const char *xdg = secure_getenv("XDG_DATA_HOME");
+	const char *xdg = secure_getenv(xdg_var);
 	char *p;
 	/* The XDG spec says relative values are invalid and must be ignored. */
 	if (xdg && xdg[0] == '/') {
-		p = eq_asprintf("%s/eqota/equiv.db", xdg);
+		p = eq_asprintf("%s/eqota/%s", xdg, file);
 	} else {
 		const char *home = secure_getenv("HOME");
-		if (!home || home[0] != '/') {
-			struct passwd pw, *res = NULL;
-			char buf[4096];
-			if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) != 0 || !res || !res->pw_dir ||
-			    res->pw_dir[0] != '/')
-				return eq_error_set(
-					err, EQ_ERR_NOTFOUND,
-					"no home directory for the default store: set HOME or XDG_DATA_HOME");
-			p = eq_asprintf("%s/.local/share/eqota/equiv.db", res->pw_dir);
-		} else {
-			p = eq_asprintf("%s/.local/share/eqota/equiv.db", home);
-		}
+		struct passwd pw, *res = NULL;
+		char buf[4096];
+		if ((!home || home[0] != '/') && getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) == 0 && res &&
+		    res->pw_dir && res->pw_dir[0] == '/')
+			home = res->pw_dir;
+		if (!home || home[0] != '/')
+			return eq_error_set(err, EQ_ERR_NOTFOUND,
+					    "no home directory for the default %s: set HOME or %s, or pass %s", what,
+					    xdg_var, option);
+		p = eq_asprintf("%s/%s/eqota/%s", home, home_rel, file);
 	}
 	if (!p)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	eq_err r = eqg_make_private_dir(p, "store", "--store", err);
+	eq_err r = eqg_make_private_dir(p, what, option, err);
 	if (r) {
 		eq_free(p);
 		return r;
 	}
-	*ret_path = p;
+	*ret = p;
 	return EQ_OK;
+}
+
+eq_err eq_store_default_path(char **ret_path, struct eq_error *err)
+{
+	return eqg_xdg_path("XDG_DATA_HOME", ".local/share", "equiv.db", "store", "--store", ret_path, err);
 }
 
 /* ---- report ---------------------------------------------------------- */
