@@ -17,6 +17,8 @@ EQOTA_TIMESTAMP_KEY ??= ""
 # BitBake to its own unix socket before tasks run); empty: a local store.
 EQOTA_HASHSERV ??= "${BB_HASHSERVE}"
 EQOTA_STORE ??= "${TOPDIR}/eqota/equiv.db"
+# What reading each package taught, so a republish reads none unchanged.
+EQOTA_CACHE ??= "${TOPDIR}/eqota/inputs.db"
 EQOTA_LEVEL ??= "19"
 EQOTA_PUBLISH_ARGS ??= ""
 
@@ -67,10 +69,10 @@ python do_eqota_publish() {
         for rel in f.read().split():
             src = os.path.join(ddir, rel)
             dst = os.path.join(pkgs, os.path.basename(rel))
-            try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copy2(src, dst)
+            # A symbolic link: eqota-gen's input cache knows a package by
+            # the deploy file's identity, and a hard link would change its
+            # ctime (so every package would be read again).
+            os.symlink(src, dst)
     try:
         cmd, extra_env = publish_command(d, pkgs, index)
     except EqotaError as e:
@@ -91,5 +93,5 @@ do_eqota_publish[nostamp] = "1"
 do_eqota_publish[network] = "1"
 do_eqota_publish[depends] += "eqota-gen-native:do_populate_sysroot"
 do_eqota_publish[vardepsexclude] += "EQOTA_SIGNING_KEY EQOTA_TIMESTAMP_KEY EQOTA_HASHSERV BB_HASHSERVE \
-    EQOTA_REPO EQOTA_STORE EQOTA_RELEASE DATETIME BB_ORIGENV"
+    EQOTA_REPO EQOTA_STORE EQOTA_CACHE EQOTA_RELEASE DATETIME BB_ORIGENV"
 addtask eqota_publish after do_image_complete

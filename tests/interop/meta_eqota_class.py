@@ -212,11 +212,13 @@ except yocto.EqotaError as e:
 # hashserv interop tests cover the server).
 d.setVar("EQOTA_HASHSERV", "")
 d.setVar("EQOTA_STORE", os.path.join(w, "equiv.db"))
+d.setVar("EQOTA_CACHE", os.path.join(w, "inputs.db"))
 pkgs = os.path.join(w, "packages")
 os.makedirs(pkgs)
 for f in files:
-    os.link(os.path.join(deploy, f), os.path.join(pkgs, os.path.basename(f)))
+    os.symlink(os.path.join(deploy, f), os.path.join(pkgs, os.path.basename(f)))
 cmd, env = yocto.publish_command(d, pkgs, index)
+check(cmd[cmd.index("--cache") + 1] == os.path.join(w, "inputs.db"), "publish keeps its input cache beside the store")
 cmd[0] = gen
 r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 check(r.returncode == 0 and "default taskhash" not in r.stdout, "eqota-gen publishes the image with the index")

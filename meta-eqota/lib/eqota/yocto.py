@@ -131,6 +131,8 @@ def publish_command(d, packages_dir, index_path):
         cmd += ["--hashserv", hashserv]
     else:
         cmd += ["--store", d.getVar("EQOTA_STORE")]
+    if d.getVar("EQOTA_CACHE"):
+        cmd += ["--cache", d.getVar("EQOTA_CACHE")]
     cmd += (d.getVar("EQOTA_PUBLISH_ARGS") or "").split()
     env = {}
     origenv = d.getVar("BB_ORIGENV", False)
