@@ -592,10 +592,15 @@ bool eqg_path_recs_unpack(struct eqg_unpack *u, struct eqg_path_recs **ret)
 {
 	struct eqg_path_recs *rs;
 	uint64_t n = eqg_get_u64(u);
-	if (u->bad || n > EQ_PATH_TABLE_MAX_ENTRIES || n > u->n || recs_new(&rs, NULL))
+	if (u->bad || n > EQ_PATH_TABLE_MAX_ENTRIES || n > u->n)
 		return false;
+	if (recs_new(&rs, NULL)) {
+		u->bad = u->nomem = true;
+		return false;
+	}
 	if (n && !(rs->v = eq_calloc((size_t)n, sizeof(*rs->v)))) {
 		eq_free(rs);
+		u->bad = u->nomem = true;
 		return false;
 	}
 	rs->cap = (size_t)n;

@@ -110,7 +110,7 @@ char *eqg_get_str(struct eqg_unpack *u)
 	}
 	char *s = eq_malloc((size_t)len + 1);
 	if (!s) {
-		u->bad = true;
+		u->bad = u->nomem = true;
 		return NULL;
 	}
 	memcpy(s, u->p, (size_t)len);
@@ -148,7 +148,9 @@ static void get_strv(struct eqg_unpack *u, struct eqg_strv *s)
 		u->bad = true;
 	for (uint64_t i = 0; i < n && !u->bad; i++) {
 		EQ_AUTOFREE char *str = eqg_get_str(u);
-		if (!str || eqg_strv_add(s, str, NULL))
+		if (str && eqg_strv_add(s, str, NULL))
+			u->nomem = true;
+		if (!str || u->nomem)
 			u->bad = true;
 	}
 }
@@ -175,12 +177,13 @@ static eq_err pack_input(const struct eqg_input *in, struct eq_buf *b, struct eq
 	return r;
 }
 
-static bool unpack_input(const void *data, size_t len, struct eqg_input *in)
+/* 1: decoded into @in; 0: the bytes are not an entry; -1: out of memory. */
+static int unpack_input(const void *data, size_t len, struct eqg_input *in)
 {
-	struct eqg_unpack u = {data, len, false};
+	struct eqg_unpack u = {data, len, false, false};
 	memset(in, 0, sizeof(*in));
 	if (eqg_get_u64(&u) != INPUT_CACHE_FORMAT)
-		return false;
+		return 0;
 	in->name = eqg_get_str(&u);
 	in->version = eqg_get_str(&u);
 	in->arch = eqg_get_str(&u);
@@ -192,9 +195,9 @@ static bool unpack_input(const void *data, size_t len, struct eqg_input *in)
 		u.bad = true;
 	if (u.bad || u.n || !in->name || !in->version || !in->arch) {
 		eqg_input_done(in);
-		return false;
+		return u.nomem ? -1 : 0;
 	}
-	return true;
+	return 1;
 }
 
 /* ---- keys ------------------------------------------------------------------ */
@@ -320,20 +323,22 @@ eq_err eqg_input_cache_default_path(char **ret, struct eq_error *err)
 	return eqg_xdg_path("XDG_CACHE_HOME", ".cache", "inputs.db", "cache", "--cache", ret, err);
 }
 
-bool eqg_input_cache_get(struct eqg_input_cache *c, const uint8_t key[EQ_SHA256_LEN], struct eqg_input *ret)
+eq_err eqg_input_cache_get(struct eqg_input_cache *c, const uint8_t key[EQ_SHA256_LEN], struct eqg_input *ret,
+			   bool *ret_hit, struct eq_error *err)
 {
-	bool hit = false;
+	int got = 0;
 	sqlite3_reset(c->get);
 	if (sqlite3_bind_blob(c->get, 1, key, EQ_SHA256_LEN, SQLITE_STATIC) == SQLITE_OK &&
 	    sqlite3_step(c->get) == SQLITE_ROW) {
 		const void *v = sqlite3_column_blob(c->get, 0);
 		int n = sqlite3_column_bytes(c->get, 0);
-		hit = v && n > 0 && unpack_input(v, (size_t)n, ret);
-		if (!hit)
+		got = v && n > 0 ? unpack_input(v, (size_t)n, ret) : 0;
+		if (got == 0)
 			eq_log(EQ_LOG_DEBUG, "input cache '%s': an entry does not decode, ignored", c->path);
 	}
 	sqlite3_reset(c->get);
-	return hit;
+	*ret_hit = got == 1;
+	return got < 0 ? eq_error_set(err, EQ_ERR_NOMEM, "out of memory") : EQ_OK;
 }
 
 eq_err eqg_input_cache_put(struct eqg_input_cache *c, const uint8_t key[EQ_SHA256_LEN], const struct eqg_input *in,

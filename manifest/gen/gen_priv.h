@@ -50,11 +50,13 @@ eq_err eqg_put_u64(struct eq_buf *b, uint64_t v, struct eq_error *err);
 eq_err eqg_put_str(struct eq_buf *b, const char *s, struct eq_error *err);
 
 /* Reading that format back from bytes nobody vouches for: any short or
- * malformed field sets .bad and returns zero, NULL or nothing. */
+ * malformed field sets .bad and returns zero, NULL or nothing; .nomem too
+ * when it was an allocation that failed (not the bytes' fault). */
 struct eqg_unpack {
 	const uint8_t *p;
 	size_t n;
 	bool bad;
+	bool nomem;
 };
 uint64_t eqg_get_u64(struct eqg_unpack *u);
 void eqg_get_bytes(struct eqg_unpack *u, void *out, size_t len);
@@ -137,9 +139,10 @@ eq_err eqg_input_cache_default_path(char **ret, struct eq_error *err);
  */
 eq_err eqg_input_cache_key(const struct eqg_input_cache *c, const char *file, const uint8_t context[EQ_SHA256_LEN],
 			   uint8_t key[EQ_SHA256_LEN], bool *ret_stable, struct eq_error *err);
-/* true and *ret filled on a hit; false on a miss or an entry that does
- * not decode (it is then ignored). */
-bool eqg_input_cache_get(struct eqg_input_cache *c, const uint8_t key[EQ_SHA256_LEN], struct eqg_input *ret);
+/* *ret_hit and *ret filled on a hit; a miss, or an entry that does not
+ * decode (it is then ignored), is no hit. EQ_ERR_NOMEM. */
+eq_err eqg_input_cache_get(struct eqg_input_cache *c, const uint8_t key[EQ_SHA256_LEN], struct eqg_input *ret,
+			   bool *ret_hit, struct eq_error *err);
 eq_err eqg_input_cache_put(struct eqg_input_cache *c, const uint8_t key[EQ_SHA256_LEN], const struct eqg_input *in,
 			   struct eq_error *err);
 /* Groups puts into one transaction (one sync instead of one per package). */

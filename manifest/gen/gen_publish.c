@@ -702,7 +702,10 @@ static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq
 			failed = first + i;
 			break;
 		}
-		p[i].cached = eqg_input_cache_get(c->cache, p[i].key, &p[i].in);
+		if ((r = eqg_input_cache_get(c->cache, p[i].key, &p[i].in, &p[i].cached, err))) {
+			failed = first + i;
+			break;
+		}
 		p[i].cache_put = !p[i].cached && stable;
 		c->rep.cached += p[i].cached;
 	}
@@ -823,6 +826,8 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 	const char *dirs[2] = {rdir, NULL};
 	EQ_AUTOFREE char *cur = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
 	dirs[1] = cur;
+	if (!r && !cur)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	for (int i = 0; i < 2 && !r; i++) {
 		EQ_AUTOFREE char *mp = eq_asprintf("%s/manifest.json", dirs[i]);
 		EQ_AUTOFREE char *sp = eq_asprintf("%s/manifest.json.sig", dirs[i]);

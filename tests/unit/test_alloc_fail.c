@@ -389,11 +389,90 @@ static void test_package_reader(void **state)
 	eq_buf_done(&ref);
 	eq_buf_done(&c.out);
 }
+
+/* A whole publish of two packages into a new repository, on two threads,
+ * through a new input cache and then (second phase) from it: a failure in
+ * a worker thread is reported as out of memory and frees what it held. */
+struct pub_ctx {
+	int round;
+	bool from_cache;
+};
+
+static eq_err op_publish(void *ctx, struct eq_error *err)
+{
+	struct pub_ctx *c = ctx;
+	char repo[160], store[160], key[160], pkgs[160], cache[160], p[180];
+	c->round++;
+	snprintf(repo, sizeof(repo), "%s/pubrepo%d", dir, c->round);
+	snprintf(store, sizeof(store), "%s/pubstore%d.db", dir, c->round);
+	snprintf(key, sizeof(key), "%s/rel.key", dir);
+	snprintf(pkgs, sizeof(pkgs), "%s/pkgs", dir);
+	snprintf(cache, sizeof(cache), "%s/inputs.db", dir);
+	if (!c->from_cache) {
+		static const char *const ext[] = {"", "-wal", "-shm"};
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(p, sizeof(p), "%s%s", cache, ext[i]);
+			rm(p);
+		}
+	}
+	const char *keys[] = {key};
+	struct eq_publish_opts o = {
+		.repo = repo,
+		.board = "b",
+		.channel = "c",
+		.release = "r1",
+		.packages_dir = pkgs,
+		.key_paths = keys,
+		.n_keys = 1,
+		.store_path = store,
+		.deltas_from = 3,
+		.level = 3,
+		.jobs = 2,
+		.cache_path = cache,
+	};
+	struct eq_publish_report rep;
+	eq_err r = eq_gen_publish(&o, &rep, err);
+	if (!r) {
+		if (c->from_cache && rep.cached != 2)
+			fail_msg("publish: %zu packages from the cache, want 2", rep.cached);
+		eq_publish_report_done(&rep);
+	}
+	return r;
+}
+
+static void test_publish(void **state)
+{
+	(void)state;
+	make_deb(at("hello_1.0_all.deb"));
+	struct eq_error e;
+	assert_int_equal(eq_mkdir_p(at("pkgs"), 0755, &e), EQ_OK);
+	assert_int_equal(rename(at("hello_1.0_all.deb"), at("pkgs/hello_1.0_all.deb")), 0);
+	/* A second package, a tarball, so that two threads have work. */
+	assert_int_equal(eq_mkdir_p(at("otree/usr/share/other"), 0755, &e), EQ_OK);
+	put(at("otree/usr/share/other/data"), "other data\n", 11);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "tar -C '%s' -cf '%s' usr", at("otree"), at("pkgs/other_1.0.tar"));
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(eq_manifest_key_generate(at("rel"), NULL, &e), EQ_OK);
+	struct pub_ctx c = {0};
+	assert_true(fail_each("publish, cache empty", op_publish, &c) > 10);
+	/* The cache stores only files older than two seconds. */
+	sleep(3);
+	(void)op_publish(&c, &e);
+	c.from_cache = true;
+	assert_true(fail_each("publish from the cache", op_publish, &c) > 10);
+}
 #else
 static void test_package_reader(void **state)
 {
 	(void)state;
 	EQ_SKIP("the package reader is part of eqota-gen: configure with -DEQ_HOST_TOOLS=ON");
+}
+
+static void test_publish(void **state)
+{
+	(void)state;
+	EQ_SKIP("publishing is part of eqota-gen: configure with -DEQ_HOST_TOOLS=ON");
 }
 #endif
 
@@ -556,6 +635,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_payload),        cmocka_unit_test(test_payload_builder),
 		cmocka_unit_test(test_package_reader), cmocka_unit_test(test_delta),
 		cmocka_unit_test(test_records),        cmocka_unit_test(test_state),
+		cmocka_unit_test(test_publish),
 	};
 	return eq_test_run(tests, setup, teardown, argc, argv);
 }

@@ -567,9 +567,12 @@ static void test_input_cache(void **state)
 	assert_int_equal(eqg_input_cache_key(c, payload, ctx, key2, &stable, &e), EQ_OK);
 	assert_memory_not_equal(key, key2, EQ_SHA256_LEN);
 	struct eqg_input out;
-	assert_false(eqg_input_cache_get(c, key, &out));
+	bool hit = true;
+	assert_int_equal(eqg_input_cache_get(c, key, &out, &hit, &e), EQ_OK);
+	assert_false(hit);
 	assert_int_equal(eqg_input_cache_put(c, key, &in, &e), EQ_OK);
-	assert_true(eqg_input_cache_get(c, key, &out));
+	assert_int_equal(eqg_input_cache_get(c, key, &out, &hit, &e), EQ_OK);
+	assert_true(hit);
 	assert_string_equal(out.name, "busybox");
 	assert_string_equal(out.version, "1.36");
 	assert_string_equal(out.arch, "arm64");
@@ -589,14 +592,15 @@ static void test_input_cache(void **state)
 	assert_int_equal(p1.len, p2.len);
 	assert_memory_equal(p1.data, p2.data, p1.len);
 	for (size_t n = 0; n < p1.len; n++) {
-		struct eqg_unpack u = {p1.data, n, false};
+		struct eqg_unpack u = {p1.data, n, false, false};
 		struct eqg_path_recs *rs = NULL;
 		assert_false(eqg_path_recs_unpack(&u, &rs));
 		assert_null(rs);
+		assert_false(u.nomem); /* the bytes' fault, not memory's */
 	}
 	/* A byte out of range: an entry type no payload has. */
 	p1.data[8] = 99;
-	struct eqg_unpack u = {p1.data, p1.len, false};
+	struct eqg_unpack u = {p1.data, p1.len, false, false};
 	struct eqg_path_recs *rs = NULL;
 	assert_false(eqg_path_recs_unpack(&u, &rs));
 	eq_buf_done(&p1);
