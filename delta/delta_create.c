@@ -229,7 +229,6 @@ struct trial {
 struct trials {
 	const struct inputs *in;
 	const struct trial *v;
-	size_t n, next;
 	size_t base; /* order of v[0] among all candidates of the delta */
 	struct best *best;
 	struct keep *keep; /* method 1: the smallest trial's scan */
@@ -256,9 +255,16 @@ static void keep_done(struct keep *k)
 	*k = (struct keep){0};
 }
 
-static void run_trial(struct trials *ts, size_t i)
+static void run_trial(void *ctx, size_t i)
 {
+	struct trials *ts = ctx;
 	const struct trial *t = &ts->v[i];
+	/* After a failure the remaining trials are not worth their time. */
+	pthread_mutex_lock(&ts->mu);
+	bool stop = ts->r != EQ_OK;
+	pthread_mutex_unlock(&ts->mu);
+	if (stop)
+		return;
 	struct pair pr;
 	struct eq_bsd_scan *sc = NULL;
 	uint8_t *cand = NULL;
@@ -302,36 +308,15 @@ static void run_trial(struct trials *ts, size_t i)
 	pair_done(&pr);
 }
 
-static void *trial_worker(void *arg)
-{
-	struct trials *ts = arg;
-	for (;;) {
-		pthread_mutex_lock(&ts->mu);
-		size_t i = ts->next++;
-		bool stop = ts->r != EQ_OK;
-		pthread_mutex_unlock(&ts->mu);
-		if (stop || i >= ts->n)
-			return NULL;
-		run_trial(ts, i);
-	}
-}
-
 /* Runs trials @v[0..@n) on up to @threads threads (this one included);
  * their candidates are numbered from *@order on, which moves past them. */
 static eq_err run_trials(const struct inputs *in, const struct trial *v, size_t n, size_t *order, unsigned threads,
 			 struct best *best, struct keep *keep, struct eq_error *err)
 {
-	struct trials ts = {.in = in, .v = v, .n = n, .base = *order, .best = best, .keep = keep, .err = err};
+	struct trials ts = {.in = in, .v = v, .base = *order, .best = best, .keep = keep, .err = err};
 	*order += n;
-	pthread_t th[EQ_DELTA_MAX_THREADS];
-	size_t want = threads < n ? threads : n, started = 0;
 	pthread_mutex_init(&ts.mu, NULL);
-	/* A thread that cannot start leaves its share to the others. */
-	while (started + 1 < want && pthread_create(&th[started], NULL, trial_worker, &ts) == 0)
-		started++;
-	trial_worker(&ts);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	eq_parallel(n, threads, run_trial, &ts);
 	pthread_mutex_destroy(&ts.mu);
 	return ts.r;
 }

@@ -5,7 +5,6 @@
  */
 #include <assert.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -103,8 +102,6 @@ struct companions {
 	size_t n_c;
 	size_t *todo;
 	size_t n_todo;
-	size_t next;
-	pthread_mutex_t mu;
 };
 
 /* A frame of the previous manifest.json.zst and the hash of its content. */
@@ -176,45 +173,21 @@ out:
 	ZSTD_freeCCtx(cc);
 }
 
-static void *companion_worker(void *arg)
+static void companion_job(void *ctx, size_t i)
 {
-	struct companions *w = arg;
-	for (;;) {
-		pthread_mutex_lock(&w->mu);
-		size_t i = w->next++;
-		pthread_mutex_unlock(&w->mu);
-		if (i >= w->n_d_run + w->n_todo)
-			return NULL;
-		if (i < w->n_d_run)
-			delta_make(w, &w->d[i]);
-		else
-			chunk_compress(w->json, &w->c[w->todo[i - w->n_d_run]]);
-	}
+	struct companions *w = ctx;
+	if (i < w->n_d_run)
+		delta_make(w, &w->d[i]);
+	else
+		chunk_compress(w->json, &w->c[w->todo[i - w->n_d_run]]);
 }
 
-/* Runs the jobs on up to one thread per core; a thread that cannot start
- * leaves its share to this one. */
+/* Runs the jobs on up to one thread per core (at most THREADS_MAX). */
 static void run_pool(struct companions *w)
 {
-	size_t jobs = w->n_d_run + w->n_todo;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t nt = cpus > 1 ? (size_t)cpus - 1 : 0;
-	pthread_t th[THREADS_MAX];
-	size_t started = 0;
-	if (jobs == 0)
-		return;
-	if (nt > jobs - 1)
-		nt = jobs - 1;
-	if (nt > THREADS_MAX)
-		nt = THREADS_MAX;
-	w->next = 0;
-	pthread_mutex_init(&w->mu, NULL);
-	while (started < nt && pthread_create(&th[started], NULL, companion_worker, w) == 0)
-		started++;
-	companion_worker(w);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	pthread_mutex_destroy(&w->mu);
+	size_t nt = cpus > 1 ? (size_t)cpus : 1;
+	eq_parallel(w->n_d_run + w->n_todo, nt < THREADS_MAX ? nt : THREADS_MAX, companion_job, w);
 }
 
 /* ---- cutting the manifest into chunks ------------------------------------ */

@@ -1,7 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -642,44 +641,24 @@ static eq_err name_one(struct pub_ctx *c, struct prep *p, struct eq_error *err)
 	return r;
 }
 
-/* Runs @fn on preps [0, @n) on up to c->jobs threads; returns when all are
- * done. */
-struct pool {
+/* One parallel phase: @fn on each prep of a batch that has not failed. */
+struct phase {
 	struct pub_ctx *c;
 	struct prep *p;
-	size_t n, next;
 	void (*fn)(struct pub_ctx *c, struct prep *p);
-	pthread_mutex_t mu;
 };
 
-static void *pool_worker(void *arg)
+static void phase_one(void *ctx, size_t i)
 {
-	struct pool *w = arg;
-	for (;;) {
-		pthread_mutex_lock(&w->mu);
-		size_t i = w->next++;
-		pthread_mutex_unlock(&w->mu);
-		if (i >= w->n)
-			return NULL;
-		if (!w->p[i].r)
-			w->fn(w->c, &w->p[i]);
-	}
+	struct phase *ph = ctx;
+	if (!ph->p[i].r)
+		ph->fn(ph->c, &ph->p[i]);
 }
 
 static void run_parallel(struct pub_ctx *c, struct prep *p, size_t n, void (*fn)(struct pub_ctx *, struct prep *))
 {
-	struct pool w = {.c = c, .p = p, .n = n, .fn = fn};
-	pthread_t th[EQ_PUBLISH_MAX_JOBS];
-	size_t want = c->jobs < n ? c->jobs : n, started = 0;
-	pthread_mutex_init(&w.mu, NULL);
-	/* This thread is one of the jobs; one that cannot start leaves its
-	 * share to the others. */
-	while (started + 1 < want && pthread_create(&th[started], NULL, pool_worker, &w) == 0)
-		started++;
-	pool_worker(&w);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	pthread_mutex_destroy(&w.mu);
+	struct phase ph = {c, p, fn};
+	eq_parallel(n, c->jobs, phase_one, &ph);
 }
 
 /* Publishes files [first, first + n) of the run through the phases of

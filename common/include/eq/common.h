@@ -215,6 +215,20 @@ EQ_API bool eq_hex_decode(const char *hex, uint8_t *out, size_t len);
 /* true if @s is exactly 64 lower-case hex digits. */
 EQ_API bool eq_is_sha256_hex(const char *s);
 
+/* ---- parallel --------------------------------------------------------- */
+
+/* Threads eq_parallel() runs at most. */
+#define EQ_PARALLEL_MAX 64u
+
+/*
+ * Calls @fn(@ctx, i) for every i in [0, @n) on up to @threads threads (this
+ * one included; at most EQ_PARALLEL_MAX) and returns when every call has
+ * returned. Calls for different i run at once: @fn must only touch what
+ * belongs to its i, or lock. A thread that cannot be started leaves its
+ * share to the others, so this cannot fail.
+ */
+EQ_API void eq_parallel(size_t n, size_t threads, void (*fn)(void *ctx, size_t i), void *ctx);
+
 /* ---- progress --------------------------------------------------------- */
 
 /*
