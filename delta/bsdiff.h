@@ -16,8 +16,14 @@
 #include <eq/delta.h>
 
 /* Bytes of the method-1 preamble after the EQD1 header: the window logs of
- * the control, diff and extra streams, then a zero byte. */
+ * the control, diff and extra streams, then a flags byte. */
 #define EQ_BSD_PREAMBLE_SIZE 4
+/* Preamble flag: the diff stream holds runs, (zeros, literal count,
+ * literals), instead of one byte per added byte. Level 19 spent most of a
+ * small delta's time on the long zero stretches; as runs the stream
+ * compresses 10x faster and smaller (docs/internals/delta.md). Deltas made
+ * before the flag existed have it clear and still decode. */
+#define EQ_BSD_FLAG_DIFF_RUNS 1u
 /* Segment header: u32 control count, u32 compressed sizes of the control,
  * diff and extra parts, little-endian. */
 #define EQ_BSD_SEG_HEADER_SIZE 16

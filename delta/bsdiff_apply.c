@@ -23,6 +23,10 @@ struct in_stream {
 	ZSTD_inBuffer in;  /* this segment's part, inside the segment buffer */
 	uint64_t part_off; /* delta byte offset of the part */
 	bool ended;        /* the frame is complete (no input taken since) */
+	/* Decoded bytes read ahead for varints (control, and diff runs). */
+	uint8_t buf[256];
+	size_t bpos, blen;
+	uint64_t done; /* decoded bytes before buf[bpos] that were read ahead */
 };
 
 struct bsd_dec {
@@ -30,10 +34,10 @@ struct bsd_dec {
 	uint64_t ref_size, result_size;
 	struct in_stream s[3];
 	uint8_t *seg, *out;
-	uint8_t cbuf[256]; /* decoded control bytes */
-	size_t cpos, clen;
-	uint64_t seg_off;  /* delta byte offset of the current segment header */
-	uint64_t ctrl_pos; /* decoded control bytes before cbuf[cpos] */
+	uint64_t seg_off; /* delta byte offset of the current segment header */
+	bool runs;        /* EQ_BSD_FLAG_DIFF_RUNS */
+	/* Diff runs: what is left of the current run. */
+	uint64_t zeros, lits;
 };
 
 static uint32_t get32(const uint8_t *p)
@@ -117,44 +121,52 @@ static eq_err drain(struct bsd_dec *b, int k, bool last, struct eq_error *err)
 	}
 }
 
-static eq_err ctrl_byte(struct bsd_dec *b, uint8_t *ret, struct eq_error *err)
+/* The next decoded byte of stream @k, read ahead as far as the part has
+ * decoded bytes: varints vary in size. */
+static eq_err stream_byte(struct bsd_dec *b, int k, uint8_t *ret, struct eq_error *err)
 {
-	if (b->cpos == b->clen) {
-		struct in_stream *s = &b->s[S_CTRL];
-		ZSTD_outBuffer out = {b->cbuf, sizeof(b->cbuf), 0};
-		/* Unlike pull(), take whatever is there: entries vary in size. */
+	struct in_stream *s = &b->s[k];
+	if (s->bpos == s->blen) {
+		ZSTD_outBuffer out = {s->buf, sizeof(s->buf), 0};
+		/* Unlike pull(), take whatever is there. */
 		while (out.pos == 0) {
 			size_t in_before = s->in.pos;
 			size_t zr = step(s, &out);
 			if (ZSTD_isError(zr))
-				return stream_error(b, S_CTRL, zr, in_before, err);
+				return stream_error(b, k, zr, in_before, err);
 			if (out.pos == 0 && (zr == 0 || s->in.pos == in_before))
 				return eq_error_set(err, EQ_ERR_PARSE,
-						    "delta is truncated: control stream of the segment at delta byte "
+						    "delta is truncated: %s stream of the segment at delta byte "
 						    "%llu ends early",
-						    (unsigned long long)b->seg_off);
+						    stream_name[k], (unsigned long long)b->seg_off);
 		}
-		b->ctrl_pos += b->clen;
-		b->cpos = 0;
-		b->clen = out.pos;
+		s->done += s->blen;
+		s->bpos = 0;
+		s->blen = out.pos;
 	}
-	*ret = b->cbuf[b->cpos++];
+	*ret = s->buf[s->bpos++];
 	return EQ_OK;
 }
 
-static eq_err ctrl_varint(struct bsd_dec *b, uint64_t *ret, struct eq_error *err)
+/* Decoded bytes of stream @k taken so far. */
+static uint64_t stream_pos(const struct in_stream *s)
+{
+	return s->done + s->bpos;
+}
+
+static eq_err stream_varint(struct bsd_dec *b, int k, uint64_t *ret, struct eq_error *err)
 {
 	uint64_t v = 0;
 	for (unsigned shift = 0;; shift += 7) {
 		uint8_t c = 0;
-		eq_err r = ctrl_byte(b, &c, err);
+		eq_err r = stream_byte(b, k, &c, err);
 		if (r)
 			return r;
 		if (shift == 63 && c > 1)
 			return eq_error_set(err, EQ_ERR_PARSE,
-					    "delta segment at byte %llu: control value at control byte %llu overflows",
-					    (unsigned long long)b->seg_off,
-					    (unsigned long long)(b->ctrl_pos + b->cpos - 1));
+					    "delta segment at byte %llu: %s value at %s byte %llu overflows",
+					    (unsigned long long)b->seg_off, stream_name[k], stream_name[k],
+					    (unsigned long long)(stream_pos(&b->s[k]) - 1));
 		v |= (uint64_t)(c & 0x7f) << shift;
 		if (!(c & 0x80))
 			break;
@@ -163,14 +175,66 @@ static eq_err ctrl_varint(struct bsd_dec *b, uint64_t *ret, struct eq_error *err
 	return EQ_OK;
 }
 
+/* @len bytes of stream @k: what was read ahead first, then decoded. */
+static eq_err stream_read(struct bsd_dec *b, int k, uint8_t *buf, size_t len, struct eq_error *err)
+{
+	struct in_stream *s = &b->s[k];
+	size_t n = s->blen - s->bpos < len ? s->blen - s->bpos : len;
+	memcpy(buf, s->buf + s->bpos, n);
+	s->bpos += n;
+	if (n == len)
+		return EQ_OK;
+	s->done += s->blen;
+	s->bpos = s->blen = 0;
+	s->done += len - n;
+	return pull(b, k, buf + n, len - n, err);
+}
+
+/*
+ * The next @len diff bytes. As runs, each (zeros, count) pair is followed
+ * by its count literal bytes; a run may span control entries but not a
+ * segment, and a pair that describes no byte is refused: it would let a
+ * few compressed bytes spin the decoder.
+ */
+static eq_err diff_read(struct bsd_dec *b, uint8_t *buf, size_t len, struct eq_error *err)
+{
+	if (!b->runs)
+		return stream_read(b, S_DIFF, buf, len, err);
+	for (size_t i = 0; i < len;) {
+		eq_err r;
+		if (b->zeros) {
+			size_t n = b->zeros < len - i ? (size_t)b->zeros : len - i;
+			memset(buf + i, 0, n);
+			b->zeros -= n;
+			i += n;
+		} else if (b->lits) {
+			size_t n = b->lits < len - i ? (size_t)b->lits : len - i;
+			if ((r = stream_read(b, S_DIFF, buf + i, n, err)))
+				return r;
+			b->lits -= n;
+			i += n;
+		} else {
+			uint64_t at = stream_pos(&b->s[S_DIFF]);
+			if ((r = stream_varint(b, S_DIFF, &b->zeros, err)) ||
+			    (r = stream_varint(b, S_DIFF, &b->lits, err)))
+				return r;
+			if (!b->zeros && !b->lits)
+				return eq_error_set(err, EQ_ERR_PARSE,
+						    "delta segment at byte %llu: empty diff run at diff byte %llu",
+						    (unsigned long long)b->seg_off, (unsigned long long)at);
+		}
+	}
+	return EQ_OK;
+}
+
 static eq_err run_segment(struct bsd_dec *b, uint32_t n_ctrl, uint64_t *pos, uint64_t *produced, eq_write_fn next,
 			  void *next_ctx, struct eq_error *err)
 {
 	eq_err r;
 	for (uint32_t k = 0; k < n_ctrl; k++) {
-		uint64_t at = b->ctrl_pos + b->cpos, add, copy, zz;
-		if ((r = ctrl_varint(b, &add, err)) || (r = ctrl_varint(b, &copy, err)) ||
-		    (r = ctrl_varint(b, &zz, err)))
+		uint64_t at = stream_pos(&b->s[S_CTRL]), add, copy, zz;
+		if ((r = stream_varint(b, S_CTRL, &add, err)) || (r = stream_varint(b, S_CTRL, &copy, err)) ||
+		    (r = stream_varint(b, S_CTRL, &zz, err)))
 			return r;
 		int64_t seek = (int64_t)(zz >> 1) ^ -(int64_t)(zz & 1);
 		uint64_t left = b->result_size - *produced;
@@ -199,7 +263,7 @@ static eq_err run_segment(struct bsd_dec *b, uint32_t n_ctrl, uint64_t *pos, uin
 				(unsigned long long)base, (unsigned long long)b->ref_size);
 		for (uint64_t done = 0; done < add;) {
 			size_t n = add - done < OUT_CHUNK ? (size_t)(add - done) : OUT_CHUNK;
-			if ((r = pull(b, S_DIFF, b->out, n, err)))
+			if ((r = diff_read(b, b->out, n, err)))
 				return r;
 			const uint8_t *rp = b->ref + *pos + done;
 			for (size_t i = 0; i < n; i++)
@@ -210,17 +274,21 @@ static eq_err run_segment(struct bsd_dec *b, uint32_t n_ctrl, uint64_t *pos, uin
 		}
 		for (uint64_t done = 0; done < copy;) {
 			size_t n = copy - done < OUT_CHUNK ? (size_t)(copy - done) : OUT_CHUNK;
-			if ((r = pull(b, S_EXTRA, b->out, n, err)) || (r = next(next_ctx, b->out, n, err)))
+			if ((r = stream_read(b, S_EXTRA, b->out, n, err)) || (r = next(next_ctx, b->out, n, err)))
 				return r;
 			done += n;
 		}
 		*produced += add + copy;
 		*pos = (uint64_t)((int64_t)base + seek);
 	}
-	if (b->cpos != b->clen)
+	if (b->s[S_CTRL].bpos != b->s[S_CTRL].blen)
 		return eq_error_set(err, EQ_ERR_PARSE,
 				    "delta segment at byte %llu: control stream holds more than its %u controls",
 				    (unsigned long long)b->seg_off, n_ctrl);
+	if (b->zeros || b->lits || b->s[S_DIFF].bpos != b->s[S_DIFF].blen)
+		return eq_error_set(err, EQ_ERR_PARSE,
+				    "delta segment at byte %llu: diff stream holds more than its controls use",
+				    (unsigned long long)b->seg_off);
 	return EQ_OK;
 }
 
@@ -246,9 +314,13 @@ eq_err eq_bsd_apply(const uint8_t *ref, const struct eq_delta_info *info, eq_rea
 		windows += (uint64_t)1 << pre[k];
 	}
 	/* The header's window log is the budget for all three windows. */
-	if (windows > (uint64_t)1 << info->window_log || pre[3] != 0)
+	if (windows > (uint64_t)1 << info->window_log)
 		return eq_error_set(err, EQ_ERR_PARSE, "delta byte %llu: stream windows exceed the header's 2^%u",
 				    (unsigned long long)consumed, info->window_log);
+	if (pre[3] & ~EQ_BSD_FLAG_DIFF_RUNS)
+		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "delta byte %llu: unknown method-1 flags 0x%02x",
+				    (unsigned long long)(consumed + 3), pre[3]);
+	b.runs = (pre[3] & EQ_BSD_FLAG_DIFF_RUNS) != 0;
 	consumed += sizeof(pre);
 
 	b.seg = eq_malloc(EQ_BSD_SEG_IN_MAX);

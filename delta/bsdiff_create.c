@@ -414,23 +414,63 @@ out:
 	return r;
 }
 
-static eq_err encode(const struct eq_bsd_scan *o, int level, struct eq_buf *out, unsigned *ret_window_log,
+/*
+ * The diff bytes [from, to) as runs (EQ_BSD_FLAG_DIFF_RUNS): pairs of
+ * varints (zero bytes, literal bytes), each followed by its literals,
+ * which are the nonzero bytes up to the next zero. Appended to @out.
+ */
+static eq_err diff_runs(const uint8_t *d, size_t from, size_t to, struct eq_buf *out, struct eq_error *err)
+{
+	uint8_t v[20];
+	for (size_t i = from; i < to;) {
+		size_t z = i;
+		while (z < to && !d[z])
+			z++;
+		size_t l = z;
+		while (l < to && d[l])
+			l++;
+		size_t n = eq_uvarint_put(v, z - i);
+		n += eq_uvarint_put(v + n, l - z);
+		eq_err r = eq_buf_append(out, v, n, err);
+		if (!r)
+			r = eq_buf_append(out, d + z, l - z, err);
+		if (r)
+			return r;
+		i = l;
+	}
+	return EQ_OK;
+}
+
+static eq_err encode(const struct eq_bsd_scan *o, int level, bool runs, struct eq_buf *out, unsigned *ret_window_log,
 		     struct eq_error *err)
 {
-	struct eq_buf ctrl, part[3];
+	struct eq_buf ctrl, rdiff, part[3];
 	eq_buf_init(&ctrl, SIZE_MAX / 2);
+	eq_buf_init(&rdiff, SIZE_MAX / 2);
 	for (int i = 0; i < 3; i++)
 		eq_buf_init(&part[i], EQ_BSD_SEG_IN_MAX);
 	struct stream st[3] = {{0}};
 	struct seg *segs = NULL;
 	size_t n_segs = 0;
 	eq_err r;
-	if ((r = pack_controls(o, &ctrl, &segs, &n_segs, err)) ||
-	    (r = stream_init(&st[0], ctrl.data, ctrl.len, level, err)) ||
-	    (r = stream_init(&st[1], o->diff, o->diff_len, level, err)) ||
+	if ((r = pack_controls(o, &ctrl, &segs, &n_segs, err)))
+		goto out;
+	/* As runs, each segment's diff bytes are coded on their own and its
+	 * diff part ends where its runs do. */
+	if (runs)
+		for (size_t s = 0, from = 0; s < n_segs; s++) {
+			size_t to = segs[s].d1;
+			if ((r = diff_runs(o->diff, from, to, &rdiff, err)))
+				goto out;
+			segs[s].d1 = rdiff.len;
+			from = to;
+		}
+	if ((r = stream_init(&st[0], ctrl.data, ctrl.len, level, err)) ||
+	    (r = stream_init(&st[1], runs ? rdiff.data : o->diff, runs ? rdiff.len : o->diff_len, level, err)) ||
 	    (r = stream_init(&st[2], o->extra, o->extra_len, level, err)))
 		goto out;
-	uint8_t pre[EQ_BSD_PREAMBLE_SIZE] = {(uint8_t)st[0].wlog, (uint8_t)st[1].wlog, (uint8_t)st[2].wlog, 0};
+	uint8_t pre[EQ_BSD_PREAMBLE_SIZE] = {(uint8_t)st[0].wlog, (uint8_t)st[1].wlog, (uint8_t)st[2].wlog,
+					     runs ? EQ_BSD_FLAG_DIFF_RUNS : 0};
 	if ((r = eq_buf_append(out, pre, sizeof(pre), err)))
 		goto out;
 	size_t prev_c = 0, prev_d = 0, prev_e = 0;
@@ -473,6 +513,7 @@ out:
 		eq_buf_done(&part[i]);
 	}
 	eq_buf_done(&ctrl);
+	eq_buf_done(&rdiff);
 	eq_free(segs);
 	return r;
 }
@@ -532,7 +573,15 @@ eq_err eq_bsd_encode(const struct eq_bsd_scan *o, int level, uint8_t **ret, size
 {
 	struct eq_buf out;
 	eq_buf_init(&out, SIZE_MAX / 2);
-	eq_err r = encode(o, level, &out, ret_window_log, err);
+	eq_err r = encode(o, level, true, &out, ret_window_log, err);
+	/* Runs can take half as much room again as the bytes they code; a
+	 * segment that no longer fits the decoder's buffer that way is
+	 * coded byte for byte, as before the flag. */
+	if (r == EQ_ERR_LIMIT) {
+		eq_buf_reset(&out);
+		eq_error_clear(err);
+		r = encode(o, level, false, &out, ret_window_log, err);
+	}
 	if (!r)
 		*ret = eq_buf_steal(&out, ret_len);
 	eq_buf_done(&out);

@@ -232,6 +232,9 @@ struct trials {
 	size_t base; /* order of v[0] among all candidates of the delta */
 	struct best *best;
 	struct keep *keep; /* method 1: the smallest trial's scan */
+	/* Method 0's smallest trial, ranked as in consider(). */
+	size_t zstd_len, zstd_order;
+	unsigned zstd_filter;
 	eq_err r;
 	struct eq_error *err;
 	pthread_mutex_t mu;
@@ -272,6 +275,7 @@ static void run_trial(void *ctx, size_t i)
 	unsigned wlog = t->wlog;
 	struct eq_error e;
 	eq_error_clear(&e);
+	double t0 = eq_now_s();
 	eq_err r = make_pair(ts->in, t->mode, t->deflate, &pr, &e);
 	if (!r && !pr.same) {
 		if (t->method == EQ_DELTA_METHOD_ZSTD)
@@ -282,6 +286,8 @@ static void run_trial(void *ctx, size_t i)
 			r = eq_bsd_encode(sc, t->level, &cand, &len, &wlog, &e);
 #endif
 	}
+	eq_log(EQ_LOG_DEBUG, "delta: trial method %u filter %u level %d: %.3f s", t->method,
+	       filter_of(t->mode, t->deflate), t->level, eq_now_s() - t0);
 	pthread_mutex_lock(&ts->mu);
 	if (r && !ts->r) {
 		ts->r = r;
@@ -291,6 +297,12 @@ static void run_trial(void *ctx, size_t i)
 	if (!r && cand) {
 		struct keep *k = ts->keep;
 		bool kept = sc && k && (!k->scan || len < k->len || (len == k->len && i < k->order));
+		if (t->method == EQ_DELTA_METHOD_ZSTD &&
+		    (!ts->zstd_len || len < ts->zstd_len || (len == ts->zstd_len && i < ts->zstd_order))) {
+			ts->zstd_len = len;
+			ts->zstd_order = i;
+			ts->zstd_filter = filter_of(t->mode, t->deflate);
+		}
 		consider(ts->best, cand, len, ts->base + i, t->method, filter_of(t->mode, t->deflate), wlog, &pr);
 		cand = NULL;
 		if (kept) {
@@ -309,16 +321,61 @@ static void run_trial(void *ctx, size_t i)
 }
 
 /* Runs trials @v[0..@n) on up to @threads threads (this one included);
- * their candidates are numbered from *@order on, which moves past them. */
+ * their candidates are numbered from *@order on, which moves past them.
+ * Method 0's smallest trial, if any ran, goes to *@zstd_len and
+ * *@zstd_filter (when not NULL). */
 static eq_err run_trials(const struct inputs *in, const struct trial *v, size_t n, size_t *order, unsigned threads,
-			 struct best *best, struct keep *keep, struct eq_error *err)
+			 struct best *best, struct keep *keep, size_t *zstd_len, unsigned *zstd_filter,
+			 struct eq_error *err)
 {
 	struct trials ts = {.in = in, .v = v, .base = *order, .best = best, .keep = keep, .err = err};
 	*order += n;
 	pthread_mutex_init(&ts.mu, NULL);
 	eq_parallel(n, threads, run_trial, &ts);
 	pthread_mutex_destroy(&ts.mu);
+	if (zstd_len && ts.zstd_len) {
+		*zstd_len = ts.zstd_len;
+		*zstd_filter = ts.zstd_filter;
+	}
 	return ts.r;
+}
+
+/* The two final runs, method 0 ([0]) and method 1 ([1]), made at once. */
+struct finals {
+	const struct inputs *in;
+	const struct keep *keep;
+	struct trial t; /* method 0's */
+	int level;
+	bool run[2];
+	struct pair pr; /* method 0's pair, for consider() */
+	struct {
+		uint8_t *data;
+		size_t len;
+		unsigned wlog;
+	} out[2];
+	eq_err r[2];
+	struct eq_error e[2];
+};
+
+static void run_final(void *ctx, size_t k)
+{
+	struct finals *f = ctx;
+	if (!f->run[k])
+		return;
+	eq_error_clear(&f->e[k]);
+	if (k == 0) {
+		f->out[0].wlog = f->t.wlog;
+		f->r[0] = make_pair(f->in, f->t.mode, f->t.deflate, &f->pr, &f->e[0]);
+		if (!f->r[0])
+			f->r[0] = compress_prefixed(f->pr.old, f->pr.old_len, f->pr.new_, f->pr.new_len, f->level,
+						    f->t.wlog, &f->out[0].data, &f->out[0].len, &f->e[0]);
+	}
+#ifdef EQ_DELTA_CREATE_BSD
+	else {
+		f->r[1] = eq_bsd_encode(f->keep->scan, f->level, &f->out[1].data, &f->out[1].len, &f->out[1].wlog,
+					&f->e[1]);
+	}
+#endif
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -421,6 +478,10 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 	const unsigned threads = p->threads < 1                      ? 1
 				 : p->threads > EQ_DELTA_MAX_THREADS ? EQ_DELTA_MAX_THREADS
 								     : p->threads;
+	const bool bsd = (methods & 1u << EQ_DELTA_METHOD_BSD) != 0;
+#ifndef EQ_DELTA_CREATE_BSD
+	(void)bsd;
+#endif
 	struct trial tv[8];
 	size_t nt = 0, order = 0;
 	for (int d = can_deflate ? 1 : 0; d >= 0; d--) {
@@ -428,12 +489,8 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 		/* A window beyond the device budget rules method 0 out, when
 		 * method 1 can stand in. */
 		bool fits = !(p->max_window_log && w > p->max_window_log);
-#ifdef EQ_DELTA_CREATE_BSD
-		if (!fits && (methods & 1u << EQ_DELTA_METHOD_BSD))
+		if (!fits && bsd)
 			continue;
-#else
-		(void)fits;
-#endif
 		if (!(methods & 1u << EQ_DELTA_METHOD_ZSTD))
 			continue;
 		zstd_ran = true;
@@ -441,17 +498,16 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++)
 			tv[nt++] = (struct trial){EQ_DELTA_METHOD_ZSTD, mode, w, d, trial_level};
 	}
-	if (nt && (r = run_trials(&in, tv, nt, &order, threads, &best, NULL, err)))
-		goto out;
-	/* Method 0's best trial, for its final run and to rank it against
-	 * method 1's trials. */
-	const size_t zstd_trial_len = zstd_ran && best.data ? best.len : 0;
-	if (zstd_ran)
-		zstd_filter = best.filter;
-	size_t bsd_trial_len = 0;
+	size_t zstd_trial_len = 0, bsd_trial_len = 0;
 	int bsd_level = p->level;
+#ifndef EQ_DELTA_CREATE_BSD
+	(void)zstd_ran; /* method 1's choice of filter, on the host */
+	(void)zstd_ran_deflate;
+#endif
+	if (nt && (r = run_trials(&in, tv, nt, &order, threads, &best, NULL, &zstd_trial_len, &zstd_filter, err)))
+		goto out;
 #ifdef EQ_DELTA_CREATE_BSD
-	if (methods & 1u << EQ_DELTA_METHOD_BSD) {
+	if (bsd) {
 		/* Method 0's best filter nearly always suits method 1 too, and
 		 * each method-1 run costs a suffix array: try only that one and
 		 * none (all modes when method 0 was not run). */
@@ -461,43 +517,46 @@ eq_err eq_delta_create(const char *old_path, const char *new_path, const struct 
 		for (unsigned mode = 0; mode <= (p->exec_filter ? all_modes : 0); mode++)
 			if (mode == 0 || mode == (zstd_filter & all_modes) || !zstd_ran)
 				tv[nt++] = (struct trial){EQ_DELTA_METHOD_BSD, mode, 0, d, bsd_level};
-		if ((r = run_trials(&in, tv, nt, &order, threads, &best, &keep, err)))
+		if ((r = run_trials(&in, tv, nt, &order, threads, &best, &keep, NULL, NULL, err)))
 			goto out;
-		bsd_trial_len = keep.scan ? keep.len : 0;
 	}
+	bsd_trial_len = keep.scan ? keep.len : 0;
 #endif
 	/*
 	 * The winners' final runs at the full level: the seconds of a delta
 	 * (level 19 with a prefix of megabytes). A method whose best trial is
 	 * clearly bigger than the other's is not run again: from trial to
-	 * full level method 0 shrinks by 13..20 % and method 1 by 13..28 %
-	 * on the benchmark pairs where both run, so a trial 15 % bigger
-	 * never won; closer ones run both (libexpat1: 2 % apart, method 1
-	 * won by 2 %).
+	 * full level method 0 shrinks by 13..21 % and method 1 by 5..10 % on
+	 * the benchmark pairs where both run, so a trial 15 % bigger never
+	 * won; closer ones run both (libexpat1: 8 % apart, method 1 won by
+	 * 2 %). Both finals run at once.
 	 */
-	bool zstd_final = zstd_trial_len && trial_level < p->level &&
-			  (!bsd_trial_len || zstd_trial_len * 100 <= bsd_trial_len * DELTA_FINAL_MARGIN);
-	bool bsd_final = bsd_trial_len && bsd_level < p->level &&
-			 (!zstd_trial_len || bsd_trial_len * 100 <= zstd_trial_len * DELTA_FINAL_MARGIN);
-	if (zstd_final) {
+	struct finals f = {.in = &in, .keep = &keep, .level = p->level};
+	f.run[0] = zstd_trial_len && trial_level < p->level &&
+		   (!bsd_trial_len || zstd_trial_len * 100 <= bsd_trial_len * DELTA_FINAL_MARGIN);
+	f.run[1] = bsd_trial_len && bsd_level < p->level &&
+		   (!zstd_trial_len || bsd_trial_len * 100 <= zstd_trial_len * DELTA_FINAL_MARGIN);
+	if (f.run[0]) {
 		bool d = (zstd_filter & EQ_DELTA_FILTER_DEFLATE) != 0;
-		tv[0] = (struct trial){EQ_DELTA_METHOD_ZSTD, zstd_filter & all_modes, d ? xwlog : wlog, d, p->level};
-		if ((r = run_trials(&in, tv, 1, &order, 1, &best, NULL, err)))
-			goto out;
+		f.t = (struct trial){EQ_DELTA_METHOD_ZSTD, zstd_filter & all_modes, d ? xwlog : wlog, d, p->level};
 	}
-#ifdef EQ_DELTA_CREATE_BSD
-	if (bsd_final) {
-		uint8_t *cand = NULL;
-		size_t cand_len = 0;
-		unsigned w = 0;
-		if ((r = eq_bsd_encode(keep.scan, p->level, &cand, &cand_len, &w, err)))
-			goto out;
-		consider(&best, cand, cand_len, order, EQ_DELTA_METHOD_BSD, keep.filter, w, &keep.pr);
+	eq_parallel(2, threads, run_final, &f);
+	for (int k = 0; k < 2; k++) {
+		if (!r && f.r[k]) {
+			r = f.r[k];
+			if (err)
+				*err = f.e[k];
+		}
+		if (!r && f.out[k].data)
+			consider(&best, f.out[k].data, f.out[k].len, order++,
+				 k ? EQ_DELTA_METHOD_BSD : EQ_DELTA_METHOD_ZSTD, k ? keep.filter : zstd_filter,
+				 f.out[k].wlog, k ? &keep.pr : &f.pr);
+		else
+			eq_free(f.out[k].data);
 	}
-#else
-	(void)bsd_final;
-	(void)bsd_level;
-#endif
+	pair_done(&f.pr);
+	if (r)
+		goto out;
 	info.method = best.method;
 	info.filter = best.filter;
 	info.window_log = best.window_log;

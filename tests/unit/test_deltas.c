@@ -20,11 +20,14 @@
 
 #include <eq/delta.h>
 
+#include "../../delta/bsdiff.h"
+#include "../../delta/delta_zstd.h"
 #include "../../delta/exec_filter.h"
 #include "../../delta/gz_puff.h"
 
 #include <glob.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #define EQ_ZSTD_WINDOW_LOG_MAX_FOR_TEST 31u
 
@@ -477,8 +480,8 @@ static void delta_failures(unsigned method)
 	params.methods = 1u << method;
 	struct eq_buf delta, out;
 	create_delta(&p, &params, &delta);
+	struct eq_delta_info info;
 	{
-		struct eq_delta_info info;
 		struct eq_error e0;
 		assert_int_equal(eq_delta_info_parse(delta.data, delta.len, &info, &e0), EQ_OK);
 		assert_int_equal(info.method, method);
@@ -505,7 +508,7 @@ static void delta_failures(unsigned method)
 	assert_non_null(strstr(e.msg, "expected"));
 
 	/* window cap */
-	struct eq_delta_limits lim = {.max_window_log = 12};
+	struct eq_delta_limits lim = {.max_window_log = info.window_log - 1};
 	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, NULL, &lim, &e), EQ_ERR_LIMIT);
 	assert_non_null(strstr(e.msg, "window"));
 	assert_int_equal(out.len, 0);
@@ -785,8 +788,23 @@ static void test_bsd_limits(void **state)
 {
 	(void)state;
 	need_bsd();
+	/* Changes all over, so that every stream needs more than the
+	 * smallest window. */
 	struct pair p;
-	make_pair(&p, false);
+	size_t n = 300000, m;
+	eq_buf_init(&p.old_, 64u << 20);
+	eq_buf_init(&p.new_, 64u << 20);
+	uint8_t *rand_old = eq_malloc(n);
+	assert_non_null(rand_old);
+	for (size_t i = 0; i < n; i++)
+		rand_old[i] = (uint8_t)(i % 7 == 0 ? rnd() : rnd() % 16);
+	uint8_t *mut = mutate(rand_old, n, &m);
+	for (size_t i = 0; i < m; i += 10)
+		mut[i] = (uint8_t)(mut[i] + 1 + rnd() % 4);
+	assert_int_equal(eq_buf_append(&p.old_, rand_old, n, NULL), EQ_OK);
+	assert_int_equal(eq_buf_append(&p.new_, mut, m, NULL), EQ_OK);
+	eq_free(mut);
+	eq_free(rand_old);
 	struct eq_delta_params params;
 	eq_delta_params_default(&params);
 	params.level = 3;
@@ -808,16 +826,157 @@ static void test_bsd_limits(void **state)
 	lim.max_window_log = info.window_log;
 	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, NULL, &lim, &e), EQ_OK);
 
-	/* a stream window above what the preamble allows: zstd refuses */
-	delta.data[EQ_DELTA_HEADER_SIZE + 1] = 10;
+	/* a stream window above what the preamble allows: zstd refuses (the
+	 * largest stream's, which needs more than the smallest window) */
+	int big = 0;
+	for (int k = 1; k < 3; k++)
+		if (delta.data[EQ_DELTA_HEADER_SIZE + k] > delta.data[EQ_DELTA_HEADER_SIZE + big])
+			big = k;
+	assert_true(delta.data[EQ_DELTA_HEADER_SIZE + big] > 10);
+	delta.data[EQ_DELTA_HEADER_SIZE + big] = 10;
 	eq_err r = apply(tmp_path("old"), delta.data, delta.len, &out, NULL, NULL, &e);
 	assert_true(r == EQ_ERR_LIMIT || r == EQ_ERR_PARSE);
-	delta.data[EQ_DELTA_HEADER_SIZE + 1] = (uint8_t)(info.window_log + 1);
+	delta.data[EQ_DELTA_HEADER_SIZE + big] = (uint8_t)(info.window_log + 1);
 	assert_int_equal(apply(tmp_path("old"), delta.data, delta.len, &out, NULL, NULL, &e), EQ_ERR_PARSE);
 	assert_non_null(strstr(e.msg, "window log"));
 	eq_buf_done(&delta);
 	eq_buf_done(&out);
 	pair_done(&p);
+}
+
+/* ---- method 1 decoder, on hand-built deltas ------------------------------ */
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A method-1 delta of one segment against @ref: @ctrl holds raw varint
+ * controls (@n_ctrl of them), @diff the raw diff stream (bytes, or runs
+ * when @flags says so), @extra the extra bytes; the result is @want. */
+static void hand_delta(struct eq_buf *d, const uint8_t *ref, size_t ref_len, const uint8_t *want, size_t want_len,
+		       uint8_t flags, const uint8_t *ctrl, size_t ctrl_len, uint32_t n_ctrl, const uint8_t *diff,
+		       size_t diff_len, const uint8_t *extra, size_t extra_len)
+{
+	struct eq_delta_info info = {.version = 1, .method = EQ_DELTA_METHOD_BSD, .window_log = 12};
+	info.ref_size = ref_len;
+	info.result_size = want_len;
+	eq_sha256(ref, ref_len, info.ref_sha256);
+	eq_sha256(want, want_len, info.result_sha256);
+	eq_buf_init(d, 1u << 20);
+	uint8_t hdr[EQ_DELTA_HEADER_SIZE];
+	eq_delta_header_write(hdr, &info);
+	assert_int_equal(eq_buf_append(d, hdr, sizeof(hdr), NULL), EQ_OK);
+	uint8_t pre[EQ_BSD_PREAMBLE_SIZE] = {10, 10, 10, flags};
+	assert_int_equal(eq_buf_append(d, pre, sizeof(pre), NULL), EQ_OK);
+	const uint8_t *src[3] = {ctrl, diff, extra};
+	size_t len[3] = {ctrl_len, diff_len, extra_len};
+	uint8_t part[3][4096];
+	size_t plen[3];
+	for (int k = 0; k < 3; k++) {
+		ZSTD_CCtx *c = ZSTD_createCCtx();
+		assert_non_null(c);
+		ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, 10);
+		ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+		plen[k] = ZSTD_compress2(c, part[k], sizeof(part[k]), len[k] ? (const void *)src[k] : (const void *)"",
+					 len[k]);
+		assert_false(ZSTD_isError(plen[k]));
+		ZSTD_freeCCtx(c);
+	}
+	uint8_t sh[EQ_BSD_SEG_HEADER_SIZE];
+	put_le32(sh, n_ctrl);
+	for (int k = 0; k < 3; k++)
+		put_le32(sh + 4 + 4 * k, (uint32_t)plen[k]);
+	assert_int_equal(eq_buf_append(d, sh, sizeof(sh), NULL), EQ_OK);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(eq_buf_append(d, part[k], plen[k], NULL), EQ_OK);
+}
+
+/* Applies the hand-built delta against @ref; returns the result code and
+ * leaves the message in @e. */
+static eq_err hand_apply(const struct eq_buf *d, const uint8_t *ref, size_t ref_len, struct eq_buf *out,
+			 struct eq_error *e)
+{
+	write_file(tmp_path("href"), ref, ref_len);
+	return apply(tmp_path("href"), d->data, d->len, out, NULL, NULL, e);
+}
+
+/*
+ * The diff stream both ways: byte per byte (deltas made before runs, which
+ * devices must still apply) and as runs, spanning control entries; then
+ * every way a run can disagree with the controls.
+ */
+static void test_bsd_diff_runs(void **state)
+{
+	(void)state;
+	uint8_t ref[64], want[64];
+	for (size_t i = 0; i < sizeof(ref); i++)
+		ref[i] = (uint8_t)(i * 7 + 1);
+	/* two entries of 30 added bytes each, no extra, no seek */
+	memcpy(want, ref, sizeof(ref));
+	want[3] = (uint8_t)(want[3] + 5);
+	want[4] = (uint8_t)(want[4] + 9);
+	want[40] = (uint8_t)(want[40] + 1);
+	want[59] = (uint8_t)(want[59] + 2);
+	const uint8_t ctrl[] = {30, 0, 0, 30, 0, 0};
+	uint8_t raw[60] = {0};
+	raw[3] = 5, raw[4] = 9, raw[40] = 1, raw[59] = 2;
+	struct eq_buf d, out;
+	eq_buf_init(&out, 1u << 20);
+	struct eq_error e;
+
+	hand_delta(&d, ref, 60, want, 60, 0, ctrl, sizeof(ctrl), 2, raw, sizeof(raw), NULL, 0);
+	if (hand_apply(&d, ref, 60, &out, &e) != EQ_OK)
+		fail_msg("byte-per-byte diff: %s", e.msg);
+	assert_int_equal(out.len, 60);
+	assert_memory_equal(out.data, want, 60);
+	eq_buf_done(&d);
+
+	/* runs: 3 zeros, 2 literals; 35 zeros, 1; 18 zeros, 1 (across the
+	 * entries' boundary at 30) */
+	const uint8_t runs[] = {3, 2, 5, 9, 35, 1, 1, 18, 1, 2};
+	hand_delta(&d, ref, 60, want, 60, EQ_BSD_FLAG_DIFF_RUNS, ctrl, sizeof(ctrl), 2, runs, sizeof(runs), NULL, 0);
+	if (hand_apply(&d, ref, 60, &out, &e) != EQ_OK)
+		fail_msg("diff runs: %s", e.msg);
+	assert_int_equal(out.len, 60);
+	assert_memory_equal(out.data, want, 60);
+	eq_buf_done(&d);
+
+	/* the same runs read as bytes: the controls and the stream disagree */
+	hand_delta(&d, ref, 60, want, 60, 0, ctrl, sizeof(ctrl), 2, runs, sizeof(runs), NULL, 0);
+	assert_int_equal(hand_apply(&d, ref, 60, &out, &e), EQ_ERR_PARSE);
+	eq_buf_done(&d);
+
+	struct {
+		const char *what, *msg;
+		uint8_t flags;
+		uint8_t runs[12];
+		size_t n;
+	} bad[] = {
+		{"an empty run", "empty diff run at diff byte 4", 1, {3, 2, 5, 9, 0, 0, 35, 1, 1, 18, 1, 2}, 12},
+		{"a run past the segment's bytes", "diff stream holds more", 1, {3, 2, 5, 9, 35, 1, 1, 19, 1, 2}, 10},
+		{"runs short of the segment's bytes", "ends early", 1, {3, 2, 5, 9, 35, 1, 1, 17, 1, 2}, 10},
+		{"a run left over", "diff stream holds more", 1, {3, 2, 5, 9, 35, 1, 1, 18, 1, 2, 1, 0}, 12},
+		{"literals missing", "ends early", 1, {3, 2, 5, 9, 35, 1, 1, 17, 2, 2}, 10},
+		{"a varint that overflows",
+		 "overflows",
+		 1,
+		 {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+		 10},
+		{"an unknown flag", "unknown method-1 flags 0x03", 3, {3, 2, 5, 9, 35, 1, 1, 18, 1, 2}, 10},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		hand_delta(&d, ref, 60, want, 60, bad[i].flags, ctrl, sizeof(ctrl), 2, bad[i].runs, bad[i].n, NULL, 0);
+		eq_err r = hand_apply(&d, ref, 60, &out, &e);
+		if (r == EQ_OK || !strstr(e.msg, bad[i].msg))
+			fail_msg("%s: got %s: %s (want \"%s\")", bad[i].what, eq_err_str(r), e.msg, bad[i].msg);
+		/* (a stream found too long after the last byte: the caller
+		 * discards what it got on any error) */
+		assert_true(out.len <= 60);
+		eq_buf_done(&d);
+	}
+	eq_buf_done(&out);
 }
 
 static void test_mem_bound(void **state)
@@ -1444,6 +1603,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_bsd_failures, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_bsd_round_trip, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_bsd_limits, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_bsd_diff_runs, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_delta_threads, setup_tmp, teardown_tmp),
 		cmocka_unit_test(test_mem_bound),
 		cmocka_unit_test(test_bad_corpus),
