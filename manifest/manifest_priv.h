@@ -99,10 +99,13 @@ const char *eqm_pubkey_pem(const struct eqm_pubkey *k);
 /* true when @der_sig is a valid ECDSA signature by @k over @hash. */
 bool eqm_pubkey_verify(const struct eqm_pubkey *k, const uint8_t hash[EQ_SHA256_LEN], const uint8_t *der_sig,
 		       size_t der_len);
-/* DER ECDSA signature by @key over @hash into @out (EQM_SIG_DER_MAX bytes). */
+/* DER ECDSA signature by @key over @hash into @out (EQM_SIG_DER_MAX bytes);
+ * verified with the key's own public half when @self_check (a faulty
+ * signature must not be published), which a caller about to verify it
+ * anyway may leave to that. */
 #define EQM_SIG_DER_MAX 80u
-eq_err eqm_key_sign(const struct eq_manifest_key *key, const uint8_t hash[EQ_SHA256_LEN], uint8_t out[EQM_SIG_DER_MAX],
-		    size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
+eq_err eqm_key_sign(const struct eq_manifest_key *key, const uint8_t hash[EQ_SHA256_LEN], bool self_check,
+		    uint8_t out[EQM_SIG_DER_MAX], size_t *ret_len, struct eq_error *err) EQ_MUST_CHECK;
 
 /* ---- trust sets and signature files (manifest_sig.c) ------------------ */
 

@@ -125,7 +125,7 @@ static eq_err write_sigset(const struct sigset *set, uint8_t **ret, size_t *ret_
 }
 
 static eq_err add_signature(struct sigset *set, const uint8_t hash[EQ_SHA256_LEN], const struct eq_manifest_key *key,
-			    struct eq_error *err)
+			    bool self_check, struct eq_error *err)
 {
 	const char *id = eq_manifest_key_id(key);
 	for (size_t j = 0; j < set->n; j++)
@@ -134,7 +134,7 @@ static eq_err add_signature(struct sigset *set, const uint8_t hash[EQ_SHA256_LEN
 	if (set->n == EQ_MANIFEST_MAX_SIGNATURES)
 		return eq_error_set(err, EQ_ERR_LIMIT, "more than %u signatures", EQ_MANIFEST_MAX_SIGNATURES);
 	struct sig_entry *e = &set->e[set->n];
-	eq_err r = eqm_key_sign(key, hash, e->der, &e->der_len, err);
+	eq_err r = eqm_key_sign(key, hash, self_check, e->der, &e->der_len, err);
 	if (r)
 		return r;
 	memcpy(e->keyid, id, EQ_MANIFEST_KEYID_LEN + 1);
@@ -142,8 +142,13 @@ static eq_err add_signature(struct sigset *set, const uint8_t hash[EQ_SHA256_LEN
 	return EQ_OK;
 }
 
-eq_err eq_manifest_sign(const uint8_t *data, size_t len, const struct eq_manifest_key *const *keys, size_t n_keys,
-			uint8_t **ret_sig, size_t *ret_sig_len, struct eq_error *err)
+static const struct eqm_pubkey *trust_find(const struct eq_manifest_trust *t, const char *keyid);
+
+/* Signs with every key; @checked_by (may be NULL) names the keys whose
+ * signatures the caller verifies next, which are not checked here too. */
+static eq_err sign_all(const uint8_t *data, size_t len, const struct eq_manifest_key *const *keys, size_t n_keys,
+		       const struct eq_manifest_trust *checked_by, uint8_t **ret_sig, size_t *ret_sig_len,
+		       struct eq_error *err)
 {
 	assert(ret_sig && ret_sig_len);
 	if (n_keys < 1 || n_keys > EQ_MANIFEST_MAX_SIGNATURES)
@@ -156,7 +161,8 @@ eq_err eq_manifest_sign(const uint8_t *data, size_t len, const struct eq_manifes
 	eq_sha256(data, len, hash);
 	eq_err r = EQ_OK;
 	for (size_t i = 0; !r && i < n_keys; i++) {
-		r = add_signature(set, hash, keys[i], err);
+		bool self_check = !checked_by || !trust_find(checked_by, eq_manifest_key_id(keys[i]));
+		r = add_signature(set, hash, keys[i], self_check, err);
 		if (r == EQ_ERR_STATE)
 			r = eq_error_set(err, EQ_ERR_INVAL, "key %s is given twice", eq_manifest_key_id(keys[i]));
 	}
@@ -164,6 +170,20 @@ eq_err eq_manifest_sign(const uint8_t *data, size_t len, const struct eq_manifes
 		r = write_sigset(set, ret_sig, ret_sig_len, err);
 	eq_free(set);
 	return r;
+}
+
+eq_err eq_manifest_sign(const uint8_t *data, size_t len, const struct eq_manifest_key *const *keys, size_t n_keys,
+			uint8_t **ret_sig, size_t *ret_sig_len, struct eq_error *err)
+{
+	return sign_all(data, len, keys, n_keys, NULL, ret_sig, ret_sig_len, err);
+}
+
+eq_err eq_manifest_sign_for(const uint8_t *data, size_t len, const struct eq_manifest_key *const *keys, size_t n_keys,
+			    const struct eq_manifest_trust *trust, uint8_t **ret_sig, size_t *ret_sig_len,
+			    struct eq_error *err)
+{
+	assert(trust);
+	return sign_all(data, len, keys, n_keys, trust, ret_sig, ret_sig_len, err);
 }
 
 eq_err eq_manifest_sign_append(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
@@ -180,7 +200,7 @@ eq_err eq_manifest_sign_append(const uint8_t *data, size_t len, const uint8_t *s
 	if (r)
 		eq_error_prefix(err, r, "existing signature file");
 	else
-		r = add_signature(set, hash, key, err);
+		r = add_signature(set, hash, key, true, err);
 	if (!r)
 		r = write_sigset(set, ret_sig, ret_sig_len, err);
 	eq_free(set);
@@ -494,6 +514,39 @@ out:
 	return r;
 }
 
+eq_err eq_manifest_check_policy(const struct eq_manifest *m, const struct eq_manifest_policy *policy,
+				struct eq_error *err)
+{
+	assert(m && policy);
+	if (policy->board && strcmp(m->board, policy->board) != 0) {
+		char q[80];
+		eqm_quote(q, sizeof(q), policy->board);
+		return eq_error_set(err, EQ_ERR_STATE, "manifest is for board '%s', this device is '%s'", m->board, q);
+	}
+	/* A validly signed file of another channel or release served in place
+	 * of the one asked for (mix-and-match) must not be installed: a beta
+	 * release committed on a stable device would also make it refuse
+	 * stable's lower numbers as downgrades. */
+	if (policy->channel && strcmp(m->channel, policy->channel) != 0) {
+		char q[80];
+		eqm_quote(q, sizeof(q), policy->channel);
+		return eq_error_set(err, EQ_ERR_STATE, "manifest is for channel '%s', this device follows '%s'",
+				    m->channel, q);
+	}
+	if (policy->number && m->number != policy->number) {
+		return eq_error_set(err, EQ_ERR_STATE,
+				    "manifest is release number %" PRIu64 ", not the %" PRIu64 " asked for", m->number,
+				    policy->number);
+	}
+	if (policy->check_expiry && policy->now >= m->expires) {
+		char exp[EQ_MANIFEST_TIME_LEN + 1], now[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(m->expires, exp);
+		eq_manifest_format_time(policy->now, now);
+		return eq_error_set(err, EQ_ERR_EXPIRED, "expired at %s (now %s)", exp, now);
+	}
+	return EQ_OK;
+}
+
 eq_err eq_manifest_load_verified(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
 				 const struct eq_manifest_trust *trust, const struct eq_manifest_policy *policy,
 				 struct eq_manifest **ret_m, struct eq_error *err)
@@ -510,36 +563,8 @@ eq_err eq_manifest_load_verified(const uint8_t *data, size_t len, const uint8_t 
 		return r;
 	if ((r = eq_manifest_parse_unverified(data, len, &m, err)))
 		return r;
-	if (policy->board && strcmp(m->board, policy->board) != 0) {
-		char q[80];
-		eqm_quote(q, sizeof(q), policy->board);
-		r = eq_error_set(err, EQ_ERR_STATE, "manifest is for board '%s', this device is '%s'", m->board, q);
+	if ((r = eq_manifest_check_policy(m, policy, err)))
 		goto out;
-	}
-	/* A validly signed file of another channel or release served in place
-	 * of the one asked for (mix-and-match) must not be installed: a beta
-	 * release committed on a stable device would also make it refuse
-	 * stable's lower numbers as downgrades. */
-	if (policy->channel && strcmp(m->channel, policy->channel) != 0) {
-		char q[80];
-		eqm_quote(q, sizeof(q), policy->channel);
-		r = eq_error_set(err, EQ_ERR_STATE, "manifest is for channel '%s', this device follows '%s'",
-				 m->channel, q);
-		goto out;
-	}
-	if (policy->number && m->number != policy->number) {
-		r = eq_error_set(err, EQ_ERR_STATE,
-				 "manifest is release number %" PRIu64 ", not the %" PRIu64 " asked for", m->number,
-				 policy->number);
-		goto out;
-	}
-	if (policy->check_expiry && policy->now >= m->expires) {
-		char exp[EQ_MANIFEST_TIME_LEN + 1], now[EQ_MANIFEST_TIME_LEN + 1];
-		eq_manifest_format_time(m->expires, exp);
-		eq_manifest_format_time(policy->now, now);
-		r = eq_error_set(err, EQ_ERR_EXPIRED, "expired at %s (now %s)", exp, now);
-		goto out;
-	}
 	*ret_m = m;
 	m = NULL;
 out:

@@ -391,7 +391,9 @@ static int cmd_publish(const struct opts *o)
 					       .channel = o->channel,
 					       .keys = o->ts_keys,
 					       .n_keys = o->n_ts_keys,
-					       .expires_hours = o->expires_hours};
+					       .expires_hours = o->expires_hours,
+					       .root = rep.root,
+					       .verified_sha256 = rep.root ? rep.manifest_sha256 : NULL};
 		struct eq_timestamp ts;
 		if ((r = eq_gen_timestamp(&to, &ts, &e))) {
 			eq_publish_report_done(&rep);

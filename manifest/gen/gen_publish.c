@@ -65,6 +65,7 @@ void eq_publish_report_done(struct eq_publish_report *r)
 		eq_free(r->pkgs[i].version);
 	}
 	eq_free(r->pkgs);
+	eq_root_free(r->root);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -769,29 +770,36 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 		r = eq_manifest_key_load(o->key_paths[i], &keys[i], err);
 	if (!r)
 		r = eq_manifest_to_json(c->m, &json, &json_len, err);
-	if (!r)
-		r = eq_manifest_sign(json, json_len, (const struct eq_manifest_key *const *)keys, o->n_keys, &sig,
-				     &sig_len, err);
 	/* A repository with a root: devices accept only a manifest signed by
-	 * its release role, so nothing else is published. */
+	 * its release role, so nothing else is published. The check is the
+	 * signing's own (eq_manifest_sign_for()). */
+	struct eq_root *root = NULL;
 	if (!r) {
-		struct eq_root *root = NULL;
 		r = eq_gen_root_newest(o->repo, &root, err);
-		if (r == EQ_ERR_NOTFOUND) {
+		if (r == EQ_ERR_NOTFOUND)
 			r = EQ_OK;
-		} else if (!r) {
-			struct eq_root_info info;
-			eq_root_get_info(root, &info);
-			if ((r = eq_manifest_verify(json, json_len, sig, sig_len, eq_root_role(root, EQ_ROLE_RELEASE),
-						    err)))
-				eq_error_prefix(
-					err, r,
+	}
+	const struct eq_manifest_key *const *kv = (const struct eq_manifest_key *const *)keys;
+	if (!r && !root)
+		r = eq_manifest_sign(json, json_len, kv, o->n_keys, &sig, &sig_len, err);
+	if (!r && root) {
+		const struct eq_manifest_trust *role = eq_root_role(root, EQ_ROLE_RELEASE);
+		struct eq_root_info info;
+		eq_root_get_info(root, &info);
+		if (!(r = eq_manifest_sign_for(json, json_len, kv, o->n_keys, role, &sig, &sig_len, err)) &&
+		    (r = eq_manifest_verify(json, json_len, sig, sig_len, role, err)))
+			eq_error_prefix(err, r,
 					"the keys given (--key) do not meet the release role of root version %" PRIu64
 					"; the release is not published",
 					info.version);
-			eq_root_free(root);
-		}
 	}
+	/* What the timestamp step may take as checked (eq_timestamp_opts). */
+	if (!r) {
+		eq_sha256(json, json_len, c->rep.manifest_sha256);
+		c->rep.root = root;
+		root = NULL;
+	}
+	eq_root_free(root);
 	EQ_AUTOFREE char *rdir =
 		eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel, c->rep.number);
 	if (!r && !rdir)

@@ -22,10 +22,21 @@
 /* Per attempt; the outer loop in run_txn() enforces the overall deadline. */
 #define STORE_BUSY_MS 1000
 
+/* Statements kept prepared for the store's life: parsing SQL was a tenth
+ * of a republish's time, when every call prepared its statement again. */
+#define STMT_CACHE 16
+
+struct stmt_slot {
+	const char *sql; /* a string literal of this file */
+	sqlite3_stmt *st;
+	bool in_use;
+};
+
 struct eq_store {
 	sqlite3 *db;
 	char *path;
 	bool busy; /* the last failed SQLite call said SQLITE_BUSY/LOCKED */
+	struct stmt_slot cache[STMT_CACHE];
 };
 
 static const char schema_sql[] = "CREATE TABLE unihashes ("
@@ -115,12 +126,44 @@ static eq_err check_meta(const char *field, const char *v, struct eq_error *err)
 
 /* ---- statements and transactions ------------------------------------- */
 
+/* *ret is the statement for @sql, prepared once and kept; give it back
+ * with release(). One already in use (a statement run while another of the
+ * same text steps) is prepared anew and finalized on release. */
 static eq_err prepare(struct eq_store *s, const char *sql, sqlite3_stmt **ret, struct eq_error *err)
 {
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, ret, NULL);
+	struct stmt_slot *free_slot = NULL;
+	for (size_t i = 0; i < STMT_CACHE; i++) {
+		struct stmt_slot *c = &s->cache[i];
+		if (c->sql == sql && !c->in_use) {
+			c->in_use = true;
+			*ret = c->st;
+			return EQ_OK;
+		}
+		if (!c->sql && !free_slot)
+			free_slot = c;
+	}
+	int rc = sqlite3_prepare_v3(s->db, sql, -1, free_slot ? SQLITE_PREPARE_PERSISTENT : 0, ret, NULL);
 	if (rc != SQLITE_OK)
 		return db_fail(s, rc, "prepare", err);
+	if (free_slot)
+		*free_slot = (struct stmt_slot){sql, *ret, true};
 	return EQ_OK;
+}
+
+/* Gives back a statement from prepare() (NULL is allowed). */
+static void release(struct eq_store *s, sqlite3_stmt *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < STMT_CACHE; i++) {
+		if (s->cache[i].st == st) {
+			(void)sqlite3_reset(st);
+			(void)sqlite3_clear_bindings(st);
+			s->cache[i].in_use = false;
+			return;
+		}
+	}
+	sqlite3_finalize(st);
 }
 
 static eq_err bind_texts(struct eq_store *s, sqlite3_stmt *st, const char *const *v, int n, struct eq_error *err)
@@ -149,7 +192,7 @@ static eq_err exec_stmt(struct eq_store *s, const char *sql, const char *const *
 		else if (ret_changes)
 			*ret_changes = sqlite3_changes(s->db);
 	}
-	sqlite3_finalize(st);
+	release(s, st);
 	return r;
 }
 
@@ -180,7 +223,7 @@ static eq_err query_text(struct eq_store *s, const char *sql, const char *const 
 			r = db_fail(s, rc, "read", err);
 		}
 	}
-	sqlite3_finalize(st);
+	release(s, st);
 	return r;
 }
 
@@ -242,7 +285,7 @@ static eq_err pragma_int(struct eq_store *s, const char *sql, int *ret, struct e
 		else
 			r = db_fail(s, rc, "read header", err);
 	}
-	sqlite3_finalize(st);
+	release(s, st);
 	return r;
 }
 
@@ -340,6 +383,8 @@ void eq_store_close(struct eq_store *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; i < STMT_CACHE; i++)
+		sqlite3_finalize(s->cache[i].st);
 	sqlite3_close(s->db);
 	eq_free(s->path);
 	eq_free(s);
@@ -640,7 +685,7 @@ static eq_err list_body(struct eq_store *s, void *vctx, struct eq_error *err)
 		}
 		r = c->fn(c->ctx, &e, err);
 	}
-	sqlite3_finalize(st);
+	release(s, st);
 	return r;
 }
 
@@ -694,7 +739,7 @@ static eq_err pub_read(struct eq_store *s, struct pub_ctx *c, struct eq_error *e
 			r = db_fail(s, rc, "read", err);
 		}
 	}
-	sqlite3_finalize(st);
+	release(s, st);
 	return r;
 }
 
@@ -725,7 +770,7 @@ static eq_err pub_set_body(struct eq_store *s, void *vctx, struct eq_error *err)
 		else
 			c->inserted = sqlite3_changes(s->db) > 0;
 	}
-	sqlite3_finalize(st);
+	release(s, st);
 	if (r != EQ_OK)
 		return r;
 	r = pub_read(s, c, err);
@@ -801,7 +846,7 @@ static eq_err owner_body(struct eq_store *s, void *vctx, struct eq_error *err)
 		else if (rc != SQLITE_DONE)
 			r = db_fail(s, rc, "read", err);
 	}
-	sqlite3_finalize(st);
+	release(s, st);
 	return r;
 }
 

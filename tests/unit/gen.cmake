@@ -1,7 +1,9 @@
-# Unit tests of eq_gen (equivalence store, package reader, build index).
+# Unit tests of eq_gen (equivalence store, package reader, build index,
+# signing for a role and the timestamp step).
 if(TARGET eq_gen)
   eq_add_unit_test(test_gen_store SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gen_store.c LIBS eq_gen PkgConfig::SQLITE)
   eq_add_unit_test(test_gen_package SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gen_package.c
     LIBS eq_gen PkgConfig::ARCHIVE)
   eq_add_unit_test(test_gen_bad SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gen_bad.c LIBS eq_gen)
+  eq_add_unit_test(test_gen_sign SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gen_sign.c LIBS eq_gen)
 endif()

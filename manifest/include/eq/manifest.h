@@ -282,6 +282,20 @@ EQ_API eq_err eq_manifest_sign(const uint8_t *data, size_t len, const struct eq_
 			       size_t n_keys, uint8_t **ret_sig, size_t *ret_sig_len,
 			       struct eq_error *err) EQ_MUST_CHECK;
 
+struct eq_manifest_trust;
+
+/*
+ * eq_manifest_sign() for a caller that verifies the result against @trust
+ * right after (publishing checks a release or timestamp against the root's
+ * role, as devices will): signatures by keys of @trust are left to that
+ * verification (eq_manifest_verify() checks every one of them), instead of
+ * being verified twice; signatures by other keys are checked here. The
+ * caller must verify against @trust before the signature leaves it.
+ */
+EQ_API eq_err eq_manifest_sign_for(const uint8_t *data, size_t len, const struct eq_manifest_key *const *keys,
+				   size_t n_keys, const struct eq_manifest_trust *trust, uint8_t **ret_sig,
+				   size_t *ret_sig_len, struct eq_error *err) EQ_MUST_CHECK;
+
 /*
  * Adds a signature by @key over @data to the existing signature file
  * @sig/@sig_len (for signers who hold their keys on different machines) and
@@ -404,6 +418,11 @@ struct eq_manifest_policy {
 EQ_API eq_err eq_manifest_load_verified(const uint8_t *data, size_t len, const uint8_t *sig, size_t sig_len,
 					const struct eq_manifest_trust *trust, const struct eq_manifest_policy *policy,
 					struct eq_manifest **ret_m, struct eq_error *err) EQ_MUST_CHECK;
+
+/* The policy checks of eq_manifest_load_verified() alone, for a manifest
+ * whose exact bytes the caller has already verified (same errors). */
+EQ_API eq_err eq_manifest_check_policy(const struct eq_manifest *m, const struct eq_manifest_policy *policy,
+				       struct eq_error *err) EQ_MUST_CHECK;
 
 /*
  * eq_manifest_load_verified() of the files @manifest_path and @sig_path

@@ -545,6 +545,12 @@ struct eq_publish_report {
 	uint64_t bytes_written;
 	double seconds;
 	struct eq_publish_pkg *pkgs; /* n_packages entries, owned */
+	/* The newest root, whose release role the manifest was verified
+	 * against (NULL in a repository without one), owned; and the SHA-256 of
+	 * the manifest bytes written. Together they let the timestamp step skip
+	 * checking the same again (eq_timestamp_opts). */
+	struct eq_root *root;
+	uint8_t manifest_sha256[EQ_SHA256_LEN];
 };
 EQ_API void eq_publish_report_done(struct eq_publish_report *r);
 
@@ -653,6 +659,13 @@ struct eq_timestamp_opts {
 	size_t n_keys;
 	unsigned expires_hours; /* default 24; never past the manifest's expiry */
 	int64_t now;            /* 0: the clock */
+	/* Optional, from a publish in this process (eq_publish_report): the
+	 * root to use instead of loading and verifying the newest again, and
+	 * the SHA-256 of manifest bytes already verified against its release
+	 * role; a manifest file with that hash is not verified again (its
+	 * board, channel and expiry still are). */
+	const struct eq_root *root;
+	const uint8_t *verified_sha256;
 };
 
 /*

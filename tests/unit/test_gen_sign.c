@@ -1,0 +1,251 @@
+/*
+ * Signing for a role and the timestamp step of a publish
+ * (eq_manifest_sign_for(), eq_manifest_check_policy(), eq_gen_timestamp()
+ * with the root and manifest hash a publish hands over): what is skipped
+ * because it was already checked, and that nothing else is.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <eq/gen.h>
+#include <eq/manifest.h>
+
+#include "eq_test.h"
+
+#define T0 INT64_C(1780000000) /* 2026-05-28 */
+#define DAY INT64_C(86400)
+
+static char topdir[64] = "/tmp/eq-gen-sign-XXXXXX";
+
+/* A path in the test folder; eight calls later the buffer is reused. */
+static const char *at(const char *rel)
+{
+	static char buf[8][256];
+	static int i;
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", topdir, rel);
+	return buf[i];
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(topdir))
+		return -1;
+	struct eq_error e;
+	const char *names[] = {"R", "K", "T", "X"};
+	for (size_t i = 0; i < 4; i++)
+		if (eq_manifest_key_generate(at(names[i]), NULL, &e) != EQ_OK)
+			return -1;
+	/* A root: R signs, K releases, T timestamps; X is in no role. */
+	static char p[5][256];
+	const char *files[5] = {"R.key", "R.pub", "K.pub", "T.pub", "repo"};
+	for (size_t i = 0; i < 5; i++)
+		snprintf(p[i], sizeof(p[i]), "%s/%s", topdir, files[i]);
+	const char *rk[] = {p[0]}, *rp[] = {p[1]}, *kp[] = {p[2]}, *tp[] = {p[3]};
+	struct eq_root_opts o = {.repo = p[4], .sign_keys = rk, .n_sign = 1, .now = T0};
+	o.roles[EQ_ROLE_ROOT] = (struct eq_root_role_opts){rp, 1, 1};
+	o.roles[EQ_ROLE_RELEASE] = (struct eq_root_role_opts){kp, 1, 1};
+	o.roles[EQ_ROLE_TIMESTAMP] = (struct eq_root_role_opts){tp, 1, 1};
+	uint64_t v = 0;
+	if (eq_mkdir_p(at("repo"), 0755, &e) != EQ_OK)
+		return -1;
+	if (eq_gen_root_write(&o, true, &v, &e) != EQ_OK) {
+		fprintf(stderr, "root: %s\n", e.msg);
+		return -1;
+	}
+	return eq_mkdir_p(at("repo/boards/b/c"), 0755, &e) == EQ_OK ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", topdir);
+	return system(cmd);
+}
+
+static struct eq_manifest_key *key(const char *name)
+{
+	char rel[16];
+	snprintf(rel, sizeof(rel), "%s.key", name);
+	struct eq_manifest_key *k = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_manifest_key_load(at(rel), &k, &e), EQ_OK);
+	return k;
+}
+
+/* boards/b/c/manifest.json for @board and @release, signed by @signer;
+ * *ret_sha gets the SHA-256 of its bytes. */
+static void write_manifest(const char *board, const char *release, const char *signer,
+			   uint8_t ret_sha[EQ_SHA256_LEN])
+{
+	struct eq_manifest *m = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_manifest_new(&m, &e), EQ_OK);
+	struct eq_manifest_header h = {board, "c", release, 1, T0, T0 + 30 * DAY};
+	assert_int_equal(eq_manifest_set_header(m, &h, &e), EQ_OK);
+	uint8_t *json = NULL, *sig = NULL;
+	size_t jl = 0, sl = 0;
+	assert_int_equal(eq_manifest_to_json(m, &json, &jl, &e), EQ_OK);
+	struct eq_manifest_key *k = key(signer);
+	const struct eq_manifest_key *kv[] = {k};
+	assert_int_equal(eq_manifest_sign(json, jl, kv, 1, &sig, &sl, &e), EQ_OK);
+	assert_int_equal(eq_signed_file_write(at("repo/boards/b/c/manifest.json"), json, jl, sig, sl, &e), EQ_OK);
+	eq_sha256(json, jl, ret_sha);
+	eq_manifest_key_free(k);
+	eq_manifest_free(m);
+	eq_free(json);
+	eq_free(sig);
+}
+
+/* Signatures by keys of the role verify under it, and one by a key outside
+ * it is still made (and checked on its own). */
+static void test_sign_for(void **state)
+{
+	(void)state;
+	struct eq_root *root = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_gen_root_newest(at("repo"), &root, &e), EQ_OK);
+	const struct eq_manifest_trust *rel = eq_root_role(root, EQ_ROLE_RELEASE);
+	struct eq_manifest_key *k = key("K"), *x = key("X");
+	const struct eq_manifest_key *kv[] = {k, x};
+	const uint8_t data[] = "{\"the\":\"document\"}";
+	uint8_t *sig = NULL;
+	size_t sl = 0;
+	assert_int_equal(eq_manifest_sign_for(data, sizeof(data) - 1, kv, 2, rel, &sig, &sl, &e), EQ_OK);
+	assert_int_equal(eq_manifest_verify(data, sizeof(data) - 1, sig, sl, rel, &e), EQ_OK);
+	/* X's signature is there: a trust set of X alone accepts the file */
+	char *xp = eq_asprintf("%s", at("X.pub"));
+	struct eq_manifest_trust *xt = NULL;
+	assert_int_equal(eq_manifest_trust_from_pubkeys((const char *const *)&xp, 1, 1, &xt, &e), EQ_OK);
+	assert_int_equal(eq_manifest_verify(data, sizeof(data) - 1, sig, sl, xt, &e), EQ_OK);
+	/* other bytes: refused, as from eq_manifest_sign() */
+	assert_int_equal(eq_manifest_verify(data, sizeof(data) - 2, sig, sl, rel, &e), EQ_ERR_VERIFY);
+	/* the same key twice */
+	const struct eq_manifest_key *dup[] = {k, k};
+	uint8_t *s2 = NULL;
+	size_t s2l = 0;
+	assert_int_equal(eq_manifest_sign_for(data, sizeof(data) - 1, dup, 2, rel, &s2, &s2l, &e), EQ_ERR_INVAL);
+	eq_manifest_trust_free(xt);
+	eq_free(xp);
+	eq_free(sig);
+	eq_manifest_key_free(k);
+	eq_manifest_key_free(x);
+	eq_root_free(root);
+}
+
+static eq_err timestamp(const struct eq_root *root, const uint8_t *verified, struct eq_error *e)
+{
+	const char *tk[] = {at("T.key")};
+	struct eq_timestamp_opts o = {.repo = at("repo"),
+				      .board = "b",
+				      .channel = "c",
+				      .keys = tk,
+				      .n_keys = 1,
+				      .now = T0 + DAY,
+				      .root = root,
+				      .verified_sha256 = verified};
+	struct eq_timestamp ts;
+	eq_err r = eq_gen_timestamp(&o, &ts, e);
+	if (r)
+		return r;
+	/* what was written verifies under the root's timestamp role */
+	uint8_t *d = NULL, *s = NULL;
+	size_t dl = 0, sl = 0;
+	assert_int_equal(eq_signed_file_read(at("repo/boards/b/c/timestamp.json"), 1 << 16, &d, &dl, &s, &sl, e),
+			 EQ_OK);
+	struct eq_root *own = NULL;
+	assert_int_equal(eq_gen_root_newest(at("repo"), &own, e), EQ_OK);
+	struct eq_timestamp back;
+	assert_int_equal(eq_timestamp_load_verified(d, dl, s, sl, own, &back, e), EQ_OK);
+	assert_int_equal(back.version, ts.version);
+	eq_root_free(own);
+	eq_free(d);
+	eq_free(s);
+	return EQ_OK;
+}
+
+/*
+ * The timestamp trusts the publish's check only for the exact bytes it
+ * checked: a manifest that differs is verified again, so one signed by a
+ * key outside the release role is refused; the board, channel and expiry
+ * are checked either way.
+ */
+static void test_timestamp_handover(void **state)
+{
+	(void)state;
+	struct eq_root *root = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_gen_root_newest(at("repo"), &root, &e), EQ_OK);
+	uint8_t good[EQ_SHA256_LEN], bad[EQ_SHA256_LEN];
+
+	write_manifest("b", "r1", "K", good);
+	assert_int_equal(timestamp(NULL, NULL, &e), EQ_OK);
+	assert_int_equal(timestamp(root, good, &e), EQ_OK);
+
+	/* other bytes, signed by X, outside the release role */
+	write_manifest("b", "r2", "X", bad);
+	eq_err r = timestamp(NULL, NULL, &e);
+	assert_int_equal(r, EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, "manifest.json"));
+	/* a hash of other bytes does not vouch for these */
+	r = timestamp(root, good, &e);
+	assert_int_equal(r, EQ_ERR_VERIFY);
+	/* the caller's word for these exact bytes is taken (its contract) */
+	assert_int_equal(timestamp(root, bad, &e), EQ_OK);
+
+	/* policy still applies to vouched-for bytes: another board */
+	write_manifest("other", "r1", "K", good);
+	r = timestamp(root, good, &e);
+	assert_int_equal(r, EQ_ERR_STATE);
+	assert_non_null(strstr(e.msg, "board"));
+	eq_root_free(root);
+}
+
+/* eq_manifest_check_policy() on its own: each check and its error. */
+static void test_check_policy(void **state)
+{
+	(void)state;
+	struct eq_manifest *m = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_manifest_new(&m, &e), EQ_OK);
+	struct eq_manifest_header h = {"b", "c", "r1", 7, T0, T0 + DAY};
+	assert_int_equal(eq_manifest_set_header(m, &h, &e), EQ_OK);
+	struct eq_manifest_policy p = {.board = "b", .channel = "c", .number = 7, .now = T0, .check_expiry = true};
+	assert_int_equal(eq_manifest_check_policy(m, &p, &e), EQ_OK);
+	p.board = "x";
+	assert_int_equal(eq_manifest_check_policy(m, &p, &e), EQ_ERR_STATE);
+	assert_non_null(strstr(e.msg, "board"));
+	p.board = NULL;
+	p.channel = "beta";
+	assert_int_equal(eq_manifest_check_policy(m, &p, &e), EQ_ERR_STATE);
+	assert_non_null(strstr(e.msg, "channel"));
+	p.channel = NULL;
+	p.number = 6;
+	assert_int_equal(eq_manifest_check_policy(m, &p, &e), EQ_ERR_STATE);
+	assert_non_null(strstr(e.msg, "release number 7"));
+	p.number = 0;
+	p.now = T0 + DAY;
+	assert_int_equal(eq_manifest_check_policy(m, &p, &e), EQ_ERR_EXPIRED);
+	p.check_expiry = false;
+	assert_int_equal(eq_manifest_check_policy(m, &p, &e), EQ_OK);
+	eq_manifest_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sign_for),
+		cmocka_unit_test(test_timestamp_handover),
+		cmocka_unit_test(test_check_policy),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
