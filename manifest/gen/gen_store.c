@@ -24,7 +24,7 @@
 
 /* Statements kept prepared for the store's life: parsing SQL was a tenth
  * of a republish's time, when every call prepared its statement again. */
-#define STMT_CACHE 16
+#define STMT_CACHE 24
 
 struct stmt_slot {
 	const char *sql; /* a string literal of this file */
@@ -227,6 +227,19 @@ static eq_err query_text(struct eq_store *s, const char *sql, const char *const 
 	return r;
 }
 
+/* sqlite3_exec() of one statement without rows, from the statement cache
+ * (a publish runs a transaction per package): an SQLite result code. */
+static int exec_cached(struct eq_store *s, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	struct eq_error ignored;
+	if (prepare(s, sql, &st, &ignored))
+		return sqlite3_errcode(s->db);
+	int rc = sqlite3_step(st);
+	release(s, st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 typedef eq_err (*txn_body)(struct eq_store *s, void *ctx, struct eq_error *err);
 
 static void sleep_ms(unsigned ms)
@@ -248,20 +261,20 @@ static eq_err run_txn(struct eq_store *s, bool write, txn_body body, void *ctx, 
 	for (;;) {
 		s->busy = false;
 		eq_err r;
-		int rc = sqlite3_exec(s->db, write ? "BEGIN IMMEDIATE" : "BEGIN", NULL, NULL, NULL);
+		int rc = exec_cached(s, write ? "BEGIN IMMEDIATE" : "BEGIN");
 		if (rc != SQLITE_OK) {
 			r = db_fail(s, rc, "begin transaction", err);
 		} else {
 			r = body(s, ctx, err);
 			if (r == EQ_OK) {
-				rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+				rc = exec_cached(s, "COMMIT");
 				if (rc == SQLITE_OK)
 					return EQ_OK;
 				r = db_fail(s, rc, "commit", err);
 			}
 		}
 		if (!sqlite3_get_autocommit(s->db))
-			(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+			(void)exec_cached(s, "ROLLBACK");
 		if (!s->busy)
 			return r;
 		if (eq_now_s() >= deadline)
