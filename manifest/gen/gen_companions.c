@@ -440,9 +440,9 @@ static eq_err jobs_result(const struct companions *w, struct eq_error *err)
  * @dir are compressed; they and the deltas are made at once on the host's
  * cores.
  */
-eq_err eqg_manifest_companions(const char *repo, const char *board, const char *channel,
-			       const struct eq_repo_history *hist, const char *dir, const char *rdir,
-			       const uint8_t *json, size_t json_len, struct eq_error *err)
+eq_err eqg_manifest_companions(const char *repo, const char *board, const char *channel, const struct eqg_history *hist,
+			       const char *dir, const char *rdir, const uint8_t *json, size_t json_len,
+			       struct eq_error *err)
 {
 	double t0 = eq_now_s();
 	struct mdelta d[MANIFEST_DELTAS];
@@ -462,9 +462,9 @@ eq_err eqg_manifest_companions(const char *repo, const char *board, const char *
 	char to[EQ_SHA256_HEX_LEN + 1];
 	eq_sha256(json, json_len, h);
 	eq_hex_encode(h, sizeof(h), to);
-	for (size_t k = hist->n; !r && k-- > 0 && w.n_d < MANIFEST_DELTAS;) {
+	for (size_t k = hist->n_releases; !r && k-- > 0 && w.n_d < MANIFEST_DELTAS;) {
 		char *oldp = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64 "/manifest.json", repo, board, channel,
-					 hist->v[k].number);
+					 hist->numbers[k]);
 		char from[EQ_SHA256_HEX_LEN + 1];
 		if (!oldp) {
 			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");

@@ -24,15 +24,63 @@ char *eqg_next_line(char **p);
  */
 char *eqg_next_field(char **p);
 
+/* ---- a channel's past releases, summarised (gen_history.c) ---------- */
+
+/* Older payloads kept per package: the distinct ones publish looks at for
+ * deltas (32), plus the one a new release may have again. */
+#define EQG_HISTORY_DEPTH 33u
+
+struct eqg_hist_payload {
+	char payload_sha256[EQ_SHA256_HEX_LEN + 1];
+	uint64_t payload_size;
+	char object_sha256[EQ_SHA256_HEX_LEN + 1];
+};
+/* A package's payloads, newest first: ordered by the newest release that
+ * had each (the order publish walked the releases in), at most
+ * EQG_HISTORY_DEPTH. */
+struct eqg_hist_pkg {
+	char *name;
+	struct eqg_hist_payload *v;
+	size_t n;
+};
+struct eqg_history {
+	uint64_t *numbers; /* every release, ascending */
+	char **names;      /* their release names */
+	size_t n_releases;
+	struct eqg_hist_pkg *pkgs; /* every package ever published, by name */
+	size_t n_pkgs, cap_pkgs;
+	bool from_summary; /* read from the summary, not the manifests */
+};
+
+/*
+ * The history of @repo/@board/@channel: from the summary the last publish
+ * wrote, when it describes exactly the release folders there and the
+ * newest manifest's bytes, else rebuilt from the manifests (read without
+ * signature check, as eq_repo_history_load(); one at a time). No releases
+ * gives an empty history. Free with eqg_history_done().
+ */
+eq_err eqg_history_open(const char *repo, const char *board, const char *channel, struct eqg_history *ret,
+			struct eq_error *err);
+void eqg_history_done(struct eqg_history *h);
+/* Adds release @number (@release, manifest @m) as the newest. */
+eq_err eqg_history_add(struct eqg_history *h, uint64_t number, const char *release, const struct eq_manifest *m,
+		       struct eq_error *err);
+const struct eqg_hist_pkg *eqg_history_find(const struct eqg_history *h, const char *name);
+/* Writes the summary for the next publish; @head_sha256 is the hash of
+ * the newest release's manifest.json bytes. */
+eq_err eqg_history_write(const struct eqg_history *h, const char *repo, const char *board, const char *channel,
+			 const uint8_t head_sha256[EQ_SHA256_LEN], struct eq_error *err);
+
 /*
  * Writes what saves devices most of the manifest download beside the
  * channel's manifest in @dir: manifest.json.zst and deltas from the
- * manifests of the last releases in @hist (of @repo/@board/@channel). @json
+ * manifests of the last releases in @hist (of @repo/@board/@channel,
+ * before the new one). @json
  * are the new manifest's bytes, also in @rdir/manifest.json.
  */
-eq_err eqg_manifest_companions(const char *repo, const char *board, const char *channel,
-			       const struct eq_repo_history *hist, const char *dir, const char *rdir,
-			       const uint8_t *json, size_t json_len, struct eq_error *err);
+eq_err eqg_manifest_companions(const char *repo, const char *board, const char *channel, const struct eqg_history *hist,
+			       const char *dir, const char *rdir, const uint8_t *json, size_t json_len,
+			       struct eq_error *err);
 
 /* ---- small containers and the cache's byte format (gen_inputs.c) ---- */
 

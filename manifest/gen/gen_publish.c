@@ -19,7 +19,7 @@ struct pub_ctx {
 	const struct eq_publish_opts *o;
 	char *tmpdir;
 	int lock_fd;
-	struct eq_repo_history hist;
+	struct eqg_history hist; /* the releases before this one */
 	struct eq_equiv *equiv;
 	struct eq_build_index *index;
 	struct eq_path_table *paths; /* who ships which path (gen_conflict.c) */
@@ -44,7 +44,7 @@ static void ctx_done(struct pub_ctx *c)
 	}
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
-	eq_repo_history_done(&c->hist);
+	eqg_history_done(&c->hist);
 	eq_equiv_close(c->equiv);
 	eq_build_index_free(c->index);
 	eq_path_table_free(c->paths);
@@ -191,7 +191,7 @@ static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, uint6
 }
 
 /* Distinct older payloads of a package whose existing deltas are offered. */
-#define DELTA_LOOKBACK 32u
+#define DELTA_LOOKBACK (EQG_HISTORY_DEPTH - 1u)
 
 struct delta_list {
 	struct eq_manifest_delta v[EQ_MANIFEST_MAX_DELTAS];
@@ -399,24 +399,19 @@ static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *er
 		return EQ_OK;
 	const char *name = p->in.name, *to_sha = p->pub.payload_sha256;
 	struct delta_list *dl = &p->dl;
-	/* Older payloads looked at, newest first; the walk ends after this
-	 * many, so long histories cost no more. */
-	const char *seen_v[DELTA_LOOKBACK];
+	/* Older payloads, newest first (each once, by the newest release
+	 * that had it); the walk ends after this many, so long histories cost
+	 * no more. */
+	const struct eqg_hist_pkg *hp = eqg_history_find(&c->hist, name);
 	size_t distinct = 0;
-	for (size_t k = c->hist.n; k-- > 0 && dl->n < EQ_MANIFEST_MAX_DELTAS && distinct < DELTA_LOOKBACK;) {
-		const struct eq_manifest_package *old = eq_manifest_find_package(c->hist.v[k].m, name);
-		if (!old || !strcmp(old->payload.sha256, to_sha))
+	for (size_t k = 0; hp && k < hp->n && dl->n < EQ_MANIFEST_MAX_DELTAS && distinct < DELTA_LOOKBACK; k++) {
+		const struct eqg_hist_payload *old = &hp->v[k];
+		if (!strcmp(old->payload_sha256, to_sha))
 			continue;
-		bool seen = false;
-		for (size_t i = 0; i < distinct && !seen; i++)
-			seen = !strcmp(seen_v[i], old->payload.sha256);
-		if (seen)
-			continue;
-		seen_v[distinct] = old->payload.sha256;
 		bool make = distinct++ < c->o->deltas_from;
 		struct eq_manifest_delta d = {0};
-		snprintf(d.from, sizeof(d.from), "%s", old->payload.sha256);
-		snprintf(d.path, sizeof(d.path), "deltas/%s-%s", old->payload.sha256, to_sha);
+		snprintf(d.from, sizeof(d.from), "%s", old->payload_sha256);
+		snprintf(d.path, sizeof(d.path), "deltas/%s-%s", old->payload_sha256, to_sha);
 		EQ_AUTOFREE char *dest = eq_asprintf("%s/%s", c->o->repo, d.path);
 		if (!dest)
 			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
@@ -435,7 +430,7 @@ static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *er
 			return r;
 		const char *to_path = p->stored_payload ? p->stored_payload : p->payload;
 		EQ_AUTOFREE char *ref = NULL;
-		r = object_to_payload(c, old->object.sha256, old->payload.size, &ref, err);
+		r = object_to_payload(c, old->object_sha256, old->payload_size, &ref, err);
 		if (r == EQ_ERR_NOTFOUND) {
 			/* An old object pruned from the repository: no delta from it. */
 			continue;
@@ -884,13 +879,13 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 		c->tmpdir = NULL;
 		return r;
 	}
-	if ((r = eq_repo_history_load(o->repo, o->board, o->channel, &c->hist, err)))
+	if ((r = eqg_history_open(o->repo, o->board, o->channel, &c->hist, err)))
 		return r;
-	for (size_t i = 0; i < c->hist.n; i++)
-		if (!strcmp(c->hist.v[i].release, o->release))
+	for (size_t i = 0; i < c->hist.n_releases; i++)
+		if (!strcmp(c->hist.names[i], o->release))
 			return eq_error_set(err, EQ_ERR_STATE,
 					    "release '%s' is already published for %s/%s as number %" PRIu64,
-					    o->release, o->board, o->channel, c->hist.v[i].number);
+					    o->release, o->board, o->channel, c->hist.numbers[i]);
 	if (o->build_index && (r = eq_build_index_load(o->build_index, &c->index, err)))
 		return r;
 	if ((r = eq_path_table_new(o->path_owners, o->n_path_owners, o->path_owners_file, &c->paths, err)))
@@ -934,7 +929,7 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 	eq_err r = prepare(&c, err);
 	if (r)
 		goto out;
-	c.rep.number = c.hist.n ? c.hist.v[c.hist.n - 1].number + 1 : 1;
+	c.rep.number = c.hist.n_releases ? c.hist.numbers[c.hist.n_releases - 1] + 1 : 1;
 	time_t now = time(NULL);
 	struct eq_manifest_header h = {
 		.board = o->board,
@@ -972,6 +967,13 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 	if (check_paths && (r = eq_path_table_check(c.paths, path_note, NULL, err)))
 		goto out;
 	r = write_manifest(&c, err);
+	/* The summary the next publish reads instead of every manifest. */
+	if (!r && ((r = eqg_history_add(&c.hist, c.rep.number, o->release, c.m, err)) ||
+		   (r = eqg_history_write(&c.hist, o->repo, o->board, o->channel, c.rep.manifest_sha256, err))))
+		eq_error_prefix(err, r,
+				"release %" PRIu64 " is published, but the summary of the channel's releases is not "
+				"(the next publish reads every release instead)",
+				c.rep.number);
 out:
 	c.rep.seconds = eq_now_s() - t0;
 	if (r)

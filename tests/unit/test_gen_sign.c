@@ -84,8 +84,7 @@ static struct eq_manifest_key *key(const char *name)
 
 /* boards/b/c/manifest.json for @board and @release, signed by @signer;
  * *ret_sha gets the SHA-256 of its bytes. */
-static void write_manifest(const char *board, const char *release, const char *signer,
-			   uint8_t ret_sha[EQ_SHA256_LEN])
+static void write_manifest(const char *board, const char *release, const char *signer, uint8_t ret_sha[EQ_SHA256_LEN])
 {
 	struct eq_manifest *m = NULL;
 	struct eq_error e;
