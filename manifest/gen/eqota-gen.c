@@ -28,6 +28,9 @@ static const char usage_text[] =
 	"          [--timestamp-key T.key ...] [--expires-hours H]\n"
 	"          [--path-owner PATH=PACKAGE ...] [--path-owners FILE]\n"
 	"          [-j|--jobs N] [--cache FILE | --no-cache]\n"
+	"  promote --repo DIR --board B --from-channel C1 --release R --to-channel C2 --key NAME.key\n"
+	"          [--key K2.key ...] [--deltas-from N] [--expires DAYS] [--level 1..22]\n"
+	"          [--timestamp-key T.key ...] [--expires-hours H] [-j|--jobs N]\n"
 	"  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
 	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
 	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
@@ -89,6 +92,7 @@ struct opts {
 	unsigned jobs;
 	const char *cache;
 	bool no_cache;
+	const char *from_channel, *to_channel;
 };
 
 enum {
@@ -127,6 +131,8 @@ enum {
 	O_PATH_OWNERS,
 	O_CACHE,
 	O_NO_CACHE,
+	O_FROM_CHANNEL,
+	O_TO_CHANNEL,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -145,6 +151,8 @@ static const struct option long_opts[] = {
 	{"expires", required_argument, NULL, O_EXPIRES},
 	{"trust", required_argument, NULL, O_TRUST},
 	{"from", required_argument, NULL, O_FROM},
+	{"from-channel", required_argument, NULL, O_FROM_CHANNEL},
+	{"to-channel", required_argument, NULL, O_TO_CHANNEL},
 	{"to", required_argument, NULL, O_TO},
 	{"json", no_argument, NULL, O_JSON},
 	{"deep", no_argument, NULL, O_DEEP},
@@ -278,6 +286,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_CACHE: o->cache = optarg; break;
 		case O_NO_CACHE: o->no_cache = true; break;
+		case O_FROM_CHANNEL: o->from_channel = optarg; break;
+		case O_TO_CHANNEL: o->to_channel = optarg; break;
 		case O_LEVEL:
 			if (!parse_uint(optarg, 22, &v) || v == 0)
 				return usage_error("--level '%s': expected 1..22", optarg);
@@ -334,6 +344,78 @@ static void human(uint64_t v, char *out, size_t n)
 	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", d, u[i]);
 }
 
+/* After a publish or promote to @channel: a timestamp for the new
+ * manifest when timestamp keys were given, else a warning in root mode. */
+static eq_err refresh_timestamp(const struct opts *o, const char *channel, const struct eq_publish_report *rep,
+				struct eq_error *e)
+{
+	if (o->n_ts_keys) {
+		struct eq_timestamp_opts to = {.repo = o->repo,
+					       .board = o->board,
+					       .channel = channel,
+					       .keys = o->ts_keys,
+					       .n_keys = o->n_ts_keys,
+					       .expires_hours = o->expires_hours,
+					       .root = rep->root,
+					       .verified_sha256 = rep->root ? rep->manifest_sha256 : NULL};
+		struct eq_timestamp ts;
+		eq_err r = eq_gen_timestamp(&to, &ts, e);
+		if (r)
+			eq_error_prefix(e, r,
+					"published, but the timestamp was not refreshed (devices with a root see "
+					"the release once 'eqota-gen timestamp' succeeds)");
+		return r;
+	}
+	struct eq_root *root = NULL;
+	if (eq_gen_root_newest(o->repo, &root, NULL) == EQ_OK)
+		eq_log(EQ_LOG_WARNING,
+		       "this repository has a root: devices see the new release once 'eqota-gen timestamp' (or "
+		       "publish --timestamp-key) signs a timestamp for it");
+	eq_root_free(root);
+	return EQ_OK;
+}
+
+static int cmd_promote(const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	NEED(board, "--board B");
+	NEED(from_channel, "--from-channel C1");
+	NEED(release, "--release R");
+	NEED(to_channel, "--to-channel C2");
+	if (!o->n_keys)
+		return usage_error("missing %s", "--key NAME.key");
+	struct eq_promote_opts po = {
+		.repo = o->repo,
+		.board = o->board,
+		.from_channel = o->from_channel,
+		.release = o->release,
+		.to_channel = o->to_channel,
+		.key_paths = o->keys,
+		.n_keys = o->n_keys,
+		.deltas_from = o->deltas_from,
+		.expires_days = o->expires,
+		.level = o->level,
+		.jobs = o->jobs,
+	};
+	struct eq_publish_report rep;
+	struct eq_error e;
+	eq_err r = eq_gen_promote(&po, &rep, &e);
+	if (r)
+		return fail(&e);
+	if (refresh_timestamp(o, o->to_channel, &rep, &e) != EQ_OK) {
+		eq_publish_report_done(&rep);
+		return fail(&e);
+	}
+	char bytes[32];
+	human(rep.bytes_written, bytes, sizeof(bytes));
+	printf("promoted %s/%s release '%s' to %s as number %" PRIu64 ": %zu packages, %zu new deltas, %s written "
+	       "in %.1f s\n",
+	       o->board, o->from_channel, o->release, o->to_channel, rep.number, rep.n_packages, rep.deltas_written,
+	       bytes, rep.seconds);
+	eq_publish_report_done(&rep);
+	return 0;
+}
+
 static int cmd_publish(const struct opts *o)
 {
 	NEED(repo, "--repo DIR");
@@ -385,30 +467,9 @@ static int cmd_publish(const struct opts *o)
 			       "serving the stored object, continuing",
 			       rep.pkgs[i].name, rep.pkgs[i].version);
 	}
-	if (o->n_ts_keys) {
-		struct eq_timestamp_opts to = {.repo = o->repo,
-					       .board = o->board,
-					       .channel = o->channel,
-					       .keys = o->ts_keys,
-					       .n_keys = o->n_ts_keys,
-					       .expires_hours = o->expires_hours,
-					       .root = rep.root,
-					       .verified_sha256 = rep.root ? rep.manifest_sha256 : NULL};
-		struct eq_timestamp ts;
-		if ((r = eq_gen_timestamp(&to, &ts, &e))) {
-			eq_publish_report_done(&rep);
-			eq_error_prefix(&e, r,
-					"published, but the timestamp was not refreshed (devices with a root see "
-					"the release once 'eqota-gen timestamp' succeeds)");
-			return fail(&e);
-		}
-	} else {
-		struct eq_root *root = NULL;
-		if (eq_gen_root_newest(o->repo, &root, NULL) == EQ_OK)
-			eq_log(EQ_LOG_WARNING,
-			       "this repository has a root: devices see the new release once 'eqota-gen timestamp' (or "
-			       "publish --timestamp-key) signs a timestamp for it");
-		eq_root_free(root);
+	if (refresh_timestamp(o, o->channel, &rep, &e) != EQ_OK) {
+		eq_publish_report_done(&rep);
+		return fail(&e);
 	}
 	char bytes[32];
 	human(rep.bytes_written, bytes, sizeof(bytes));
@@ -1053,6 +1114,8 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (!strcmp(cmd, "keygen"))
 		return cmd_keygen(&o);
+	if (!strcmp(cmd, "promote"))
+		return cmd_promote(&o);
 	if (!strcmp(cmd, "publish"))
 		return cmd_publish(&o);
 	if (!strcmp(cmd, "verify"))

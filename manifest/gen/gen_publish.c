@@ -363,6 +363,26 @@ static void read_one(struct pub_ctx *c, struct prep *p)
 }
 
 /*
+ * The payload of a promoted package (no package file): its object
+ * decompressed, and it must hash to what the signed manifest says, or
+ * deltas would be made for bytes no device has.
+ */
+static eq_err promoted_payload(struct pub_ctx *c, struct prep *p, struct eq_error *err)
+{
+	eq_err r = object_to_payload(c, p->pub.object_sha256, p->pub.payload_size, &p->payload, err);
+	uint8_t sha[EQ_SHA256_LEN];
+	char hex[EQ_SHA256_HEX_LEN + 1];
+	if (!r && !(r = eq_sha256_file(p->payload, sha, NULL, err))) {
+		eq_hex_encode(sha, sizeof(sha), hex);
+		if (strcmp(hex, p->pub.payload_sha256))
+			r = eq_error_set(err, EQ_ERR_VERIFY,
+					 "objects/%s decompresses to payload %s, the manifest says %s",
+					 p->pub.object_sha256, hex, p->pub.payload_sha256);
+	}
+	return r ? eq_error_prefix(err, r, "package '%s'", p->in.name) : EQ_OK;
+}
+
+/*
  * The payload file of a package the input cache knew (any thread): made
  * again from the package, and it must be the cached one.
  */
@@ -370,6 +390,8 @@ static eq_err ensure_payload(struct pub_ctx *c, struct prep *p, struct eq_error 
 {
 	if (p->payload)
 		return EQ_OK;
+	if (!p->file)
+		return promoted_payload(c, p, err);
 	struct eqg_strv removed = {0};
 	uint8_t sha[EQ_SHA256_LEN];
 	uint64_t size;
@@ -845,7 +867,10 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 	return r;
 }
 
-static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
+/* What publish and promote both need: the folders, the lock, a private
+ * temporary folder, the target channel's history (the new name must be
+ * new there), an empty manifest, the thread count. */
+static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
 	eq_err r;
@@ -886,6 +911,21 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 			return eq_error_set(err, EQ_ERR_STATE,
 					    "release '%s' is already published for %s/%s as number %" PRIu64,
 					    o->release, o->board, o->channel, c->hist.numbers[i]);
+	if ((r = eq_manifest_new(&c->m, err)))
+		return r;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	c->jobs = o->jobs ? o->jobs : cpus > 0 ? (size_t)cpus : 1;
+	if (c->jobs > EQ_PUBLISH_MAX_JOBS)
+		c->jobs = EQ_PUBLISH_MAX_JOBS;
+	return EQ_OK;
+}
+
+static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
+{
+	const struct eq_publish_opts *o = c->o;
+	eq_err r = prepare_common(c, err);
+	if (r)
+		return r;
 	if (o->build_index && (r = eq_build_index_load(o->build_index, &c->index, err)))
 		return r;
 	if ((r = eq_path_table_new(o->path_owners, o->n_path_owners, o->path_owners_file, &c->paths, err)))
@@ -898,12 +938,6 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 	if (c->n_files == 0)
 		return eq_error_set(err, EQ_ERR_NOTFOUND, "no packages (.deb .ipk .rpm .tar.*) in '%s'",
 				    o->packages_dir);
-	if ((r = eq_manifest_new(&c->m, err)))
-		return r;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	c->jobs = o->jobs ? o->jobs : cpus > 0 ? (size_t)cpus : 1;
-	if (c->jobs > EQ_PUBLISH_MAX_JOBS)
-		c->jobs = EQ_PUBLISH_MAX_JOBS;
 	bool use_cache = !o->no_cache;
 #ifdef EQ_TEST_HOOKS
 	/* Test hook: what was read without the rules must not be remembered. */
@@ -921,6 +955,38 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 	return EQ_OK;
 }
 
+/* The new release's number (after the channel's last) and header. */
+static eq_err set_header(struct pub_ctx *c, struct eq_error *err)
+{
+	const struct eq_publish_opts *o = c->o;
+	c->rep.number = c->hist.n_releases ? c->hist.numbers[c->hist.n_releases - 1] + 1 : 1;
+	time_t now = time(NULL);
+	struct eq_manifest_header h = {
+		.board = o->board,
+		.channel = o->channel,
+		.release = o->release,
+		.number = c->rep.number,
+		.issued = (int64_t)now,
+		.expires = (int64_t)now + (int64_t)(o->expires_days ? o->expires_days : 30) * 86400,
+	};
+	return eq_manifest_set_header(c->m, &h, err);
+}
+
+/* The signed manifest and its companions, then the channel's summary. */
+static eq_err finish(struct pub_ctx *c, struct eq_error *err)
+{
+	const struct eq_publish_opts *o = c->o;
+	eq_err r = write_manifest(c, err);
+	/* The summary the next publish reads instead of every manifest. */
+	if (!r && ((r = eqg_history_add(&c->hist, c->rep.number, o->release, c->m, err)) ||
+		   (r = eqg_history_write(&c->hist, o->repo, o->board, o->channel, c->rep.manifest_sha256, err))))
+		eq_error_prefix(err, r,
+				"release %" PRIu64 " is published, but the summary of the channel's releases is not "
+				"(the next publish reads every release instead)",
+				c->rep.number);
+	return r;
+}
+
 eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report *ret, struct eq_error *err)
 {
 	struct pub_ctx c = {.o = o, .lock_fd = -1};
@@ -929,17 +995,7 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 	eq_err r = prepare(&c, err);
 	if (r)
 		goto out;
-	c.rep.number = c.hist.n_releases ? c.hist.numbers[c.hist.n_releases - 1] + 1 : 1;
-	time_t now = time(NULL);
-	struct eq_manifest_header h = {
-		.board = o->board,
-		.channel = o->channel,
-		.release = o->release,
-		.number = c.rep.number,
-		.issued = (int64_t)now,
-		.expires = (int64_t)now + (int64_t)(o->expires_days ? o->expires_days : 30) * 86400,
-	};
-	if ((r = eq_manifest_set_header(c.m, &h, err)))
+	if ((r = set_header(&c, err)))
 		goto out;
 	c.rep.pkgs = eq_calloc(c.n_files, sizeof(*c.rep.pkgs));
 	if (!c.rep.pkgs) {
@@ -966,14 +1022,7 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 #endif
 	if (check_paths && (r = eq_path_table_check(c.paths, path_note, NULL, err)))
 		goto out;
-	r = write_manifest(&c, err);
-	/* The summary the next publish reads instead of every manifest. */
-	if (!r && ((r = eqg_history_add(&c.hist, c.rep.number, o->release, c.m, err)) ||
-		   (r = eqg_history_write(&c.hist, o->repo, o->board, o->channel, c.rep.manifest_sha256, err))))
-		eq_error_prefix(err, r,
-				"release %" PRIu64 " is published, but the summary of the channel's releases is not "
-				"(the next publish reads every release instead)",
-				c.rep.number);
+	r = finish(&c, err);
 out:
 	c.rep.seconds = eq_now_s() - t0;
 	if (r)
@@ -981,5 +1030,225 @@ out:
 	else
 		*ret = c.rep;
 	ctx_done(&c);
+	return r;
+}
+
+/* ---- promote ---------------------------------------------------------- */
+
+/* Phase "work" of a promotion: deltas only, the objects are there. */
+static void promote_one(struct pub_ctx *c, struct prep *p)
+{
+	p->r = make_deltas(c, p, &p->err);
+}
+
+/*
+ * The trust a promotion checks its source against: the newest root's
+ * release role, or without a root the public halves (NAME.pub beside each
+ * NAME.key) of the keys that sign the promoted release. *ret_root is the
+ * root when there is one (the caller frees it), *ret_trust otherwise.
+ */
+static eq_err source_trust(const struct eq_promote_opts *o, struct eq_root **ret_root,
+			   struct eq_manifest_trust **ret_trust, struct eq_error *err)
+{
+	eq_err r = eq_gen_root_newest(o->repo, ret_root, err);
+	if (r != EQ_ERR_NOTFOUND)
+		return r;
+	char *pubs[EQ_MANIFEST_MAX_SIGNATURES] = {NULL};
+	size_t n = 0;
+	r = EQ_OK;
+	for (size_t i = 0; i < o->n_keys && i < EQ_MANIFEST_MAX_SIGNATURES; i++, n++) {
+		size_t len = strlen(o->key_paths[i]);
+		bool dot_key = len > 4 && !strcmp(o->key_paths[i] + len - 4, ".key");
+		pubs[i] = eq_asprintf("%.*s.pub", (int)(dot_key ? len - 4 : len), o->key_paths[i]);
+		if (!pubs[i]) {
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			break;
+		}
+	}
+	if (!r && (r = eq_manifest_trust_from_pubkeys((const char *const *)pubs, n, 1, ret_trust, err)))
+		eq_error_prefix(err, r,
+				"no root in the repository, so the source release is checked against the public "
+				"keys beside the signing keys");
+	for (size_t i = 0; i < EQ_MANIFEST_MAX_SIGNATURES; i++)
+		eq_free(pubs[i]);
+	return r;
+}
+
+/*
+ * The release to promote, checked as the devices of its channel check it
+ * (signatures, board, channel, number; not its expiry: an old testing
+ * release may be promoted), so that nothing its channel's devices would
+ * refuse gets signed anew.
+ */
+static eq_err load_source(const struct eq_promote_opts *o, struct eq_manifest **ret, struct eq_error *err)
+{
+	struct eqg_history h;
+	eq_err r = eqg_history_open(o->repo, o->board, o->from_channel, &h, err);
+	if (r)
+		return r;
+	uint64_t number = 0;
+	for (size_t i = 0; i < h.n_releases; i++) {
+		enum eq_release_match m = eq_manifest_release_match(h.names[i], h.numbers[i], o->release);
+		if (m == EQ_RELEASE_BY_NAME || (m == EQ_RELEASE_BY_NUMBER && !number))
+			number = h.numbers[i];
+		if (m == EQ_RELEASE_BY_NAME)
+			break;
+	}
+	eqg_history_done(&h);
+	if (!number)
+		return eq_error_set(err, EQ_ERR_NOTFOUND, "no release '%s' in %s/%s", o->release, o->board,
+				    o->from_channel);
+	EQ_AUTOFREE char *path = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64 "/manifest.json", o->repo, o->board,
+					     o->from_channel, number);
+	if (!path)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	struct eq_root *root = NULL;
+	struct eq_manifest_trust *trust = NULL;
+	if ((r = source_trust(o, &root, &trust, err)))
+		return r;
+	struct eq_manifest_policy pol = {.board = o->board, .channel = o->from_channel, .number = number};
+	r = eq_manifest_load_verified_file(path, NULL, root ? eq_root_role(root, EQ_ROLE_RELEASE) : trust, &pol, ret,
+					   err);
+	if (r)
+		eq_error_prefix(err, r, "release '%s' of %s/%s is not promoted", o->release, o->board, o->from_channel);
+	eq_root_free(root);
+	eq_manifest_trust_free(trust);
+	return r;
+}
+
+/* Fills @p with package @mp of the source release; its object must be in
+ * the repository. */
+static eq_err promote_prep(struct pub_ctx *c, const struct eq_manifest_package *mp, struct prep *p,
+			   struct eq_error *err)
+{
+	p->in.name = eq_strdup(mp->name);
+	p->in.version = eq_strdup(mp->version);
+	p->in.arch = eq_strdup(mp->arch);
+	if (!p->in.name || !p->in.version || !p->in.arch)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	snprintf(p->taskhash, sizeof(p->taskhash), "%s", mp->taskhash);
+	snprintf(p->pub.payload_sha256, sizeof(p->pub.payload_sha256), "%s", mp->payload.sha256);
+	snprintf(p->pub.object_sha256, sizeof(p->pub.object_sha256), "%s", mp->object.sha256);
+	p->pub.payload_size = mp->payload.size;
+	p->pub.object_size = mp->object.size;
+	p->state = EQ_PUB_REUSED;
+	EQ_AUTOFREE char *obj = eq_asprintf("%s/%s", c->o->repo, mp->object.path);
+	if (!obj)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if (!file_has_size(obj, mp->object.size))
+		return eq_error_set(err, EQ_ERR_NOTFOUND, "package '%s': %s is missing or not %" PRIu64 " bytes",
+				    mp->name, obj, mp->object.size);
+	return EQ_OK;
+}
+
+/* Enters a promoted package: the source's entry with the target
+ * channel's deltas. */
+static eq_err promote_enter(struct pub_ctx *c, const struct eq_manifest_package *src, struct prep *p,
+			    struct eq_publish_pkg *out, struct eq_error *err)
+{
+	struct eq_manifest_package mp = *src;
+	mp.deltas = p->dl.v;
+	mp.n_deltas = p->dl.n;
+	eq_err r = eq_manifest_add_package(c->m, &mp, err);
+	if (r)
+		return r;
+	c->rep.deltas_written += p->st.deltas_written;
+	c->rep.bytes_written += p->st.bytes_written;
+	out->state = EQ_PUB_REUSED;
+	out->equivalent = strcmp(src->unihash, src->taskhash) != 0;
+	c->rep.equivalent += out->equivalent;
+	out->name = eq_strdup(src->name);
+	out->version = eq_strdup(src->version);
+	return out->name && out->version ? EQ_OK : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+}
+
+/* Packages [first, first + k) of @src: checked, their deltas made on the
+ * threads, entered in order; the first failure in package order is the one
+ * reported. The caller clears @batch. */
+static eq_err promote_batch(struct pub_ctx *c, const struct eq_manifest *src, size_t first, size_t k,
+			    struct prep *batch, struct eq_error *err)
+{
+	eq_err r;
+	for (size_t i = 0; i < k; i++)
+		if ((r = promote_prep(c, eq_manifest_package_at(src, first + i), &batch[i], err)))
+			return r;
+	run_parallel(c, batch, k, promote_one);
+	for (size_t i = 0; i < k; i++) {
+		if (batch[i].r) {
+			*err = batch[i].err;
+			return batch[i].r;
+		}
+		if ((r = promote_enter(c, eq_manifest_package_at(src, first + i), &batch[i], &c->rep.pkgs[first + i],
+				       err)))
+			return r;
+	}
+	return EQ_OK;
+}
+
+eq_err eq_gen_promote(const struct eq_promote_opts *po, struct eq_publish_report *ret, struct eq_error *err)
+{
+	if (!po->repo || !po->board || !po->from_channel || !po->to_channel || !po->release)
+		return eq_error_set(err, EQ_ERR_INVAL,
+				    "promote: repo, board, both channels and the release are needed");
+	if (!strcmp(po->from_channel, po->to_channel))
+		return eq_error_set(err, EQ_ERR_INVAL,
+				    "promote: '%s' is both the source and the target channel (to publish a release "
+				    "again on its channel, use publish)",
+				    po->from_channel);
+	double t0 = eq_now_s();
+	struct eq_manifest *src = NULL;
+	eq_err r = load_source(po, &src, err);
+	if (r)
+		return r;
+	struct eq_manifest_header sh;
+	if ((r = eq_manifest_get_header(src, &sh, err))) {
+		eq_manifest_free(src);
+		return r;
+	}
+	struct eq_publish_opts o = {.repo = po->repo,
+				    .board = po->board,
+				    .channel = po->to_channel,
+				    .release = sh.release,
+				    .key_paths = po->key_paths,
+				    .n_keys = po->n_keys,
+				    .deltas_from = po->deltas_from,
+				    .expires_days = po->expires_days,
+				    .level = po->level,
+				    .jobs = po->jobs};
+	struct pub_ctx c = {.o = &o, .lock_fd = -1};
+	eq_buf_init(&c.unindexed, 16);
+	size_t n = eq_manifest_package_count(src);
+	struct prep *batch = eq_calloc(PUBLISH_BATCH, sizeof(*batch));
+	if (!batch) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if ((r = prepare_common(&c, err)) || (r = set_header(&c, err)))
+		goto out;
+	c.rep.n_packages = n;
+	c.rep.pkgs = eq_calloc(n ? n : 1, sizeof(*c.rep.pkgs));
+	if (!c.rep.pkgs) {
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t first = 0; first < n; first += PUBLISH_BATCH) {
+		size_t k = n - first < PUBLISH_BATCH ? n - first : PUBLISH_BATCH;
+		r = promote_batch(&c, src, first, k, batch, err);
+		for (size_t i = 0; i < PUBLISH_BATCH; i++)
+			prep_done(&batch[i]);
+		if (r)
+			break;
+	}
+	if (!r)
+		r = finish(&c, err);
+out:
+	c.rep.seconds = eq_now_s() - t0;
+	if (r)
+		eq_publish_report_done(&c.rep);
+	else
+		*ret = c.rep;
+	eq_free(batch);
+	ctx_done(&c);
+	eq_manifest_free(src);
 	return r;
 }

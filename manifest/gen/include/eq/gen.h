@@ -564,6 +564,37 @@ EQ_API void eq_publish_report_done(struct eq_publish_report *r);
 EQ_API eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report *ret,
 			     struct eq_error *err) EQ_MUST_CHECK;
 
+/* ---- promote ---------------------------------------------------------- */
+
+struct eq_promote_opts {
+	const char *repo;
+	const char *board;
+	const char *from_channel;
+	const char *release; /* in @from_channel: its name, or its number */
+	const char *to_channel;
+	const char *const *key_paths; /* private keys that sign the new manifest */
+	size_t n_keys;
+	unsigned deltas_from; /* as eq_publish_opts; default 3 */
+	unsigned expires_days;
+	int level;     /* zstd level of new deltas */
+	unsigned jobs; /* 0: one per online core */
+};
+
+/*
+ * Publishes release @release of @from_channel as the next release of
+ * @to_channel, under the same name: the same packages, objects and
+ * unihashes, with the deltas the target channel's devices need (from its
+ * own releases: existing ones offered, missing ones made from the objects,
+ * as publish makes them). No package is read and no object written. The
+ * source is checked first as its channel's devices check it (the newest
+ * root's release role, or, in a repository without a root, the public keys
+ * NAME.pub beside the signing keys), so nothing a device would refuse is
+ * signed anew. Errors as eq_gen_publish(); EQ_ERR_NOTFOUND for an unknown
+ * release or a missing object. Fills @ret (eq_publish_report_done()).
+ */
+EQ_API eq_err eq_gen_promote(const struct eq_promote_opts *o, struct eq_publish_report *ret,
+			     struct eq_error *err) EQ_MUST_CHECK;
+
 /* ---- diff ------------------------------------------------------------- */
 
 enum eq_diff_state { EQ_DIFF_KEPT, EQ_DIFF_EQUIVALENT, EQ_DIFF_CHANGED, EQ_DIFF_ADDED, EQ_DIFF_REMOVED };
