@@ -31,6 +31,7 @@ static const char usage_text[] =
 	"  promote --repo DIR --board B --from-channel C1 --release R --to-channel C2 --key NAME.key\n"
 	"          [--key K2.key ...] [--deltas-from N] [--expires DAYS] [--level 1..22]\n"
 	"          [--timestamp-key T.key ...] [--expires-hours H] [-j|--jobs N]\n"
+	"  prune   --repo DIR --keep N [--grace-hours H] [--dry-run]\n"
 	"  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
 	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
 	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
@@ -93,6 +94,8 @@ struct opts {
 	const char *cache;
 	bool no_cache;
 	const char *from_channel, *to_channel;
+	unsigned keep, grace_hours;
+	bool grace_given, dry_run;
 };
 
 enum {
@@ -133,6 +136,9 @@ enum {
 	O_NO_CACHE,
 	O_FROM_CHANNEL,
 	O_TO_CHANNEL,
+	O_KEEP,
+	O_GRACE,
+	O_DRY_RUN,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -152,6 +158,9 @@ static const struct option long_opts[] = {
 	{"trust", required_argument, NULL, O_TRUST},
 	{"from", required_argument, NULL, O_FROM},
 	{"from-channel", required_argument, NULL, O_FROM_CHANNEL},
+	{"keep", required_argument, NULL, O_KEEP},
+	{"grace-hours", required_argument, NULL, O_GRACE},
+	{"dry-run", no_argument, NULL, O_DRY_RUN},
 	{"to-channel", required_argument, NULL, O_TO_CHANNEL},
 	{"to", required_argument, NULL, O_TO},
 	{"json", no_argument, NULL, O_JSON},
@@ -288,6 +297,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_NO_CACHE: o->no_cache = true; break;
 		case O_FROM_CHANNEL: o->from_channel = optarg; break;
 		case O_TO_CHANNEL: o->to_channel = optarg; break;
+		case O_DRY_RUN: o->dry_run = true; break;
+		case O_KEEP:
+			if (!parse_uint(optarg, 1000000, &v) || v == 0)
+				return usage_error("--keep '%s': expected 1 or more", optarg);
+			o->keep = v;
+			break;
+		case O_GRACE:
+			if (!parse_uint(optarg, 24 * 3650, &v))
+				return usage_error("--grace-hours '%s': expected 0..87600", optarg);
+			o->grace_hours = v;
+			o->grace_given = true;
+			break;
 		case O_LEVEL:
 			if (!parse_uint(optarg, 22, &v) || v == 0)
 				return usage_error("--level '%s': expected 1..22", optarg);
@@ -373,6 +394,39 @@ static eq_err refresh_timestamp(const struct opts *o, const char *channel, const
 		       "publish --timestamp-key) signs a timestamp for it");
 	eq_root_free(root);
 	return EQ_OK;
+}
+
+static void prune_list(void *ctx, const char *path, uint64_t size)
+{
+	const bool *dry_run = ctx;
+	if (*dry_run)
+		printf("would remove %s (%" PRIu64 " bytes)\n", path, size);
+	else
+		eq_log(EQ_LOG_INFO, "removed %s (%" PRIu64 " bytes)", path, size);
+}
+
+static int cmd_prune(const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	if (!o->keep)
+		return usage_error("missing %s", "--keep N");
+	bool dry_run = o->dry_run;
+	struct eq_prune_opts po = {.repo = o->repo,
+				   .keep = o->keep,
+				   .grace_hours = o->grace_given ? o->grace_hours : 72,
+				   .dry_run = o->dry_run,
+				   .list = prune_list,
+				   .list_ctx = &dry_run};
+	struct eq_prune_report rep;
+	struct eq_error e;
+	if (eq_gen_prune(&po, &rep, &e) != EQ_OK)
+		return fail(&e);
+	char bytes[32];
+	human(rep.bytes, bytes, sizeof(bytes));
+	printf("%s %zu releases, %zu objects, %zu deltas, %zu manifest deltas (%s); kept %zu releases\n",
+	       o->dry_run ? "would remove" : "removed", rep.releases, rep.objects, rep.deltas, rep.manifest_deltas,
+	       bytes, rep.kept_releases);
+	return 0;
 }
 
 static int cmd_promote(const struct opts *o)
@@ -1116,6 +1170,8 @@ int main(int argc, char **argv)
 		return cmd_keygen(&o);
 	if (!strcmp(cmd, "promote"))
 		return cmd_promote(&o);
+	if (!strcmp(cmd, "prune"))
+		return cmd_prune(&o);
 	if (!strcmp(cmd, "publish"))
 		return cmd_publish(&o);
 	if (!strcmp(cmd, "verify"))

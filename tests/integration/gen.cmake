@@ -24,6 +24,9 @@ if(TARGET eqota-gen)
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_companions.sh $<TARGET_FILE:eqota-gen> $<TARGET_FILE:eq-delta>
       ${companion_hooks})
   set_tests_properties(integration.gen_companions PROPERTIES LABELS integration TIMEOUT 600)
+  # eqota-gen prune (issue 16).
+  add_test(NAME integration.gen_prune COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_prune.sh $<TARGET_FILE:eqota-gen>)
+  set_tests_properties(integration.gen_prune PROPERTIES LABELS integration TIMEOUT 300)
   # Root of trust, rotation, revocation and timestamps on the publisher's side.
   add_test(NAME integration.gen_trust
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_trust.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})
