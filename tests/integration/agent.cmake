@@ -2,7 +2,8 @@
 # Both need eqota-gen (EQ_HOST_TOOLS) to publish; agent_update moves the
 # agent's clock with the EQ_TEST_NOW test hook (EQ_TEST_HOOKS).
 if(NOT TARGET eqota-gen)
-  foreach(t integration.agent_update integration.agent_https integration.agent_trust integration.gen_promote)
+  foreach(t integration.agent_update integration.agent_https integration.agent_trust integration.gen_promote
+      integration.agent_behind)
     eq_add_skipped_test(${t} integration "needs eqota-gen to publish its releases: configure with -DEQ_HOST_TOOLS=ON")
   endforeach()
 else()
@@ -18,6 +19,8 @@ else()
     eq_add_skipped_test(integration.agent_trust integration
       "needs the EQ_TEST_NOW test hook (timestamp expiry): configure with -DEQ_TEST_HOOKS=ON")
     eq_add_skipped_test(integration.gen_promote integration
+      "needs the EQ_TEST_BOOT_ID_FILE test hook (simulated reboots): configure with -DEQ_TEST_HOOKS=ON")
+    eq_add_skipped_test(integration.agent_behind integration
       "needs the EQ_TEST_BOOT_ID_FILE test hook (simulated reboots): configure with -DEQ_TEST_HOOKS=ON")
   else()
     # Root mode: root chain, timestamp, rotation, revocation, rollback, freeze.
@@ -36,6 +39,11 @@ else()
               $<TARGET_FILE:eq-simboot> ${PROJECT_SOURCE_DIR})
     set_tests_properties(integration.gen_promote PROPERTIES LABELS integration TIMEOUT 900
       ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR}")
+    # A device three releases behind, before and after prune (issue 16).
+    add_test(NAME integration.agent_behind
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_behind.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>
+              $<TARGET_FILE:eq-simboot> ${PROJECT_SOURCE_DIR})
+    set_tests_properties(integration.agent_behind PROPERTIES LABELS integration TIMEOUT 600)
   endif()
   add_test(NAME integration.agent_https
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_https.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Devices that skipped releases: a simulated device three releases behind
+# updates through lighttpd straight to the newest release, with deltas from
+# the payloads it runs (publish offers them from the last --deltas-from
+# distinct versions), fetching exactly what `eqota-gen diff --from` its
+# release predicts; the same after `eqota-gen prune --keep 2` removed its
+# release from the repository; and with full objects where the publisher
+# kept no delta that far back (--deltas-from 1).
+# Usage: agent_behind.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
+set -Eeuo pipefail
+eqota=$1 gen=$2 simboot=$3 src=$4
+. "$src/tests/integration/lib/httpd.sh"
+. "$src/tests/integration/lib/simdevice.sh"
+. "$src/tests/integration/lib/check.sh"
+w=$(mktemp -d /tmp/eq-behind.XXXXXX)
+cleanup() { httpd_stop || true; rm -rf "$w"; }
+trap cleanup EXIT
+trap 'echo "agent_behind.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
+cd "$w"
+export XDG_CACHE_HOME=$w/cache
+
+# mk DIR V: packages p0..p3, p0 at version V (each version changes a
+# byte in every 997 of 256 KB), the others at version 1.
+mk() {
+  python3 - "$@" <<'PY'
+import io, os, random, sys, tarfile
+out, v0 = sys.argv[1], int(sys.argv[2])
+os.makedirs(out, exist_ok=True)
+for i, v in enumerate([v0, 1, 1, 1]):
+    body = bytearray(random.Random(i).randbytes(262144))
+    for k in range(0, len(body), 997):
+        body[k] = (body[k] + v) & 0xff
+    with tarfile.open(os.path.join(out, "p%d_%d.tar" % (i, v)), "w", format=tarfile.PAX_FORMAT) as t:
+        ti = tarfile.TarInfo("usr/share/p%d/data" % i)
+        ti.mode, ti.size = 0o644, len(body)
+        t.addfile(ti, io.BytesIO(bytes(body)))
+PY
+}
+for v in 1 2 3 4; do mk "s$v" "$v"; done
+"$gen" keygen --out k >/dev/null
+pub() { # REPO RELEASE SET [OPTIONS...]
+  local repo=$1 rel=$2 set=$3
+  shift 3
+  "$gen" -q publish --repo "$repo" --board b --channel stable --key k.key --store "$repo.db" --level 3 \
+    --release "$rel" --packages "$set" "$@" >/dev/null
+}
+mkdir -p logs
+httpd_start "$w" "$w/logs"
+
+# device DIR REPO: a device on REPO's release 1
+device() {
+  set -- "$w/$1" "$2"
+  simdevice_make "$1" "http://127.0.0.1:$HTTPD_PORT/$2" b "$w/k.pub" repository.retries=0
+  EQ_TEST_BOOT_ID_FILE=$1/boot_id "$eqota" --config "$1/eqota.conf" provision --slot A --release 1 >/dev/null
+  cat /proc/sys/kernel/random/uuid >"$1/boot_id"
+  "$simboot" --env "$1/bootenv" --cmdline "$1/cmdline" >/dev/null
+}
+# update_from DIR REPO WHAT: updates the device to the newest release and
+# checks the bytes fetched against diff's prediction; prints the number of
+# deltas fetched
+update_from() {
+  local dev=$w/$1 repo=$2 what=$3 want got rc=0
+  want=$("$gen" diff --repo "$repo" --board b --channel stable --from 1 --to r4 --json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["download_bytes"])')
+  httpd_log_flush
+  : >"$HTTPD_ACCESS_LOG"
+  EQ_TEST_BOOT_ID_FILE=$dev/boot_id "$eqota" --config "$dev/eqota.conf" update >"$dev/out" 2>&1 || rc=$?
+  httpd_log_flush
+  got=$(awk '$2 ~ /\/(objects|deltas)\// && ($3 == 200 || $3 == 206) { s += $4 } END { print s + 0 }' "$HTTPD_ACCESS_LOG")
+  deltas=$(awk '$2 ~ /\/deltas\// && $3 == 200' "$HTTPD_ACCESS_LOG" | wc -l)
+  objects=$(awk '$2 ~ /\/objects\// && $3 == 200' "$HTTPD_ACCESS_LOG" | wc -l)
+  if [ "$rc" -eq 3 ] && [ "$got" = "$want" ]; then
+    pass "$what: the update to release 4 fetched $got bytes ($deltas deltas, $objects objects), as diff --from 1 predicts"
+  else
+    fail "$what: exit $rc, fetched $got bytes, diff predicts $want"
+    tail -5 "$dev/out"
+  fi
+}
+
+# ---- deltas reach three releases back (--deltas-from 3, the default)
+pub r3 r1 s1
+device d1 r3
+for v in 2 3 4; do pub r3 "r$v" "s$v"; done
+update_from d1 r3 "three releases behind"
+[ "$deltas" -eq 1 ] && [ "$objects" -eq 0 ] && pass "three releases behind: p0 came as a delta from the device's own payload" ||
+  fail "three releases behind: $deltas deltas, $objects objects"
+
+# ---- the same after the device's release was pruned from the repository
+pub r3p r1 s1
+device d2 r3p
+for v in 2 3 4; do pub r3p "r$v" "s$v"; done
+"$gen" prune --repo r3p --keep 2 --grace-hours 0 >/dev/null
+[ ! -e r3p/boards/b/stable/releases/1 ] && pass "prune removed release 1, which the device still runs" ||
+  fail "release 1 still there"
+# diff needs release 1's manifest, which the prune removed: the twin
+# repository r3 (the same inputs, so the same objects and deltas) predicts it
+httpd_log_flush
+: >"$HTTPD_ACCESS_LOG"
+rc=0
+EQ_TEST_BOOT_ID_FILE=$w/d2/boot_id "$eqota" --config "$w/d2/eqota.conf" update >d2/out 2>&1 || rc=$?
+httpd_log_flush
+got=$(awk '$2 ~ /\/(objects|deltas)\// && ($3 == 200 || $3 == 206) { s += $4 } END { print s + 0 }' "$HTTPD_ACCESS_LOG")
+want=$("$gen" diff --repo r3 --board b --channel stable --from 1 --to r4 --json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["download_bytes"])')
+[ "$rc" -eq 3 ] && [ "$got" = "$want" ] &&
+  pass "pruned release: the device still updates with the kept delta ($got bytes, as in the unpruned repository)" ||
+  { fail "pruned release: exit $rc, fetched $got, want $want"; tail -5 d2/out; }
+
+# ---- no delta kept that far back: full objects, as diff predicts
+pub r1d r1 s1 --deltas-from 1
+device d3 r1d
+for v in 2 3 4; do pub r1d "r$v" "s$v" --deltas-from 1; done
+update_from d3 r1d "--deltas-from 1"
+[ "$deltas" -eq 0 ] && [ "$objects" -eq 1 ] && pass "--deltas-from 1: p0 came as its full object" ||
+  fail "--deltas-from 1: $deltas deltas, $objects objects"
+[ "$fails" -eq 0 ]
