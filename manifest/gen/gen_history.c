@@ -166,8 +166,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The release numbers with a folder under @dir, ascending (*ret owned). */
-static eq_err list_releases(const char *dir, uint64_t **ret, size_t *ret_n, struct eq_error *err)
+eq_err eqg_release_numbers(const char *dir, uint64_t **ret, size_t *ret_n, struct eq_error *err)
 {
 	*ret = NULL;
 	*ret_n = 0;
@@ -350,6 +349,18 @@ static bool read_index(const char *path, const uint64_t *nums, size_t n_nums, co
 	return ok;
 }
 
+eq_err eqg_manifest_read(const char *path, struct eq_manifest **ret, struct eq_error *err)
+{
+	uint8_t *data = NULL;
+	size_t len = 0;
+	eq_err r = eq_file_read_all(path, EQ_MANIFEST_MAX_BYTES, &data, &len, err);
+	if (r)
+		return r;
+	r = eq_manifest_parse_unverified(data, len, ret, err);
+	eq_free(data);
+	return r ? eq_error_prefix(err, r, "%s", path) : EQ_OK;
+}
+
 /* The summary of @dir's releases @nums from their manifests, one at a
  * time, so memory stays that of one manifest. */
 static eq_err rebuild(const char *dir, const uint64_t *nums, size_t n_nums, struct eqg_history *h, struct eq_error *err)
@@ -358,16 +369,10 @@ static eq_err rebuild(const char *dir, const uint64_t *nums, size_t n_nums, stru
 		EQ_AUTOFREE char *path = eq_asprintf("%s/%" PRIu64 "/manifest.json", dir, nums[i]);
 		if (!path)
 			return nomem(err);
-		uint8_t *data = NULL;
-		size_t len = 0;
-		eq_err r = eq_file_read_all(path, EQ_MANIFEST_MAX_BYTES, &data, &len, err);
+		struct eq_manifest *m = NULL;
+		eq_err r = eqg_manifest_read(path, &m, err);
 		if (r)
 			return r;
-		struct eq_manifest *m = NULL;
-		r = eq_manifest_parse_unverified(data, len, &m, err);
-		eq_free(data);
-		if (r)
-			return eq_error_prefix(err, r, "%s", path);
 		struct eq_manifest_header hd;
 		r = eq_manifest_get_header(m, &hd, err);
 		if (!r && hd.number != nums[i])
@@ -392,7 +397,7 @@ eq_err eqg_history_open(const char *repo, const char *board, const char *channel
 		return nomem(err);
 	uint64_t *nums = NULL;
 	size_t n = 0;
-	eq_err r = list_releases(dir, &nums, &n, err);
+	eq_err r = eqg_release_numbers(dir, &nums, &n, err);
 	if (r || n == 0) {
 		eq_free(nums);
 		return r;

@@ -66,6 +66,12 @@ void eqg_history_done(struct eqg_history *h);
 eq_err eqg_history_add(struct eqg_history *h, uint64_t number, const char *release, const struct eq_manifest *m,
 		       struct eq_error *err);
 const struct eqg_hist_pkg *eqg_history_find(const struct eqg_history *h, const char *name);
+/* The release numbers with a folder under @dir (a channel's releases/),
+ * ascending; *ret is malloc'ed; a missing folder gives none. */
+eq_err eqg_release_numbers(const char *dir, uint64_t **ret, size_t *ret_n, struct eq_error *err);
+/* A manifest file of this repository, parsed without a signature check
+ * (the publisher's own files); errors name the file. */
+eq_err eqg_manifest_read(const char *path, struct eq_manifest **ret, struct eq_error *err);
 /* Writes the summary for the next publish; @head_sha256 is the hash of
  * the newest release's manifest.json bytes. */
 eq_err eqg_history_write(const struct eqg_history *h, const char *repo, const char *board, const char *channel,

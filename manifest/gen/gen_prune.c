@@ -54,52 +54,17 @@ static eq_err drop(struct prune *p, const char *path, uint64_t size, size_t *cou
 	return EQ_OK;
 }
 
-/* The objects and deltas @path's manifest refers to go to the kept set. */
-static eq_err keep_manifest(struct prune *p, const char *path, int64_t *ret_issued, struct eq_error *err)
+/* The objects and deltas @m refers to go to the kept set. */
+static eq_err keep_refs(struct prune *p, const struct eq_manifest *m, struct eq_error *err)
 {
-	uint8_t *data = NULL;
-	size_t len = 0;
-	eq_err r = eq_file_read_all(path, EQ_MANIFEST_MAX_BYTES, &data, &len, err);
-	if (r)
-		return r;
-	struct eq_manifest *m = NULL;
-	r = eq_manifest_parse_unverified(data, len, &m, err);
-	eq_free(data);
-	if (r)
-		return eq_error_prefix(err, r, "%s", path);
-	struct eq_manifest_header h;
-	if (!(r = eq_manifest_get_header(m, &h, err)) && ret_issued)
-		*ret_issued = h.issued;
+	eq_err r = EQ_OK;
 	for (size_t i = 0; !r && i < eq_manifest_package_count(m); i++) {
 		const struct eq_manifest_package *mp = eq_manifest_package_at(m, i);
 		r = eqg_strv_add(&p->keep, mp->object.path, err);
 		for (size_t k = 0; !r && k < mp->n_deltas; k++)
 			r = eqg_strv_add(&p->keep, mp->deltas[k].path, err);
 	}
-	eq_manifest_free(m);
 	return r;
-}
-
-/* The issue time of @dir/<n>/manifest.json. */
-static eq_err issued_of(const char *dir, uint64_t n, int64_t *ret, struct eq_error *err)
-{
-	EQ_AUTOFREE char *path = eq_asprintf("%s/%" PRIu64 "/manifest.json", dir, n);
-	if (!path)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	uint8_t *data = NULL;
-	size_t len = 0;
-	eq_err r = eq_file_read_all(path, EQ_MANIFEST_MAX_BYTES, &data, &len, err);
-	if (r)
-		return r;
-	struct eq_manifest *m = NULL;
-	if (!(r = eq_manifest_parse_unverified(data, len, &m, err))) {
-		struct eq_manifest_header h;
-		if (!(r = eq_manifest_get_header(m, &h, err)))
-			*ret = h.issued;
-	}
-	eq_free(data);
-	eq_manifest_free(m);
-	return r ? eq_error_prefix(err, r, "%s", path) : EQ_OK;
 }
 
 /* The names in @dir (no dot files), sorted; a missing folder is empty. */
@@ -119,77 +84,60 @@ static eq_err list_names(const char *dir, struct eqg_strv *ret, struct eq_error 
 	return r;
 }
 
-static bool release_number(const char *s, uint64_t *ret)
-{
-	if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 16)
-		return false;
-	*ret = strtoull(s, NULL, 10);
-	return true;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* One board/channel: its newest releases are kept (and what they refer
- * to), older ones out for the grace period go. */
+/*
+ * One board/channel, newest release first: the newest @keep stay (and what
+ * they refer to); an older one goes once the release after it has been out
+ * for the grace period (a device may be fetching it until then). Each
+ * manifest is read once.
+ */
 static eq_err prune_channel(struct prune *p, const char *cdir, struct eq_error *err)
 {
 	EQ_AUTOFREE char *rdir = eq_asprintf("%s/releases", cdir);
 	EQ_AUTOFREE char *cur = eq_asprintf("%s/manifest.json", cdir);
 	if (!rdir || !cur)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	struct eqg_strv names = {0};
-	eq_err r = list_names(rdir, &names, err);
-	uint64_t *nums = eq_malloc((names.n ? names.n : 1) * sizeof(*nums));
+	uint64_t *nums = NULL;
 	size_t n = 0;
-	if (!r && !nums)
-		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; !r && i < names.n; i++)
-		if (release_number(names.v[i], &nums[n]))
-			n++;
-	eqg_strv_done(&names);
-	if (!r && n)
-		qsort(nums, n, sizeof(*nums), cmp_u64);
+	eq_err r = eqg_release_numbers(rdir, &nums, &n, err);
+	struct eq_manifest *m = NULL;
 	/* The current manifest always stays, whatever folders exist. */
-	if (!r && access(cur, F_OK) == 0)
-		r = keep_manifest(p, cur, NULL, err);
-	size_t keep_from = n > p->o->keep ? n - p->o->keep : 0;
+	if (!r && access(cur, F_OK) == 0 && !(r = eqg_manifest_read(cur, &m, err)))
+		r = keep_refs(p, m, err);
+	eq_manifest_free(m);
 	bool removed = false;
-	for (size_t i = 0; !r && i < n; i++) {
+	int64_t next_issued = 0; /* of the release after the one looked at */
+	for (size_t i = n; !r && i-- > 0;) {
 		EQ_AUTOFREE char *rel = eq_asprintf("%s/%" PRIu64, rdir, nums[i]);
 		EQ_AUTOFREE char *mp = rel ? eq_asprintf("%s/manifest.json", rel) : NULL;
 		if (!mp) {
 			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 			break;
 		}
-		int64_t next_issued = 0;
-		/* A device may still be fetching a release until the one after
-		 * it has been out for the grace period. */
-		bool go = i < keep_from && !(r = issued_of(rdir, nums[i + 1], &next_issued, err)) &&
-			  p->now - next_issued >= p->grace;
-		if (r)
+		struct eq_manifest_header h;
+		if ((r = eqg_manifest_read(mp, &m, err)) || (r = eq_manifest_get_header(m, &h, err))) {
+			eq_manifest_free(m);
 			break;
-		if (go) {
+		}
+		if (n - i > p->o->keep && p->now - next_issued >= p->grace) {
 			struct stat st;
 			uint64_t size = stat(mp, &st) == 0 ? (uint64_t)st.st_size : 0;
 			r = drop(p, rel, size, &p->rep->releases, err);
 			removed = true;
 		} else {
 			p->rep->kept_releases++;
-			r = keep_manifest(p, mp, NULL, err);
+			r = keep_refs(p, m, err);
 		}
+		eq_manifest_free(m);
+		next_issued = h.issued;
 	}
 	eq_free(nums);
 	/* The publisher's summary is rebuilt from what is left. */
 	if (!r && removed && !p->o->dry_run) {
-		EQ_AUTOFREE char *h = eq_asprintf("%s/publisher-history", cdir);
-		if (!h)
+		EQ_AUTOFREE char *hist = eq_asprintf("%s/publisher-history", cdir);
+		if (!hist)
 			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-		else if (unlink(h) != 0 && errno != ENOENT)
-			r = eq_error_errno(err, EQ_ERR_IO, "cannot remove '%s'", h);
+		else if (unlink(hist) != 0 && errno != ENOENT)
+			r = eq_error_errno(err, EQ_ERR_IO, "cannot remove '%s'", hist);
 	}
 	return r;
 }

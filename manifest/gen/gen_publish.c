@@ -987,6 +987,19 @@ static eq_err finish(struct pub_ctx *c, struct eq_error *err)
 	return r;
 }
 
+/* The end of a publish or promote started at @t0: the report to *@ret on
+ * success, everything released; returns @r. */
+static eq_err hand_over(struct pub_ctx *c, eq_err r, double t0, struct eq_publish_report *ret)
+{
+	c->rep.seconds = eq_now_s() - t0;
+	if (r)
+		eq_publish_report_done(&c->rep);
+	else
+		*ret = c->rep;
+	ctx_done(c);
+	return r;
+}
+
 eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report *ret, struct eq_error *err)
 {
 	struct pub_ctx c = {.o = o, .lock_fd = -1};
@@ -1024,13 +1037,7 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 		goto out;
 	r = finish(&c, err);
 out:
-	c.rep.seconds = eq_now_s() - t0;
-	if (r)
-		eq_publish_report_done(&c.rep);
-	else
-		*ret = c.rep;
-	ctx_done(&c);
-	return r;
+	return hand_over(&c, r, t0, ret);
 }
 
 /* ---- promote ---------------------------------------------------------- */
@@ -1242,13 +1249,7 @@ eq_err eq_gen_promote(const struct eq_promote_opts *po, struct eq_publish_report
 	if (!r)
 		r = finish(&c, err);
 out:
-	c.rep.seconds = eq_now_s() - t0;
-	if (r)
-		eq_publish_report_done(&c.rep);
-	else
-		*ret = c.rep;
 	eq_free(batch);
-	ctx_done(&c);
 	eq_manifest_free(src);
-	return r;
+	return hand_over(&c, r, t0, ret);
 }

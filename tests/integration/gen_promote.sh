@@ -20,9 +20,7 @@ trap cleanup EXIT
 trap 'echo "gen_promote.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$w"
 export XDG_CACHE_HOME=$w/cache
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$src/tests/integration/lib/check.sh"
 run() { # NAME WANT_RC CMD...: output in $out
   local name=$1 want=$2 rc=0; shift 2
   out=$("$@" 2>&1) || rc=$?
