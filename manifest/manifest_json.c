@@ -449,6 +449,7 @@ static bool type_ok(const cJSON *item, enum eqm_type t)
 	case EQM_NUMBER: return cJSON_IsNumber(item);
 	case EQM_OBJECT: return cJSON_IsObject(item);
 	case EQM_ARRAY: return cJSON_IsArray(item);
+	case EQM_BOOL: return cJSON_IsBool(item);
 	}
 	return false;
 }
@@ -460,6 +461,7 @@ static const char *type_name(enum eqm_type t)
 	case EQM_NUMBER: return "a number";
 	case EQM_OBJECT: return "an object";
 	case EQM_ARRAY: return "an array";
+	case EQM_BOOL: return "true or false";
 	}
 	return "?";
 }

@@ -56,7 +56,7 @@ const char *eqm_check_name(const char *s);
 #define EQM_MAX_MEMBERS 64u
 eq_err eqm_json_parse(const uint8_t *data, size_t len, cJSON **ret_root, struct eq_error *err) EQ_MUST_CHECK;
 
-enum eqm_type { EQM_STRING, EQM_NUMBER, EQM_OBJECT, EQM_ARRAY };
+enum eqm_type { EQM_STRING, EQM_NUMBER, EQM_OBJECT, EQM_ARRAY, EQM_BOOL };
 struct eqm_field {
 	const char *key;
 	enum eqm_type type;

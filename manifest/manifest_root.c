@@ -417,6 +417,8 @@ static eq_err ts_check(const struct eq_timestamp *ts, eq_err bad, struct eq_erro
 		return eq_error_set(err, bad, "manifest.sha256: expected 64 lower-case hex digits");
 	if (ts->size < 1 || ts->size > EQ_MANIFEST_MAX_BYTES)
 		return eq_error_set(err, bad, "manifest.size: must be 1..%u", EQ_MANIFEST_MAX_BYTES);
+	if (ts->rollout.present && ts->rollout.percent > 100)
+		return eq_error_set(err, bad, "rollout.percent: must be 0..100");
 	return EQ_OK;
 }
 
@@ -428,6 +430,10 @@ eq_err eq_timestamp_to_json(const struct eq_timestamp *ts, uint8_t **ret_data, s
 	char issued[EQ_MANIFEST_TIME_LEN + 1], expires[EQ_MANIFEST_TIME_LEN + 1];
 	eq_manifest_format_time(ts->issued, issued);
 	eq_manifest_format_time(ts->expires, expires);
+	char rollout[96] = "";
+	if (ts->rollout.present)
+		snprintf(rollout, sizeof(rollout), ",\n  \"rollout\": {\n    \"percent\": %u,\n    \"halted\": %s\n  }",
+			 ts->rollout.percent, ts->rollout.halted ? "true" : "false");
 	struct eq_buf b;
 	eq_buf_init(&b, EQ_TIMESTAMP_MAX_BYTES);
 	r = eq_buf_printf(
@@ -435,9 +441,9 @@ eq_err eq_timestamp_to_json(const struct eq_timestamp *ts, uint8_t **ret_data, s
 		"{\n  \"type\": \"timestamp\",\n  \"format\": %d,\n  \"version\": %" PRIu64
 		",\n  \"board\": \"%s\",\n  \"channel\": \"%s\",\n  \"issued\": \"%s\",\n  \"expires\": \"%s\",\n"
 		"  \"manifest\": {\n    \"number\": %" PRIu64 ",\n    \"sha256\": \"%s\",\n    \"size\": %" PRIu64
-		"\n  }\n}\n",
+		"\n  }%s\n}\n",
 		EQ_MANIFEST_FORMAT, ts->version, ts->board, ts->channel, issued, expires, ts->number, ts->sha256,
-		ts->size);
+		ts->size, rollout);
 	if (r) {
 		eq_buf_done(&b);
 		return r;
@@ -458,11 +464,13 @@ static eq_err copy_name(char *dst, const cJSON *item, const char *key, struct eq
 eq_err eq_timestamp_parse_unverified(const uint8_t *data, size_t len, struct eq_timestamp *ret, struct eq_error *err)
 {
 	static const struct eqm_field fields[] = {
-		{"type", EQM_STRING},    {"format", EQM_NUMBER}, {"version", EQM_NUMBER}, {"board", EQM_STRING},
-		{"channel", EQM_STRING}, {"issued", EQM_STRING}, {"expires", EQM_STRING}, {"manifest", EQM_OBJECT}};
+		{"type", EQM_STRING},    {"format", EQM_NUMBER},   {"version", EQM_NUMBER},
+		{"board", EQM_STRING},   {"channel", EQM_STRING},  {"issued", EQM_STRING},
+		{"expires", EQM_STRING}, {"manifest", EQM_OBJECT}, {"rollout", EQM_OBJECT}};
 	static const struct eqm_field mfields[] = {
 		{"number", EQM_NUMBER}, {"sha256", EQM_STRING}, {"size", EQM_NUMBER}};
-	const cJSON *it[8], *mit[3];
+	static const struct eqm_field rfields[] = {{"percent", EQM_NUMBER}, {"halted", EQM_BOOL}};
+	const cJSON *it[9], *mit[3], *rit[2];
 	struct eq_timestamp ts;
 	memset(&ts, 0, sizeof(ts));
 	if (len > EQ_TIMESTAMP_MAX_BYTES)
@@ -472,7 +480,9 @@ eq_err eq_timestamp_parse_unverified(const uint8_t *data, size_t len, struct eq_
 	eq_err r = eqm_json_parse(data, len, &doc, err);
 	if (r)
 		return r;
-	if ((r = eqm_check_format(doc, err)) || (r = eqm_fields(doc, "", fields, 8, it, err)) ||
+	/* "rollout" is the one optional member (see struct eq_timestamp). */
+	size_t nf = cJSON_GetObjectItemCaseSensitive(doc, "rollout") ? 9 : 8;
+	if ((r = eqm_check_format(doc, err)) || (r = eqm_fields(doc, "", fields, nf, it, err)) ||
 	    (r = check_type(it[0], "timestamp", err)) ||
 	    (r = eqm_uint(it[2], "", "version", 1, EQ_MANIFEST_NUMBER_MAX, &ts.version, err)) ||
 	    (r = copy_name(ts.board, it[3], "board", err)) || (r = copy_name(ts.channel, it[4], "channel", err)) ||
@@ -486,6 +496,15 @@ eq_err eq_timestamp_parse_unverified(const uint8_t *data, size_t len, struct eq_
 		goto out;
 	}
 	memcpy(ts.sha256, mit[1]->valuestring, EQ_MANIFEST_HASH_LEN + 1);
+	if (nf == 9) {
+		uint64_t pct;
+		if ((r = eqm_fields(it[8], "rollout", rfields, 2, rit, err)) ||
+		    (r = eqm_uint(rit[0], "rollout", "percent", 0, 100, &pct, err)))
+			goto out;
+		ts.rollout.present = true;
+		ts.rollout.percent = (unsigned)pct;
+		ts.rollout.halted = cJSON_IsTrue(rit[1]);
+	}
 	if ((r = ts_check(&ts, EQ_ERR_PARSE, err)))
 		goto out;
 	*ret = ts;

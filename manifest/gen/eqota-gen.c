@@ -27,11 +27,14 @@ static const char usage_text[] =
 	"          [--hashserv ADDR] [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
 	"          [--timestamp-key T.key ...] [--expires-hours H]\n"
 	"          [--path-owner PATH=PACKAGE ...] [--path-owners FILE]\n"
-	"          [-j|--jobs N] [--cache FILE | --no-cache]\n"
+	"          [-j|--jobs N] [--cache FILE | --no-cache] [--rollout-percent N]\n"
 	"  promote --repo DIR --board B --from-channel C1 --release R --to-channel C2 --key NAME.key\n"
 	"          [--key K2.key ...] [--deltas-from N] [--expires DAYS] [--level 1..22]\n"
-	"          [--timestamp-key T.key ...] [--expires-hours H] [-j|--jobs N]\n"
+	"          [--timestamp-key T.key ...] [--expires-hours H] [-j|--jobs N] [--rollout-percent N]\n"
 	"  prune   --repo DIR --keep N [--grace-hours H] [--dry-run]\n"
+	"  rollout --repo DIR --board B --channel C [--release R]\n"
+	"          [--percent N] [--halt | --resume] --key T.key ... [--expires-hours H]\n"
+	"          (no change given: print the rollout)\n"
 	"  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
 	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
 	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
@@ -96,6 +99,8 @@ struct opts {
 	const char *from_channel, *to_channel;
 	unsigned keep, grace_hours;
 	bool grace_given, dry_run;
+	unsigned percent; /* --percent, --rollout-percent */
+	bool percent_given, halt, resume;
 };
 
 enum {
@@ -139,6 +144,9 @@ enum {
 	O_KEEP,
 	O_GRACE,
 	O_DRY_RUN,
+	O_PERCENT,
+	O_HALT,
+	O_RESUME,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -161,6 +169,10 @@ static const struct option long_opts[] = {
 	{"keep", required_argument, NULL, O_KEEP},
 	{"grace-hours", required_argument, NULL, O_GRACE},
 	{"dry-run", no_argument, NULL, O_DRY_RUN},
+	{"percent", required_argument, NULL, O_PERCENT},
+	{"rollout-percent", required_argument, NULL, O_PERCENT},
+	{"halt", no_argument, NULL, O_HALT},
+	{"resume", no_argument, NULL, O_RESUME},
 	{"to-channel", required_argument, NULL, O_TO_CHANNEL},
 	{"to", required_argument, NULL, O_TO},
 	{"json", no_argument, NULL, O_JSON},
@@ -298,6 +310,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_FROM_CHANNEL: o->from_channel = optarg; break;
 		case O_TO_CHANNEL: o->to_channel = optarg; break;
 		case O_DRY_RUN: o->dry_run = true; break;
+		case O_HALT: o->halt = true; break;
+		case O_RESUME: o->resume = true; break;
+		case O_PERCENT:
+			if (!parse_uint(optarg, 100, &v))
+				return usage_error("--percent '%s': expected 0..100", optarg);
+			o->percent = (unsigned)v;
+			o->percent_given = true;
+			break;
 		case O_KEEP:
 			if (!parse_uint(optarg, 1000000, &v) || v == 0)
 				return usage_error("--keep '%s': expected 1 or more", optarg);
@@ -370,6 +390,7 @@ static void human(uint64_t v, char *out, size_t n)
 static eq_err refresh_timestamp(const struct opts *o, const char *channel, const struct eq_publish_report *rep,
 				struct eq_error *e)
 {
+
 	if (o->n_ts_keys) {
 		struct eq_timestamp_opts to = {.repo = o->repo,
 					       .board = o->board,
@@ -378,7 +399,9 @@ static eq_err refresh_timestamp(const struct opts *o, const char *channel, const
 					       .n_keys = o->n_ts_keys,
 					       .expires_hours = o->expires_hours,
 					       .root = rep->root,
-					       .verified_sha256 = rep->root ? rep->manifest_sha256 : NULL};
+					       .verified_sha256 = rep->root ? rep->manifest_sha256 : NULL,
+					       .set_percent = o->percent_given,
+					       .percent = o->percent};
 		struct eq_timestamp ts;
 		eq_err r = eq_gen_timestamp(&to, &ts, e);
 		if (r)
@@ -438,6 +461,9 @@ static int cmd_promote(const struct opts *o)
 	NEED(to_channel, "--to-channel C2");
 	if (!o->n_keys)
 		return usage_error("missing %s", "--key NAME.key");
+	if (o->percent_given && !o->n_ts_keys)
+		return usage_error("--rollout-percent needs %s: the rollout is part of the signed timestamp",
+				   "--timestamp-key T.key");
 	struct eq_promote_opts po = {
 		.repo = o->repo,
 		.board = o->board,
@@ -481,6 +507,9 @@ static int cmd_publish(const struct opts *o)
 		return usage_error("missing %s", "--key NAME.key");
 	if (o->hashserv && o->store)
 		return usage_error("--store and --hashserv exclude each other%s", "");
+	if (o->percent_given && !o->n_ts_keys)
+		return usage_error("--rollout-percent needs %s: the rollout is part of the signed timestamp",
+				   "--timestamp-key T.key");
 	struct eq_progress_printer pp;
 	eq_progress_printer_init(&pp, STDERR_FILENO);
 	struct eq_publish_opts po = {
@@ -953,6 +982,111 @@ static int cmd_root(const char *sub, const struct opts *o)
 	return 0;
 }
 
+static void print_rollout(const struct eq_timestamp *ts, const char *release)
+{
+	printf("release '%s' (number %" PRIu64 "): ", release, ts->number);
+	if (!ts->rollout.present)
+		printf("out to every device\n");
+	else
+		printf("rollout %u %%%s\n", ts->rollout.percent,
+		       ts->rollout.halted ? ", halted: devices that have not installed it do not" : "");
+}
+
+/* The channel's current release: its number, and its name for messages
+ * and to match --release. */
+struct current {
+	uint64_t number;
+	char release[EQ_MANIFEST_NAME_MAX + 1];
+};
+
+static eq_err current_release(const struct opts *o, struct current *ret, struct eq_error *e)
+{
+	EQ_AUTOFREE char *path = eq_asprintf("%s/boards/%s/%s/manifest.json", o->repo, o->board, o->channel);
+	if (!path)
+		return eq_error_set(e, EQ_ERR_NOMEM, "out of memory");
+	struct eq_manifest *m = NULL;
+	struct eq_manifest_header h;
+	uint8_t *d = NULL;
+	size_t dl = 0;
+	eq_err r = eq_file_read_all(path, EQ_MANIFEST_MAX_BYTES, &d, &dl, e);
+	if (!r && (r = eq_manifest_parse_unverified(d, dl, &m, e)))
+		eq_error_prefix(e, r, "%s", path);
+	if (!r && !(r = eq_manifest_get_header(m, &h, e))) {
+		/* The header points into @m, which goes now. */
+		ret->number = h.number;
+		snprintf(ret->release, sizeof(ret->release), "%s", h.release);
+	}
+	eq_manifest_free(m);
+	eq_free(d);
+	return r;
+}
+
+static int cmd_rollout(const struct opts *o)
+{
+	NEED(repo, "--repo DIR");
+	NEED(board, "--board B");
+	NEED(channel, "--channel C");
+	if (o->halt && o->resume)
+		return usage_error("--halt and --resume exclude each other%s", "");
+	struct eq_error e;
+	struct current h;
+	if (current_release(o, &h, &e))
+		return fail(&e);
+	if (o->release) {
+		if (eq_manifest_release_match(h.release, h.number, o->release) == EQ_RELEASE_NO_MATCH) {
+			eq_log(EQ_LOG_ERR,
+			       "boards/%s/%s: the current release is '%s' (number %" PRIu64
+			       "), not '%s': a rollout applies to the current release only",
+			       o->board, o->channel, h.release, h.number, o->release);
+			return EXIT_FAILURE;
+		}
+	}
+	bool change = o->percent_given || o->halt || o->resume;
+	if (!change) {
+		EQ_AUTOFREE char *tpath = eq_asprintf("%s/boards/%s/%s/timestamp.json", o->repo, o->board, o->channel);
+		uint8_t *d = NULL;
+		size_t dl = 0;
+		struct eq_timestamp ts;
+		if (!tpath) {
+			eq_error_set(&e, EQ_ERR_NOMEM, "out of memory");
+			return fail(&e);
+		}
+		eq_err r = eq_file_read_all(tpath, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &e);
+		if (!r && (r = eq_timestamp_parse_unverified(d, dl, &ts, &e)))
+			eq_error_prefix(&e, r, "%s", tpath);
+		eq_free(d);
+		if (r)
+			return fail(&e);
+		if (ts.number != h.number)
+			printf("the timestamp names release number %" PRIu64 ", the channel's manifest %" PRIu64
+			       ": devices see the new release once 'eqota-gen timestamp' signs it\n",
+			       ts.number, h.number);
+		print_rollout(&ts, ts.number == h.number ? h.release : "?");
+		return 0;
+	}
+	if (!o->n_keys)
+		return usage_error("missing %s", "--key T.key (the timestamp role's private key)");
+	struct eq_timestamp_opts to = {.repo = o->repo,
+				       .board = o->board,
+				       .channel = o->channel,
+				       .keys = o->keys,
+				       .n_keys = o->n_keys,
+				       .expires_hours = o->expires_hours,
+				       .set_percent = o->percent_given,
+				       .percent = o->percent,
+				       .set_halt = o->halt || o->resume,
+				       .halt = o->halt,
+				       /* The release this command read: one published
+					* meanwhile is not changed by mistake. */
+				       .expect_number = h.number};
+	struct eq_timestamp ts;
+	if (eq_gen_timestamp(&to, &ts, &e))
+		return fail(&e);
+	printf("wrote %s/boards/%s/%s/timestamp.json version %" PRIu64 "\n", o->repo, o->board, o->channel, ts.version);
+	print_rollout(&ts, h.release);
+	return 0;
+}
+
 static int cmd_timestamp(const struct opts *o)
 {
 	NEED(repo, "--repo DIR");
@@ -1188,5 +1322,7 @@ int main(int argc, char **argv)
 		return cmd_root(sub, &o);
 	if (!strcmp(cmd, "timestamp"))
 		return cmd_timestamp(&o);
+	if (!strcmp(cmd, "rollout"))
+		return cmd_rollout(&o);
 	return usage_error("unknown command '%s'", cmd);
 }

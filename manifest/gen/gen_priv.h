@@ -72,6 +72,10 @@ eq_err eqg_release_numbers(const char *dir, uint64_t **ret, size_t *ret_n, struc
 /* A manifest file of this repository, parsed without a signature check
  * (the publisher's own files); errors name the file. */
 eq_err eqg_manifest_read(const char *path, struct eq_manifest **ret, struct eq_error *err);
+/* Takes @repo's publish lock (<repo>/.publish.lock, flock): one writer of
+ * release numbers, objects and timestamps at a time. *ret_fd holds it until
+ * closed. */
+eq_err eqg_lock_repo(const char *repo, int *ret_fd, struct eq_error *err);
 /* Writes the summary for the next publish; @head_sha256 is the hash of
  * the newest release's manifest.json bytes. */
 eq_err eqg_history_write(const struct eqg_history *h, const char *repo, const char *board, const char *channel,

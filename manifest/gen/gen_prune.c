@@ -204,18 +204,15 @@ eq_err eq_gen_prune(const struct eq_prune_opts *o, struct eq_prune_report *ret, 
 	struct prune p = {.o = o, .rep = ret};
 	p.now = o->now ? o->now : (int64_t)time(NULL);
 	p.grace = (int64_t)o->grace_hours * 3600;
-	EQ_AUTOFREE char *lock = eq_asprintf("%s/.publish.lock", o->repo);
 	EQ_AUTOFREE char *bdir = eq_asprintf("%s/boards", o->repo);
-	if (!lock || !bdir)
+	if (!bdir)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	if (access(bdir, F_OK) != 0)
 		return eq_error_errno(err, EQ_ERR_NOTFOUND, "'%s' is not a repository (no boards/)", o->repo);
 	/* No publish or promote runs meanwhile: what they write is referred to
 	 * only once their manifest is in place. */
-	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", lock);
-	eq_err r = flock(fd, LOCK_EX) == 0 ? EQ_OK : eq_error_errno(err, EQ_ERR_IO, "cannot lock '%s'", lock);
+	int fd = -1;
+	eq_err r = eqg_lock_repo(o->repo, &fd, err);
 	struct eqg_strv boards = {0};
 	if (!r)
 		r = list_names(bdir, &boards, err);
@@ -246,6 +243,7 @@ eq_err eq_gen_prune(const struct eq_prune_opts *o, struct eq_prune_report *ret, 
 		r = prune_store(&p, "deltas", &ret->deltas, err);
 	eqg_strv_done(&boards);
 	eqg_strv_done(&p.keep);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return r;
 }

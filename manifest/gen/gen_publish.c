@@ -883,18 +883,14 @@ static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
 			return r;
 	}
 	EQ_AUTOFREE char *bdir = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
-	EQ_AUTOFREE char *lock = eq_asprintf("%s/.publish.lock", o->repo);
-	if (!bdir || !lock)
+	if (!bdir)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	if ((r = eq_mkdir_p(bdir, 0755, err)))
 		return r;
 	/* One publisher per repository at a time; the store is shared safely
 	 * by itself, the release numbering is not. */
-	c->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (c->lock_fd < 0)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", lock);
-	if (flock(c->lock_fd, LOCK_EX) != 0)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot lock '%s'", lock);
+	if ((r = eqg_lock_repo(o->repo, &c->lock_fd, err)))
+		return r;
 	c->tmpdir = eq_asprintf("%s/.tmp-XXXXXX", o->repo);
 	if (!c->tmpdir)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");

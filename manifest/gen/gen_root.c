@@ -4,15 +4,19 @@
  * the way a device does (eq_trust_refresh() over the files).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <eq/gen.h>
+
+#include "gen_priv.h"
 
 static int64_t clock_now(void)
 {
@@ -197,6 +201,23 @@ eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_
 	return r;
 }
 
+eq_err eqg_lock_repo(const char *repo, int *ret_fd, struct eq_error *err)
+{
+	EQ_AUTOFREE char *lock = eq_asprintf("%s/.publish.lock", repo);
+	if (!lock)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", lock);
+	if (flock(fd, LOCK_EX) != 0) {
+		eq_err r = eq_error_errno(err, EQ_ERR_IO, "cannot lock '%s'", lock);
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return EQ_OK;
+}
+
 eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *ret, struct eq_error *err)
 {
 	EQ_AUTOFREE char *dir = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
@@ -216,6 +237,11 @@ eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *
 	struct eq_manifest *m = NULL;
 	struct eq_timestamp ts;
 	memset(&ts, 0, sizeof(ts));
+	int lock_fd = -1;
+	/* A timestamp is a read-modify-write of the version, and a rollout
+	 * step checks the release it is meant for. */
+	if ((r = eqg_lock_repo(o->repo, &lock_fd, err)))
+		goto out;
 	ts.issued = o->now ? o->now : clock_now();
 	/* The manifest it names must be one devices accept: signed by the
 	 * release role of the newest root, for this board and channel. */
@@ -241,6 +267,7 @@ eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *
 	/* The version grows from the one published (whatever it says, as long
 	 * as it parses): devices refuse a lower one. */
 	ts.version = 1;
+	eq_hex_encode(dg, sizeof(dg), ts.sha256);
 	r = eq_file_read_all(tpath, EQ_TIMESTAMP_MAX_BYTES, &old, &ol, err);
 	if (r == EQ_OK) {
 		struct eq_timestamp prev;
@@ -251,8 +278,32 @@ eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *
 		ts.version = prev.version + 1;
 		if (ts.issued < prev.issued)
 			ts.issued = prev.issued;
+		if (strcmp(prev.sha256, ts.sha256) == 0 && prev.number == h.number)
+			ts.rollout = prev.rollout;
 	} else if (r != EQ_ERR_NOTFOUND) {
 		goto out;
+	}
+	if (o->expect_number && o->expect_number != h.number) {
+		r = eq_error_set(err, EQ_ERR_STATE,
+				 "%s is release number %" PRIu64 ", not %" PRIu64
+				 " (a newer release was published?): nothing changed",
+				 mpath, h.number, o->expect_number);
+		goto out;
+	}
+	if (o->set_percent || o->set_halt) {
+		unsigned pct = ts.rollout.present ? ts.rollout.percent : 100;
+		bool halt = ts.rollout.present && ts.rollout.halted;
+		if (o->set_percent)
+			pct = o->percent;
+		if (o->set_halt)
+			halt = o->halt;
+		if (pct > 100) {
+			r = eq_error_set(err, EQ_ERR_INVAL, "rollout percent %u: must be 0..100", pct);
+			goto out;
+		}
+		ts.rollout.present = pct < 100 || halt;
+		ts.rollout.percent = pct;
+		ts.rollout.halted = halt;
 	}
 	snprintf(ts.board, sizeof(ts.board), "%s", o->board);
 	snprintf(ts.channel, sizeof(ts.channel), "%s", o->channel);
@@ -265,7 +316,6 @@ eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *
 	}
 	ts.number = h.number;
 	ts.size = ml;
-	eq_hex_encode(dg, sizeof(dg), ts.sha256);
 	if ((r = eq_timestamp_to_json(&ts, &doc, &dl, err)) ||
 	    (r = sign_with(doc, dl, o->keys, o->n_keys, eq_root_role(root, EQ_ROLE_TIMESTAMP), &sig, &sl, err)))
 		goto out;
@@ -279,6 +329,8 @@ eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *
 	if (ret)
 		*ret = ts;
 out:
+	if (lock_fd >= 0)
+		close(lock_fd);
 	eq_manifest_free(m);
 	eq_root_free(own_root);
 	eq_free(md);

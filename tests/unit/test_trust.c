@@ -916,6 +916,64 @@ static void test_document_rules(void **state)
 	eq_manifest_trust_free(r1);
 }
 
+/* The staged rollout in the timestamp (docs/fleet.md): written only when it
+ * holds devices back, read back exactly, and strict like the rest. */
+static void test_timestamp_rollout(void **state)
+{
+	(void)state;
+	struct eq_timestamp ts = {.version = 3, .issued = T0, .expires = T0 + HOUR, .number = 7, .size = 100};
+	snprintf(ts.board, sizeof(ts.board), "b1");
+	snprintf(ts.channel, sizeof(ts.channel), "stable");
+	memset(ts.sha256, 'a', EQ_MANIFEST_HASH_LEN);
+	ts.sha256[EQ_MANIFEST_HASH_LEN] = '\0';
+	uint8_t *d = NULL;
+	size_t n = 0;
+	struct eq_error e;
+	struct eq_timestamp back;
+	/* none: no "rollout" member at all, so older agents read it */
+	assert_int_equal(eq_timestamp_to_json(&ts, &d, &n, &e), EQ_OK);
+	assert_null(memmem(d, n, "rollout", 7));
+	assert_int_equal(eq_timestamp_parse_unverified(d, n, &back, &e), EQ_OK);
+	assert_false(back.rollout.present);
+	eq_free(d);
+	ts.rollout.present = true;
+	ts.rollout.percent = 10;
+	ts.rollout.halted = true;
+	assert_int_equal(eq_timestamp_to_json(&ts, &d, &n, &e), EQ_OK);
+	assert_int_equal(eq_timestamp_parse_unverified(d, n, &back, &e), EQ_OK);
+	assert_true(back.rollout.present);
+	assert_int_equal(back.rollout.percent, 10);
+	assert_true(back.rollout.halted);
+	struct {
+		const char *from, *to, *msg;
+	} edits[] = {
+		{"\"percent\": 10", "\"percent\": 101", "rollout.percent"},
+		{"\"percent\": 10", "\"percent\": 1.5", "rollout.percent"},
+		{"\"percent\": 10", "\"percent\": \"10\"", "rollout.percent: expected a number"},
+		{"\"halted\": true", "\"halted\": 1", "rollout.halted: expected true or false"},
+		{"\"halted\": true", "\"halted\": true, \"x\": 1", "rollout: unknown key 'x'"},
+		{",\n    \"halted\": true", "", "rollout.halted: missing"},
+		{"\"rollout\": {", "\"rollout\": 5, \"y\": {", "rollout: expected an object"},
+	};
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		char *text = eq_malloc(n + 64);
+		memcpy(text, d, n);
+		text[n] = '\0';
+		char *at = strstr(text, edits[i].from);
+		assert_non_null(at);
+		size_t fl = strlen(edits[i].from), tl = strlen(edits[i].to);
+		memmove(at + tl, at + fl, strlen(at + fl) + 1);
+		memcpy(at, edits[i].to, tl);
+		eq_err r = eq_timestamp_parse_unverified((const uint8_t *)text, strlen(text), &back, &e);
+		eq_free(text);
+		if (r != EQ_ERR_PARSE || !strstr(e.msg, edits[i].msg))
+			fail_msg("edit %zu: code %d, message '%s'", i, r, r ? e.msg : "");
+	}
+	eq_free(d);
+	ts.rollout.percent = 101;
+	assert_int_equal(eq_timestamp_to_json(&ts, &d, &n, &e), EQ_ERR_INVAL);
+}
+
 static int case_setup(void **state)
 {
 	(void)state;
@@ -961,6 +1019,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_happy_path, case_setup),
 		cmocka_unit_test_setup(test_document_rules, case_setup),
+		cmocka_unit_test_setup(test_timestamp_rollout, case_setup),
 		cmocka_unit_test_setup(test_store_planted_files, case_setup),
 		cmocka_unit_test_setup(test_threat_arbitrary_package, case_setup),
 		cmocka_unit_test_setup(test_threat_extraneous_dependencies, case_setup),

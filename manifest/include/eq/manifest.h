@@ -534,6 +534,15 @@ struct eq_timestamp {
 	uint64_t number;                       /* the manifest's release number */
 	char sha256[EQ_MANIFEST_HASH_LEN + 1]; /* of manifest.json's exact bytes */
 	uint64_t size;                         /* of manifest.json, 1..EQ_MANIFEST_MAX_BYTES */
+	/* The staged rollout of that release (docs/fleet.md). Absent (all
+	 * zero, as memset leaves it): every device may take it. Written only
+	 * when it holds anyone back, so a timestamp of a release out to every
+	 * device stays readable by agents that predate rollouts. */
+	struct {
+		bool present;
+		unsigned percent; /* 0..100: devices whose bucket is below it may install */
+		bool halted;      /* no device that has not installed it does */
+	} rollout;
 };
 
 /* Timestamp document bytes (deterministic); caller frees *ret_data with

@@ -728,11 +728,26 @@ struct eq_timestamp_opts {
 	 * board, channel and expiry still are). */
 	const struct eq_root *root;
 	const uint8_t *verified_sha256;
+	/* The staged rollout (docs/fleet.md). What is not set is kept from the
+	 * published timestamp when that names the same manifest bytes (a
+	 * refresh must never widen a staged rollout); a new manifest starts at
+	 * 100 %, not halted. 100 % and not halted writes no rollout at all. */
+	bool set_percent;
+	unsigned percent; /* 0..100 */
+	bool set_halt;
+	bool halt;
+	/* Nonzero: refuse (EQ_ERR_STATE) unless the channel's manifest has
+	 * this release number, so that a rollout step meant for one release
+	 * never lands on a newer one published meanwhile. */
+	uint64_t expect_number;
 };
 
 /*
  * Writes boards/<b>/<c>/timestamp.json and .sig for the manifest there,
- * with the version after the published one. The manifest must verify under
+ * with the version after the published one and the rollout described in
+ * struct eq_timestamp_opts, under the repository's publish lock (two
+ * writers must never sign different timestamps of one version). The
+ * manifest must verify under
  * the newest root's release role; the result must verify under its
  * timestamp role. @ret (may be NULL) receives what was written.
  */
