@@ -487,53 +487,6 @@ static void test_remove_hard_link_target(void **state)
 	close(fd);
 }
 
-#ifdef EQ_TEST_HOOKS
-/* One run of everything: rules from arguments and a file, apply, write,
- * add, check. */
-static eq_err whole_run(struct fx *f, const char *owners_file, struct eq_error *e)
-{
-	const char *owners[] = {"bin/busybox=busybox-static"};
-	struct eq_path_table *t = NULL;
-	eq_err r = eq_path_table_new(owners, 1, owners_file, &t, e);
-	const char *names[] = {"busybox", "busybox-static"};
-	for (int i = 0; i < 2 && !r; i++) {
-		struct eq_payload_builder *b = NULL;
-		r = eq_payload_builder_new(NULL, &b, e);
-		struct eq_payload_entry ents[] = {
-			DIR_BIN,
-			FILE_BB,
-			{.path = "bin/ash", .type = EQ_ENTRY_HARDLINK, .link = "bin/busybox"},
-			{.path = "bin/sh", .type = EQ_ENTRY_HARDLINK, .link = "bin/busybox"},
-		};
-		/* busybox also has hard links to bin/busybox, which it loses. */
-		for (size_t k = 0; k < (i ? 2u : 4u) && !r; k++)
-			r = eq_payload_builder_add(b, &ents[k], ents[k].type == EQ_ENTRY_FILE ? f->data_fd : -1, 0, e);
-		if (!r)
-			r = eq_path_table_apply(t, names[i], b, NULL, e);
-		char p[160];
-		snprintf(p, sizeof(p), "%s/alloc-%d.payload", f->dir, i);
-		int fd = r ? -1 : open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		uint8_t sha[EQ_SHA256_LEN];
-		uint64_t size;
-		if (fd >= 0) {
-			r = eq_payload_builder_write(b, eq_fd_write, &fd, sha, &size, e);
-			close(fd);
-		}
-		if (!r)
-			r = eq_path_table_add(t, names[i], "/pool/x.deb", p, e);
-		char th[EQ_SHA256_HEX_LEN + 1] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-		if (!r)
-			r = eq_path_table_taskhash(t, names[i], th, e);
-		eq_payload_builder_free(b);
-	}
-	if (!r)
-		r = eq_path_table_check(t, NULL, NULL, e);
-	eq_path_table_free(t);
-	return r;
-}
-
-/* Every allocation fails once, in turn: the result is EQ_OK or
- * EQ_ERR_NOMEM, never a crash, and (under ASan) nothing leaks. */
 /* The input cache's entries: a round trip through the database, and every
  * truncation of a record list refused without a leak (ASan run). */
 static void test_input_cache(void **state)
@@ -610,6 +563,53 @@ static void test_input_cache(void **state)
 	eqg_input_cache_close(c);
 }
 
+#ifdef EQ_TEST_HOOKS
+/* One run of everything: rules from arguments and a file, apply, write,
+ * add, check. */
+static eq_err whole_run(struct fx *f, const char *owners_file, struct eq_error *e)
+{
+	const char *owners[] = {"bin/busybox=busybox-static"};
+	struct eq_path_table *t = NULL;
+	eq_err r = eq_path_table_new(owners, 1, owners_file, &t, e);
+	const char *names[] = {"busybox", "busybox-static"};
+	for (int i = 0; i < 2 && !r; i++) {
+		struct eq_payload_builder *b = NULL;
+		r = eq_payload_builder_new(NULL, &b, e);
+		struct eq_payload_entry ents[] = {
+			DIR_BIN,
+			FILE_BB,
+			{.path = "bin/ash", .type = EQ_ENTRY_HARDLINK, .link = "bin/busybox"},
+			{.path = "bin/sh", .type = EQ_ENTRY_HARDLINK, .link = "bin/busybox"},
+		};
+		/* busybox also has hard links to bin/busybox, which it loses. */
+		for (size_t k = 0; k < (i ? 2u : 4u) && !r; k++)
+			r = eq_payload_builder_add(b, &ents[k], ents[k].type == EQ_ENTRY_FILE ? f->data_fd : -1, 0, e);
+		if (!r)
+			r = eq_path_table_apply(t, names[i], b, NULL, e);
+		char p[160];
+		snprintf(p, sizeof(p), "%s/alloc-%d.payload", f->dir, i);
+		int fd = r ? -1 : open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		uint8_t sha[EQ_SHA256_LEN];
+		uint64_t size;
+		if (fd >= 0) {
+			r = eq_payload_builder_write(b, eq_fd_write, &fd, sha, &size, e);
+			close(fd);
+		}
+		if (!r)
+			r = eq_path_table_add(t, names[i], "/pool/x.deb", p, e);
+		char th[EQ_SHA256_HEX_LEN + 1] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+		if (!r)
+			r = eq_path_table_taskhash(t, names[i], th, e);
+		eq_payload_builder_free(b);
+	}
+	if (!r)
+		r = eq_path_table_check(t, NULL, NULL, e);
+	eq_path_table_free(t);
+	return r;
+}
+
+/* Every allocation fails once, in turn: the result is EQ_OK or
+ * EQ_ERR_NOMEM, never a crash, and (under ASan) nothing leaks. */
 static void test_alloc_fail(void **state)
 {
 	struct fx *f = *state;
