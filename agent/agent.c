@@ -28,6 +28,7 @@ struct eq_agent {
 	char *ts_pending;     /* what to write there once this refresh verified */
 	char *ptr_validators; /* legacy mode: the same for manifest.json.sha256 */
 	char *ptr_pending;
+	char *hold_path; /* `eqota hold` */
 	eq_progress_fn progress;
 	void *progress_ctx;
 	bool cache_hit; /* root mode: this refresh's manifest came from the cache */
@@ -51,6 +52,7 @@ void eq_agent_free(struct eq_agent *a)
 	eq_free(a->ts_pending);
 	eq_free(a->ptr_validators);
 	eq_free(a->ptr_pending);
+	eq_free(a->hold_path);
 	eq_free(a);
 }
 
@@ -68,8 +70,9 @@ eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct e
 	a->cache_sig = eq_asprintf("%s/manifest.json.sig", cfg->data_dir);
 	a->ts_validators = eq_asprintf("%s/timestamp.validators", cfg->data_dir);
 	a->ptr_validators = eq_asprintf("%s/pointer.validators", cfg->data_dir);
+	a->hold_path = eq_asprintf("%s/hold", cfg->data_dir);
 	if (!a->state_path || !a->downloads || !a->work || !a->cache_manifest || !a->cache_sig || !a->ts_validators ||
-	    !a->ptr_validators) {
+	    !a->ptr_validators || !a->hold_path) {
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -362,6 +365,58 @@ static void prune_downloads(struct eq_agent *a, const struct eq_manifest *keep)
 		       a->downloads);
 }
 
+const char *eq_defer_name(enum eq_defer d)
+{
+	switch (d) {
+	case EQ_DEFER_NONE: return NULL;
+	case EQ_DEFER_PINNED: return "pinned";
+	case EQ_DEFER_HELD: return "held";
+	case EQ_DEFER_ROLLOUT: return "rollout";
+	case EQ_DEFER_HALTED: return "halted";
+	}
+	return NULL;
+}
+
+/* The pin and the hold in force now. */
+static eq_err policy_now(struct eq_agent *a, struct eq_policy_view *ret, struct eq_error *err)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->pin = a->cfg->pin;
+	int64_t by_cmd = 0;
+	eq_err r = eq_hold_load(a->hold_path, &by_cmd, err);
+	if (r)
+		return r;
+	int64_t until = a->cfg->hold_until > by_cmd ? a->cfg->hold_until : by_cmd;
+	if (until > now_s()) {
+		ret->held_until = until;
+		ret->hold_by_command = until == by_cmd;
+	}
+	return EQ_OK;
+}
+
+/* The staged rollout of release @number for this device, from the newest
+ * accepted timestamp (root mode; a rollout exists only there). */
+static void rollout_for(const struct eq_agent *a, uint64_t number, struct eq_rollout_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	const struct eq_timestamp *ts = a->tstore ? eq_trust_timestamp(a->tstore) : NULL;
+	if (!ts || !ts->version || ts->number != number || !ts->rollout.present)
+		return;
+	v->staged = true;
+	v->percent = ts->rollout.percent;
+	v->halted = ts->rollout.halted;
+	char id[EQ_DEVICE_ID_MAX + 1];
+	struct eq_error e;
+	if (eq_device_id_read(a->cfg->device_id_file, id, &e)) {
+		/* Without an id the device cannot know its place: it waits for
+		 * 100 %, as the device least likely to be chosen would. */
+		v->no_device_id = true;
+		snprintf(v->detail, sizeof(v->detail), "%s", eq_error_msg(&e));
+		return;
+	}
+	v->selected = eq_rollout_selected(eq_rollout_bucket(id, a->cfg->board, a->cfg->channel, number), v->percent);
+}
+
 eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_error *err)
 {
 	struct eq_status st;
@@ -410,9 +465,29 @@ eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_erro
 		st.trust.root_expires = info.expires;
 		st.trust.ts_version = eq_trust_timestamp(a->tstore)->version;
 		st.trust.ts_expires = eq_trust_timestamp(a->tstore)->expires;
+		if (st.trust.ts_version) {
+			st.offered_number = eq_trust_timestamp(a->tstore)->number;
+			rollout_for(a, st.offered_number, &st.rollout);
+		}
+	}
+	/* Status works on a damaged hold file too; update refuses it. */
+	if (policy_now(a, &st.policy, &e) != EQ_OK) {
+		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&e));
+		st.policy.pin = a->cfg->pin;
 	}
 	*ret = st;
 	return EQ_OK;
+}
+
+eq_err eq_agent_hold(struct eq_agent *a, int64_t until, struct eq_error *err)
+{
+	if (until && until <= now_s())
+		return eq_error_set(err, EQ_ERR_INVAL, "hold until %" PRId64 ": that time has passed", until);
+	if (until > now_s() + EQ_HOLD_MAX_S)
+		return eq_error_set(err, EQ_ERR_INVAL,
+				    "a hold lasts at most 366 days: a device forgotten on hold would miss security "
+				    "fixes");
+	return eq_hold_save(a->hold_path, until, err);
 }
 
 void eq_check_done(struct eq_check *c)
@@ -796,6 +871,68 @@ static eq_err read_running(struct eq_agent *a, int booted, struct eq_manifest **
 	return EQ_OK;
 }
 
+/* An earlier release's signed manifest, verified. */
+struct rel_copy {
+	uint8_t *mb, *sb;
+	size_t ml, sl;
+	struct eq_manifest *m;
+	uint64_t number;
+	char name[65];
+};
+
+static void rel_copy_done(struct rel_copy *x)
+{
+	eq_manifest_free(x->m);
+	eq_free(x->mb);
+	eq_free(x->sb);
+	memset(x, 0, sizeof(*x));
+}
+
+static eq_err fetch_release(struct eq_agent *a, uint64_t number, struct rel_copy *ret, struct eq_error *err)
+{
+	struct rel_copy x;
+	memset(&x, 0, sizeof(x));
+	/* Expiry is not checked: factories install what was tested, however
+	 * old its manifest is. */
+	struct eq_manifest_policy pol = {.board = a->cfg->board,
+					 .channel = a->cfg->channel,
+					 .number = number,
+					 .now = now_s(),
+					 .check_expiry = false};
+	eq_err r = eq_fetch_release_manifest(a->fetcher, number, &x.mb, &x.ml, &x.sb, &x.sl, err);
+	if (!r && (r = eq_manifest_load_verified(x.mb, x.ml, x.sb, x.sl, release_keys(a), &pol, &x.m, err)))
+		(void)eq_error_prefix(err, r, "releases/%" PRIu64 "/manifest.json", number);
+	if (!r)
+		r = get_number(x.m, &x.number, x.name, err);
+	if (r) {
+		rel_copy_done(&x);
+		return r;
+	}
+	*ret = x;
+	return EQ_OK;
+}
+
+/* Makes @x the release to install; @x is emptied. */
+static void take_release(struct eq_check *c, struct rel_copy *x)
+{
+	eq_manifest_free(c->next);
+	eq_free(c->manifest_bytes);
+	eq_free(c->sig_bytes);
+	c->next = x->m;
+	c->manifest_bytes = x->mb;
+	c->manifest_len = x->ml;
+	c->sig_bytes = x->sb;
+	c->sig_len = x->sl;
+	memset(x, 0, sizeof(*x));
+}
+
+static void use_release(struct eq_check *c, struct eq_update_result *res, struct rel_copy *x)
+{
+	res->number = x->number;
+	snprintf(res->release, sizeof(res->release), "%s", x->name);
+	take_release(c, x);
+}
+
 eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, struct eq_error *err)
 {
 	struct eq_check c;
@@ -835,11 +972,40 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 	if (a->ptr_pending &&
 	    eq_file_replace_atomic(a->ptr_validators, a->ptr_pending, strlen(a->ptr_pending), 0600, &pe) != EQ_OK)
 		eq_log(EQ_LOG_DEBUG, "%s", pe.msg);
+	c.channel_number = offered;
+	if ((r = policy_now(a, &c.policy, err)))
+		goto fail;
+	uint64_t target = offered;
+	if (offered > have && c.policy.pin && offered > c.policy.pin) {
+		if (have >= c.policy.pin) {
+			c.deferred = EQ_DEFER_PINNED;
+		} else {
+			/* Up to the pin: that release's own manifest, by the rule
+			 * provision uses (signed by the release role, not
+			 * refused for its age: the pin chose it). */
+			struct rel_copy x;
+			if ((r = fetch_release(a, c.policy.pin, &x, err))) {
+				eq_error_prefix(err, r, "[update] pin = %" PRIu64, c.policy.pin);
+				goto fail;
+			}
+			take_release(&c, &x);
+			target = c.policy.pin;
+		}
+	}
+	rollout_for(a, target, &c.rollout);
 	if (offered == have) {
 		c.up_to_date = true;
-	} else if (offered == st.failed_number && !retry) {
+	} else if (c.deferred) {
+		/* pinned: nothing newer than the running release may come */
+	} else if (c.policy.held_until) {
+		c.deferred = EQ_DEFER_HELD;
+	} else if (c.rollout.staged && c.rollout.halted) {
+		c.deferred = EQ_DEFER_HALTED;
+	} else if (c.rollout.staged && !c.rollout.selected) {
+		c.deferred = EQ_DEFER_ROLLOUT;
+	} else if (target == st.failed_number && !retry) {
 		c.skipped_failed = true;
-	} else if (offered == st.error_number && !retry && now_s() < st.next_attempt) {
+	} else if (target == st.error_number && !retry && now_s() < st.next_attempt) {
 		c.waiting = true;
 		c.next_attempt = st.next_attempt;
 		c.attempts = st.attempts;
@@ -849,7 +1015,7 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 		eq_log(EQ_LOG_NOTICE,
 		       "release %" PRIu64 " failed to install %" PRIu64
 		       " time%s (last: %s); the next attempt is due at %s",
-		       offered, c.attempts, c.attempts == 1 ? "" : "s", c.error, when);
+		       target, c.attempts, c.attempts == 1 ? "" : "s", c.error, when);
 	}
 	if ((r = eq_plan_make(c.running, c.next, &c.plan, err)))
 		goto fail;
@@ -991,8 +1157,11 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 		eq_check_done(&c);
 		return r;
 	}
-	if (c.up_to_date || c.skipped_failed) {
+	if (c.up_to_date || c.skipped_failed || c.deferred) {
 		res.exit = EQ_EXIT_OK;
+		res.deferred = c.deferred;
+		res.policy = c.policy;
+		res.rollout = c.rollout;
 		(void)!get_number(c.next, &res.number, res.release, NULL);
 		eq_check_done(&c);
 		res.seconds = eq_now_s() - t0;
@@ -1246,63 +1415,6 @@ eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err)
  * each is a signed manifest download, and the current release number that
  * starts the search comes from the server. */
 #define PROVISION_MAX_SEARCH 256
-
-/* An earlier release's signed manifest, verified. */
-struct rel_copy {
-	uint8_t *mb, *sb;
-	size_t ml, sl;
-	struct eq_manifest *m;
-	uint64_t number;
-	char name[65];
-};
-
-static void rel_copy_done(struct rel_copy *x)
-{
-	eq_manifest_free(x->m);
-	eq_free(x->mb);
-	eq_free(x->sb);
-	memset(x, 0, sizeof(*x));
-}
-
-static eq_err fetch_release(struct eq_agent *a, uint64_t number, struct rel_copy *ret, struct eq_error *err)
-{
-	struct rel_copy x;
-	memset(&x, 0, sizeof(x));
-	/* Expiry is not checked: factories install what was tested, however
-	 * old its manifest is. */
-	struct eq_manifest_policy pol = {.board = a->cfg->board,
-					 .channel = a->cfg->channel,
-					 .number = number,
-					 .now = now_s(),
-					 .check_expiry = false};
-	eq_err r = eq_fetch_release_manifest(a->fetcher, number, &x.mb, &x.ml, &x.sb, &x.sl, err);
-	if (!r && (r = eq_manifest_load_verified(x.mb, x.ml, x.sb, x.sl, release_keys(a), &pol, &x.m, err)))
-		(void)eq_error_prefix(err, r, "releases/%" PRIu64 "/manifest.json", number);
-	if (!r)
-		r = get_number(x.m, &x.number, x.name, err);
-	if (r) {
-		rel_copy_done(&x);
-		return r;
-	}
-	*ret = x;
-	return EQ_OK;
-}
-
-/* Makes @x the release to install; @x is emptied. */
-static void use_release(struct eq_check *c, struct eq_update_result *res, struct rel_copy *x)
-{
-	eq_manifest_free(c->next);
-	eq_free(c->manifest_bytes);
-	eq_free(c->sig_bytes);
-	c->next = x->m;
-	c->manifest_bytes = x->mb;
-	c->manifest_len = x->ml;
-	c->sig_bytes = x->sb;
-	c->sig_len = x->sl;
-	res->number = x->number;
-	snprintf(res->release, sizeof(res->release), "%s", x->name);
-	memset(x, 0, sizeof(*x));
-}
 
 /* The releases seen, for the error that says what the channel has; capped
  * like the message it goes into. */

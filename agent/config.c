@@ -23,12 +23,14 @@ enum section {
 	SEC_PATHS,
 	SEC_HEALTH,
 	SEC_DAEMON,
+	SEC_UPDATE,
 	SEC__COUNT
 };
 
 static const char *const section_names[SEC__COUNT] = {
 	[SEC_REPOSITORY] = "repository", [SEC_SLOTS] = "slots",   [SEC_BOOTLOADER] = "bootloader",
 	[SEC_PATHS] = "paths",           [SEC_HEALTH] = "health", [SEC_DAEMON] = "daemon",
+	[SEC_UPDATE] = "update",
 };
 
 enum kind {
@@ -41,6 +43,7 @@ enum kind {
 	K_SLOTTYPE, /* dir | block */
 	K_BACKEND,  /* file | uboot | grub */
 	K_CHECK,    /* [health] check: repeatable */
+	K_TIME,     /* UTC time YYYY-MM-DDTHH:MM:SSZ, as in manifests */
 };
 
 struct key_def {
@@ -84,6 +87,9 @@ static const struct key_def keys[] = {
 	{SEC_DAEMON, "interval", K_UINT, S(poll_interval_s), 60, 604800},
 	{SEC_DAEMON, "jitter", K_UINT, S(poll_jitter_s), 0, 86400},
 	{SEC_DAEMON, "cycle-timeout", K_UINT, S(cycle_timeout_s), 10, 604800},
+	{SEC_UPDATE, "pin", K_UINT, S(pin), 1, 4000000000u},
+	{SEC_UPDATE, "hold-until", K_TIME, S(hold_until), 0, 0},
+	{SEC_UPDATE, "device-id-file", K_PATH, S(device_id_file), 0, 0},
 };
 #undef S
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -120,6 +126,7 @@ void eq_config_done(struct eq_config *c)
 	eq_free(c->bl_var_trial);
 	eq_free(c->cmdline);
 	eq_free(c->data_dir);
+	eq_free(c->device_id_file);
 	for (size_t i = 0; i < c->n_checks && i < EQ_CONFIG_MAX_CHECKS; i++)
 		eq_free(c->checks[i]);
 	memset(c, 0, sizeof(*c));
@@ -233,6 +240,12 @@ static eq_err set_value(struct parser *p, size_t ki, const char *v)
 					    p->line, k->name, v);
 		break;
 	case K_CMD: break;
+	case K_TIME:
+		if (!eq_manifest_parse_time(v, (int64_t *)(void *)((char *)&p->c + k->off)))
+			return eq_error_set(p->err, EQ_ERR_INVAL,
+					    "%s:%u: %s = %s: expected a UTC time such as 2026-12-24T06:00:00Z", p->name,
+					    p->line, k->name, v);
+		return EQ_OK;
 	case K_CHECK:
 		if (p->c.n_checks >= EQ_CONFIG_MAX_CHECKS)
 			return eq_error_set(p->err, EQ_ERR_LIMIT, "%s:%u: more than %u check lines in [health]",
@@ -463,6 +476,8 @@ eq_err eq_config_parse(const char *name, const char *text, size_t len, struct eq
 		r = set_default(p, &p->c.cmdline, "/proc/cmdline");
 	if (r == EQ_OK)
 		r = set_default(p, &p->c.data_dir, "/var/lib/eqota");
+	if (r == EQ_OK)
+		r = set_default(p, &p->c.device_id_file, "/etc/machine-id");
 	if (r == EQ_OK)
 		*ret = p->c;
 	else

@@ -30,6 +30,8 @@ static const char usage_text[] =
 	"  rollback                    the same, for operators\n"
 	"  daemon                      confirm after boot, then poll for updates\n"
 	"  provision --slot A|B [--release R]   fill an empty slot from the repository and mark it good\n"
+	"  hold --until YYYY-MM-DDTHH:MM:SSZ | --for N(m|h|d) | --off\n"
+	"                              install no new release until then (a maintenance window)\n"
 	"\n"
 	"Exit status: 0 success or up to date, 1 failed, 2 usage or configuration error,\n"
 	"3 updated (the new slot is tried at the next boot), 4 rolled back.\n";
@@ -39,6 +41,8 @@ static struct {
 	const char *config;
 	bool json, retry, reboot;
 	const char *slot, *release;
+	const char *until, *hold_for;
+	bool off;
 } opt = {.config = EQ_CONFIG_DEFAULT_PATH};
 
 /* The signal that asked eqota to stop, 0 while none did. The daemon polls
@@ -93,6 +97,68 @@ static void json_str(const char *s)
  * a version changes only when a field is removed or changes its meaning. */
 #define EQ_JSON_STATUS_SCHEMA "eqota-status/1"
 #define EQ_JSON_CHECK_SCHEMA "eqota-check/1"
+
+/* Why release @number waits, for a person (docs/fleet.md). */
+static void defer_text(enum eq_defer d, const struct eq_policy_view *p, const struct eq_rollout_view *ro,
+		       uint64_t number, char *out, size_t cap)
+{
+	char when[EQ_MANIFEST_TIME_LEN + 1];
+	switch (d) {
+	case EQ_DEFER_NONE: snprintf(out, cap, "nothing holds it back"); break;
+	case EQ_DEFER_PINNED:
+		snprintf(out, cap,
+			 "[update] pin = %" PRIu64 ": the running release is that one or newer, so release %" PRIu64
+			 " is not installed",
+			 p->pin, number);
+		break;
+	case EQ_DEFER_HELD:
+		eq_manifest_format_time(p->held_until, when);
+		snprintf(out, cap, "updates are held until %s (%s): release %" PRIu64 " waits", when,
+			 p->hold_by_command ? "by 'eqota hold'; 'eqota hold --off' lifts it" : "by [update] hold-until",
+			 number);
+		break;
+	case EQ_DEFER_ROLLOUT:
+		if (ro->no_device_id)
+			snprintf(out, cap,
+				 "release %" PRIu64 " is rolled out to %u %% of devices, and this device cannot tell "
+				 "whether it is one of them (%s): it waits for 100 %%",
+				 number, ro->percent, ro->detail);
+		else
+			snprintf(out, cap,
+				 "release %" PRIu64 " is rolled out to %u %% of devices, not yet to this one: it polls "
+				 "on",
+				 number, ro->percent);
+		break;
+	case EQ_DEFER_HALTED:
+		snprintf(out, cap, "the rollout of release %" PRIu64 " is halted: it is not installed here", number);
+		break;
+	}
+}
+
+static void json_rollout(const struct eq_rollout_view *ro)
+{
+	if (!ro->staged) {
+		printf("null");
+		return;
+	}
+	printf("{\"percent\":%u,\"halted\":%s,\"selected\":%s}", ro->percent, ro->halted ? "true" : "false",
+	       ro->selected ? "true" : "false");
+}
+
+static void json_policy(const struct eq_policy_view *p)
+{
+	printf("\"pin\":");
+	if (p->pin)
+		printf("%" PRIu64, p->pin);
+	else
+		printf("null");
+	printf(",\"hold\":");
+	if (p->held_until)
+		printf("{\"until\":%lld,\"by\":\"%s\"}", (long long)p->held_until,
+		       p->hold_by_command ? "command" : "config");
+	else
+		printf("null");
+}
 
 static int cmd_status(struct eq_agent *a)
 {
@@ -154,6 +220,15 @@ static int cmd_status(struct eq_agent *a)
 			       (long long)st.trust.ts_expires);
 		else
 			printf("null");
+		printf(",");
+		json_policy(&st.policy);
+		printf(",\"rollout\":");
+		if (st.rollout.staged)
+			printf("{\"number\":%" PRIu64 ",\"percent\":%u,\"halted\":%s,\"selected\":%s}",
+			       st.offered_number, st.rollout.percent, st.rollout.halted ? "true" : "false",
+			       st.rollout.selected ? "true" : "false");
+		else
+			printf("null");
 		printf("}\n");
 		return EQ_EXIT_OK;
 	}
@@ -196,6 +271,21 @@ static int cmd_status(struct eq_agent *a)
 		printf("last install error: release %" PRIu64 ", attempt %" PRIu64 " at %s: %s\nnext attempt due: %s\n",
 		       st.state.error_number, st.state.attempts, at, st.state.error, next);
 	}
+	if (st.policy.pin)
+		printf("pin: release %" PRIu64 " at most ([update] pin)\n", st.policy.pin);
+	if (st.policy.held_until) {
+		char until[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(st.policy.held_until, until);
+		printf("hold: no update until %s (%s)\n", until,
+		       st.policy.hold_by_command ? "'eqota hold'" : "[update] hold-until");
+	}
+	if (st.rollout.staged) {
+		printf("rollout of release %" PRIu64 " (last timestamp): %u %%%s; this device is %s\n",
+		       st.offered_number, st.rollout.percent, st.rollout.halted ? ", halted" : "",
+		       st.rollout.selected       ? "included"
+		       : st.rollout.no_device_id ? "not included (no device id)"
+						 : "not included yet");
+	}
 	return EQ_EXIT_OK;
 }
 
@@ -234,8 +324,17 @@ static int cmd_check(struct eq_agent *a)
 				printf("null");
 			printf(",\"bytes\":%" PRIu64 "}", it->download);
 		}
-		printf("],\"download_bytes\":%" PRIu64 ",\"full_bytes\":%" PRIu64 "}\n", c.plan.download_bytes,
-		       c.plan.full_bytes);
+		printf("],\"download_bytes\":%" PRIu64 ",\"full_bytes\":%" PRIu64 ",\"channel_number\":%" PRIu64 ",",
+		       c.plan.download_bytes, c.plan.full_bytes, c.channel_number);
+		json_policy(&c.policy);
+		printf(",\"rollout\":");
+		json_rollout(&c.rollout);
+		printf(",\"deferred\":");
+		if (c.deferred)
+			printf("\"%s\"", eq_defer_name(c.deferred));
+		else
+			printf("null");
+		printf("}\n");
 	} else {
 		printf("running release '%s' (number %" PRIu64 "), repository offers '%s' (number %" PRIu64 ")\n",
 		       hr.release, hr.number, hn.release, hn.number);
@@ -244,6 +343,15 @@ static int cmd_check(struct eq_agent *a)
 		} else {
 			if (c.skipped_failed)
 				printf("this release failed before; 'eqota update --retry' tries it again\n");
+			if (hn.number != c.channel_number)
+				printf("the channel's current release is number %" PRIu64 "; [update] pin = %" PRIu64
+				       " stops this device at '%s'\n",
+				       c.channel_number, c.policy.pin, hn.release);
+			if (c.deferred) {
+				char why[512];
+				defer_text(c.deferred, &c.policy, &c.rollout, hn.number, why, sizeof(why));
+				printf("not now: %s\n", why);
+			}
 			for (size_t i = 0; i < c.plan.n; i++) {
 				const struct eq_plan_item *it = &c.plan.items[i];
 				if (it->action == EQ_PLAN_KEEP)
@@ -281,6 +389,12 @@ static int cmd_update(struct eq_agent *a)
 	struct eq_error e;
 	if (eq_agent_update(a, opt.retry, &res, &e))
 		return fail(&e);
+	if (res.exit == EQ_EXIT_OK && res.deferred) {
+		char why[512];
+		defer_text(res.deferred, &res.policy, &res.rollout, res.number, why, sizeof(why));
+		printf("nothing installed: %s\n", why);
+		return EQ_EXIT_OK;
+	}
 	if (res.exit == EQ_EXIT_OK) {
 		printf("up to date (release '%s', number %" PRIu64 ")\n", res.release, res.number);
 		return EQ_EXIT_OK;
@@ -313,6 +427,45 @@ static int cmd_rollback(struct eq_agent *a, const char *why)
 	if (eq_agent_rollback(a, why, &e))
 		return fail(&e);
 	return EQ_EXIT_ROLLED_BACK;
+}
+
+/* "90m", "6h", "2d": a hold's length in seconds; 0 if not one. */
+static int64_t parse_duration(const char *s)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	int64_t unit = !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : 0;
+	if (!unit || v == 0 || v > (unsigned long long)EQ_HOLD_MAX_S)
+		return 0;
+	return (int64_t)v * unit;
+}
+
+static int cmd_hold(struct eq_agent *a)
+{
+	if (!!opt.until + !!opt.hold_for + opt.off != 1)
+		return usage_error("hold needs one of --until TIME, --for DURATION or --off", NULL);
+	int64_t until = 0;
+	if (opt.until && !eq_manifest_parse_time(opt.until, &until))
+		return usage_error("--until expects a UTC time such as 2026-12-24T06:00:00Z, not", opt.until);
+	if (opt.hold_for) {
+		int64_t d = parse_duration(opt.hold_for);
+		if (!d)
+			return usage_error("--for expects a number and m, h or d (such as 6h), not", opt.hold_for);
+		until = (int64_t)time(NULL) + d;
+	}
+	struct eq_error e;
+	if (eq_agent_hold(a, until, &e))
+		return fail(&e);
+	if (opt.off) {
+		printf("hold lifted%s\n", "");
+	} else {
+		char when[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(until, when);
+		printf("no new release is installed until %s ('eqota hold --off' lifts the hold)\n", when);
+	}
+	return EQ_EXIT_OK;
 }
 
 static int cmd_provision(struct eq_agent *a)
@@ -387,6 +540,12 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 			} else {
 				if (res.exit == EQ_EXIT_UPDATED)
 					eq_log(EQ_LOG_NOTICE, "release '%s' installed; rebooting into it", res.release);
+				if (res.deferred) {
+					char why[512];
+					defer_text(res.deferred, &res.policy, &res.rollout, res.number, why,
+						   sizeof(why));
+					eq_log(EQ_LOG_INFO, "%s", why);
+				}
 				rc = res.exit;
 			}
 		}
@@ -535,11 +694,17 @@ int main(int argc, char **argv)
 			opt.slot = argv[++i];
 		else if (!strcmp(argv[i], "--release") && i + 1 < argc)
 			opt.release = argv[++i];
+		else if (!strcmp(argv[i], "--until") && i + 1 < argc)
+			opt.until = argv[++i];
+		else if (!strcmp(argv[i], "--for") && i + 1 < argc)
+			opt.hold_for = argv[++i];
+		else if (!strcmp(argv[i], "--off"))
+			opt.off = true;
 		else
 			return usage_error("unknown argument", argv[i]);
 	}
-	static const char *const known[] = {"status",   "check",    "update", "mark-good",
-					    "mark-bad", "rollback", "daemon", "provision"};
+	static const char *const known[] = {"status",   "check",  "update",    "mark-good", "mark-bad",
+					    "rollback", "daemon", "provision", "hold"};
 	bool ok = false;
 	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 		ok |= !strcmp(cmd, known[k]);
@@ -582,6 +747,8 @@ int main(int argc, char **argv)
 		rc = cmd_rollback(a, "marked bad by 'eqota mark-bad'");
 	else if (!strcmp(cmd, "rollback"))
 		rc = cmd_rollback(a, "rolled back by 'eqota rollback'");
+	else if (!strcmp(cmd, "hold"))
+		rc = cmd_hold(a);
 	else
 		rc = cmd_provision(a);
 	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)

@@ -108,12 +108,38 @@ doc "status, after a failed trial (reason not UTF-8)" eqota-status-1.schema.json
 # An install error: release 3's changed object is missing on the server.
 pub repo r3 K1.key --timestamp-key T1.key
 obj=$("$gen" show --repo repo --board tb --channel stable --json | "$py" -c 'import json,sys; print([p["object"]["path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="tool"][0])')
-rm "repo/$obj"
+mv "repo/$obj" "repo/$obj.gone"
 sleep 1
 eq update >/dev/null 2>&1 && fail "update without the object succeeded"
 doc "status, with an install error" eqota-status-1.schema.json eq status --json
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["install_error"]["attempts"] == 1, d' "$w/doc.json" &&
   pass "status: the install error and its backoff" || fail "install error: $(cat "$w/doc.json")"
+
+# Fleet policy (docs/fleet.md): a hold, then a staged rollout this device
+# is not in, then a halted one. The object is back, so only policy stops it.
+mv "repo/$obj.gone" "repo/$obj"
+future=$(date -u -d '+2 days' +%Y-%m-%dT%H:%M:%SZ)
+eq hold --until "$future" >/dev/null || fail "hold --until"
+doc "check, held" eqota-check-1.schema.json eq check --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["deferred"] == "held" and d["hold"]["by"] == "command", d' \
+  "$w/doc.json" && pass "check: the hold defers the release" || fail "check held: $(cat "$w/doc.json")"
+doc "status, held" eqota-status-1.schema.json eq status --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["hold"]["until"] > 0 and d["pin"] is None, d' \
+  "$w/doc.json" && pass "status: the hold" || fail "status held: $(cat "$w/doc.json")"
+eq hold --off >/dev/null || fail "hold --off"
+"$gen" -q rollout --repo repo --board tb --channel stable --percent 0 --key T1.key >/dev/null || fail "rollout --percent 0"
+sleep 1
+doc "check, out of the rollout" eqota-check-1.schema.json eq check --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["deferred"] == "rollout" and d["rollout"] == {"percent": 0, "halted": False, "selected": False} and d["hold"] is None, d' \
+  "$w/doc.json" && pass "check: out of a 0 % rollout" || fail "check rollout: $(cat "$w/doc.json")"
+"$gen" -q rollout --repo repo --board tb --channel stable --percent 100 --halt --key T1.key >/dev/null || fail "rollout --halt"
+sleep 1
+doc "check, halted" eqota-check-1.schema.json eq check --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["deferred"] == "halted" and d["rollout"]["halted"], d' \
+  "$w/doc.json" && pass "check: a halted rollout" || fail "check halted: $(cat "$w/doc.json")"
+doc "status, halted rollout" eqota-status-1.schema.json eq status --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["rollout"]["halted"] and d["rollout"]["number"] == 3, d' \
+  "$w/doc.json" && pass "status: the rollout of the last timestamp" || fail "status rollout: $(cat "$w/doc.json")"
 
 # Legacy mode: trust is null.
 l=$w/l

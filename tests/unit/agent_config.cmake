@@ -6,3 +6,6 @@ eq_add_unit_test(test_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_config.c LIB
 # State file of the agent (agent/state.c): round trip, the bad-state corpus
 # (tests/data/bad/state), every truncation, caps of numbers and size.
 eq_add_unit_test(test_state SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_state.c LIBS eq_agent)
+# Update policy (agent/policy.c): the hold file, the device id, and the
+# staged rollout's choice over a simulated fleet of 1,000 device ids.
+eq_add_unit_test(test_policy SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_policy.c LIBS eq_agent m)

@@ -80,6 +80,9 @@ static void test_defaults(void **state)
 	assert_int_equal(c.poll_interval_s, 3600);
 	assert_int_equal(c.poll_jitter_s, 600);
 	assert_int_equal(c.cycle_timeout_s, 10800);
+	assert_int_equal(c.pin, 0);
+	assert_int_equal(c.hold_until, 0);
+	assert_string_equal(c.device_id_file, "/etc/machine-id");
 	eq_config_done(&c);
 	eq_config_done(&c); /* done twice is harmless: it zeroes the struct */
 	eq_config_done(NULL);
@@ -124,7 +127,11 @@ static void test_every_key(void **state)
 				   "timeout = 86400\n"
 				   "[daemon]\n"
 				   "interval = 604800\n"
-				   "jitter = 0\n";
+				   "jitter = 0\n"
+				   "[update]\n"
+				   "pin = 4000000000\n"
+				   "hold-until = 2026-12-24T06:00:00Z\n"
+				   "device-id-file = /factory/serial\n";
 	struct eq_config c;
 	struct eq_error e;
 	assert_int_equal(parse(text, &c, &e), EQ_OK);
@@ -158,6 +165,9 @@ static void test_every_key(void **state)
 	assert_int_equal(c.health_timeout_s, 86400);
 	assert_int_equal(c.poll_interval_s, 604800);
 	assert_int_equal(c.poll_jitter_s, 0);
+	assert_int_equal(c.pin, 4000000000u);
+	assert_int_equal(c.hold_until, 1798092000);
+	assert_string_equal(c.device_id_file, "/factory/serial");
 	eq_config_done(&c);
 }
 
@@ -213,6 +223,12 @@ static void test_value_errors(void **state)
 		{"repository", "ca-file = ca.pem", "ca-file = ca.pem: expected an absolute path"},
 		{"repository", "min-rate = 0", "min-rate = 0: expected 1..100000000"},
 		{"daemon", "cycle-timeout = 9", "cycle-timeout = 9: expected 10..604800"},
+		{"update", "pin = 0", "pin = 0: expected 1..4000000000"},
+		{"update", "pin = r5", "pin = r5: expected a whole number"},
+		{"update", "hold-until = tomorrow", "hold-until = tomorrow: expected a UTC time"},
+		{"update", "hold-until = 2026-12-24 06:00", "expected a UTC time such as 2026-12-24T06:00:00Z"},
+		{"update", "hold-until = 2026-02-30T00:00:00Z", "hold-until = 2026-02-30T00:00:00Z: expected"},
+		{"update", "device-id-file = machine-id", "device-id-file = machine-id: expected an absolute path"},
 		/* refused here with file and line, not later by the bootloader */
 		{"bootloader", "var-order = boot-order", "var-order = boot-order: expected 1 to 64 of A-Z a-z 0-9 _"},
 		{"bootloader", "var-trial = 1st", "var-trial = 1st: expected 1 to 64 of"},

@@ -72,6 +72,10 @@ struct eq_config {
 	unsigned poll_interval_s; /* default 3600 */
 	unsigned poll_jitter_s;   /* default 600 */
 	unsigned cycle_timeout_s; /* a poll is stopped after this long, default 10800 */
+	/* [update] (docs/fleet.md) */
+	unsigned pin;         /* install no release numbered above it; 0: none */
+	int64_t hold_until;   /* install nothing before this time; 0: none */
+	char *device_id_file; /* the id staged rollouts hash, default /etc/machine-id */
 };
 
 /*
@@ -386,6 +390,39 @@ EQ_API eq_err eq_state_save(const char *path, const struct eq_state *s, struct e
 EQ_API int64_t eq_state_backoff_s(uint64_t attempts);
 
 /* ====================================================================== */
+/* ==== update policy (agent/policy.c): hold and staged rollout ============ */
+
+/* A hold is at most this long: a device forgotten on hold would miss
+ * security fixes for good. */
+#define EQ_HOLD_MAX_S (366 * 86400)
+
+/*
+ * The hold `eqota hold` sets, "<data_dir>/hold": one line
+ * "until=<seconds since 1970>". A missing file is no hold (*ret_until 0);
+ * anything else than what eq_hold_save() writes is EQ_ERR_PARSE naming the
+ * file. eq_hold_save() with @until 0 removes the file.
+ */
+EQ_API eq_err eq_hold_load(const char *path, int64_t *ret_until, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_hold_save(const char *path, int64_t until, struct eq_error *err) EQ_MUST_CHECK;
+
+#define EQ_DEVICE_ID_MAX 128u
+/* Reads the stable device id from @path (/etc/machine-id by default):
+ * surrounding white space dropped, 1..EQ_DEVICE_ID_MAX printable ASCII
+ * characters without spaces; else EQ_ERR_PARSE naming the file. */
+EQ_API eq_err eq_device_id_read(const char *path, char out[EQ_DEVICE_ID_MAX + 1], struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * The device's place in the staged rollout of release @number of @board
+ * and @channel: 0..EQ_ROLLOUT_BUCKETS-1, from SHA-256 over the device id
+ * and the release, so the same for every poll, independent between
+ * releases. eq_rollout_selected() says whether a rollout of @percent
+ * includes it; a device in at p % stays in at any higher percentage.
+ */
+#define EQ_ROLLOUT_BUCKETS 10000u
+EQ_API unsigned eq_rollout_bucket(const char *device_id, const char *board, const char *channel, uint64_t number);
+EQ_API bool eq_rollout_selected(unsigned bucket, unsigned percent);
+
+/* ====================================================================== */
 /* ==== health checks (agent/health.c) ==================================== */
 
 /*
@@ -449,6 +486,34 @@ struct eq_slot_info {
 	size_t packages;
 };
 
+/* Why a newer release is not installed now (docs/fleet.md). */
+enum eq_defer {
+	EQ_DEFER_NONE,
+	EQ_DEFER_PINNED,  /* the running release is at [update] pin or above */
+	EQ_DEFER_HELD,    /* a hold ([update] hold-until or `eqota hold`) lasts */
+	EQ_DEFER_ROLLOUT, /* the staged rollout does not include this device yet */
+	EQ_DEFER_HALTED,  /* the release's rollout is halted */
+};
+/* "pinned", "held", "rollout", "halted"; NULL for EQ_DEFER_NONE. */
+EQ_API const char *eq_defer_name(enum eq_defer d);
+
+/* What the staged rollout of one release means for this device. */
+struct eq_rollout_view {
+	bool staged;      /* the timestamp carries a rollout (else: every device) */
+	unsigned percent; /* 0..100 */
+	bool halted;
+	bool selected;     /* this device is in the percentage */
+	bool no_device_id; /* the id could not be read: never selected (see detail) */
+	char detail[EQ_STATE_REASON_MAX];
+};
+
+/* The local policy in force: pin and hold. */
+struct eq_policy_view {
+	uint64_t pin;         /* [update] pin, 0: none */
+	int64_t held_until;   /* the later of config and `eqota hold` if in the future, else 0 */
+	bool hold_by_command; /* that time comes from `eqota hold` */
+};
+
 struct eq_status {
 	int booted; /* slot named on the kernel command line, -1 if none */
 	struct eq_bl_state bl;
@@ -465,6 +530,11 @@ struct eq_status {
 		uint64_t ts_version;
 		int64_t ts_expires;
 	} trust;
+	struct eq_policy_view policy;
+	/* Root mode, once a timestamp was accepted: the release it names and
+	 * its rollout for this device (from the trust store, no network). */
+	uint64_t offered_number; /* 0: not known */
+	struct eq_rollout_view rollout;
 };
 EQ_API eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_error *err) EQ_MUST_CHECK;
 
@@ -479,10 +549,16 @@ struct eq_check {
 	uint64_t attempts;
 	char error[EQ_STATE_REASON_MAX];
 	struct eq_manifest *running; /* owned */
-	struct eq_manifest *next;    /* owned, NULL when up to date */
+	struct eq_manifest *next;    /* owned: the release to install (the pinned one under a pin) */
 	struct eq_plan plan;
 	uint8_t *manifest_bytes, *sig_bytes;
 	size_t manifest_len, sig_len;
+	/* Added (docs/fleet.md). deferred: why next is not installed now,
+	 * though newer and not failed. */
+	enum eq_defer deferred;
+	uint64_t channel_number; /* the channel's current release; next's unless pinned below it */
+	struct eq_policy_view policy;
+	struct eq_rollout_view rollout; /* of next; staged false in legacy mode */
 };
 EQ_API void eq_check_done(struct eq_check *c);
 
@@ -495,6 +571,11 @@ struct eq_update_result {
 	uint64_t number;
 	char release[65];
 	double seconds;
+	/* Added: exit EQ_EXIT_OK with deferred set: a newer release waits (why
+	 * in the policy and rollout of the check). */
+	enum eq_defer deferred;
+	struct eq_policy_view policy;
+	struct eq_rollout_view rollout;
 };
 /* check + install into the inactive slot + "try once" in the bootloader. */
 EQ_API eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *ret,
@@ -506,6 +587,10 @@ EQ_API eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_r
 EQ_API eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_error *err) EQ_MUST_CHECK;
 /* Marks the booted slot bad and makes the other (committed) slot primary. */
 EQ_API eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error *err) EQ_MUST_CHECK;
+/* Holds updates back until @until (seconds since 1970; 0 lifts the hold):
+ * `eqota hold`. EQ_ERR_INVAL for a past time or one more than
+ * EQ_HOLD_MAX_S ahead. A slot already installed or on trial is not held. */
+EQ_API eq_err eq_agent_hold(struct eq_agent *a, int64_t until, struct eq_error *err) EQ_MUST_CHECK;
 /* Marks the booted slot good without running checks (operator override). */
 EQ_API eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err) EQ_MUST_CHECK;
 
