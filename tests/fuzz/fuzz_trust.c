@@ -66,7 +66,9 @@ static void fuzz_timestamp(const uint8_t *data, size_t size)
 	/* field by field: struct padding is not part of the document */
 	check(ts.version == again.version && ts.issued == again.issued && ts.expires == again.expires &&
 		      ts.number == again.number && ts.size == again.size && !strcmp(ts.board, again.board) &&
-		      !strcmp(ts.channel, again.channel) && !strcmp(ts.sha256, again.sha256),
+		      !strcmp(ts.channel, again.channel) && !strcmp(ts.sha256, again.sha256) &&
+		      ts.rollout.present == again.rollout.present && ts.rollout.percent == again.rollout.percent &&
+		      ts.rollout.halted == again.rollout.halted,
 	      "timestamp round trip gives the same fields");
 	eq_free(a);
 }
