@@ -28,7 +28,8 @@ struct eq_agent {
 	char *ts_pending;     /* what to write there once this refresh verified */
 	char *ptr_validators; /* legacy mode: the same for manifest.json.sha256 */
 	char *ptr_pending;
-	char *hold_path; /* `eqota hold` */
+	char *hold_path;   /* `eqota hold` */
+	char *reports_dir; /* the report queue */
 	eq_progress_fn progress;
 	void *progress_ctx;
 	bool cache_hit; /* root mode: this refresh's manifest came from the cache */
@@ -53,6 +54,7 @@ void eq_agent_free(struct eq_agent *a)
 	eq_free(a->ptr_validators);
 	eq_free(a->ptr_pending);
 	eq_free(a->hold_path);
+	eq_free(a->reports_dir);
 	eq_free(a);
 }
 
@@ -71,8 +73,9 @@ eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct e
 	a->ts_validators = eq_asprintf("%s/timestamp.validators", cfg->data_dir);
 	a->ptr_validators = eq_asprintf("%s/pointer.validators", cfg->data_dir);
 	a->hold_path = eq_asprintf("%s/hold", cfg->data_dir);
+	a->reports_dir = eq_asprintf("%s/reports", cfg->data_dir);
 	if (!a->state_path || !a->downloads || !a->work || !a->cache_manifest || !a->cache_sig || !a->ts_validators ||
-	    !a->ptr_validators || !a->hold_path) {
+	    !a->ptr_validators || !a->hold_path || !a->reports_dir) {
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -365,6 +368,79 @@ static void prune_downloads(struct eq_agent *a, const struct eq_manifest *keep)
 		       a->downloads);
 }
 
+/* The verified release recorded in slot @s (has_release false when none);
+ * @booted is the running slot, read in place when it is a block slot. */
+static void slot_info(struct eq_agent *a, int s, int booted, struct eq_slot_info *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	char *root = NULL;
+	if (a->cfg->slot_type == EQ_SLOT_BLOCK && s == booted)
+		root = eq_strdup("/");
+	else if (eq_slot_open(a->cfg, eq_bl_slot_name((unsigned)s), &root, NULL) != EQ_OK)
+		return;
+	struct eq_manifest *m = NULL;
+	if (root && eq_slot_read_release(root, local_keys(a), a->cfg->board, &m, NULL) == EQ_OK) {
+		struct eq_manifest_header h;
+		if (eq_manifest_get_header(m, &h, NULL) == EQ_OK) {
+			ret->has_release = true;
+			snprintf(ret->release, sizeof(ret->release), "%s", h.release);
+			ret->number = h.number;
+			ret->packages = eq_manifest_package_count(m);
+		}
+		eq_manifest_free(m);
+	}
+	if (a->cfg->slot_type == EQ_SLOT_BLOCK && s != booted)
+		(void)!eq_slot_release(a->cfg, eq_bl_slot_name((unsigned)s), NULL);
+	eq_free(root);
+}
+
+/* Queues a report of an outcome when [report] url is set. Best effort: an
+ * update never fails for its report. */
+static void report(struct eq_agent *a, enum eq_report_kind kind, uint64_t from, const char *from_name, uint64_t to,
+		   const char *to_name, const char *reason, uint64_t bytes, double seconds)
+{
+	if (!a->cfg->report_url)
+		return;
+	char id[EQ_DEVICE_ID_MAX + 1], rid[EQ_REPORT_ID_LEN + 1];
+	struct eq_error e;
+	bool have_id = eq_device_id_read(a->cfg->device_id_file, id, &e) == EQ_OK;
+	if (have_id)
+		eq_report_device_id(id, rid);
+	else
+		eq_log(EQ_LOG_WARNING, "%s: the report names no device", eq_error_msg(&e));
+	struct eq_report_event ev = {.time = now_s(),
+				     .device = have_id ? rid : NULL,
+				     .board = a->cfg->board,
+				     .channel = a->cfg->channel,
+				     .kind = kind,
+				     .from_number = from,
+				     .from_release = from_name,
+				     .to_number = to,
+				     .to_release = to_name,
+				     .reason = reason,
+				     .bytes = bytes,
+				     .seconds = seconds,
+				     .agent = EQ_VERSION};
+	char line[EQ_REPORT_MAX_BYTES];
+	size_t len;
+	if (eq_report_format(&ev, line, &len, &e) ||
+	    eq_report_queue(a->reports_dir, a->cfg->report_queue, line, len, &e))
+		eq_log(EQ_LOG_WARNING, "report not queued: %s", eq_error_msg(&e));
+}
+
+/* Sends what is queued, unless eqota is being stopped. */
+static void report_flush(struct eq_agent *a)
+{
+	size_t sent = 0;
+	struct eq_error e;
+	if (!a->cfg->report_url || stopping(a))
+		return;
+	if (eq_report_flush(a->cfg, a->reports_dir, &sent, &e))
+		eq_log(EQ_LOG_INFO, "reports: %s", eq_error_msg(&e));
+	else if (sent)
+		eq_log(EQ_LOG_INFO, "reports: sent %zu", sent);
+}
+
 const char *eq_defer_name(enum eq_defer d)
 {
 	switch (d) {
@@ -434,28 +510,8 @@ eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_erro
 	}
 	if ((r = load_state(a, &st.state, err)))
 		return r;
-	for (int s = 0; s < EQ_BL_SLOTS; s++) {
-		char *root = NULL;
-		if (a->cfg->slot_type == EQ_SLOT_BLOCK && s == st.booted) {
-			root = eq_strdup("/");
-		} else if (eq_slot_open(a->cfg, eq_bl_slot_name((unsigned)s), &root, NULL) != EQ_OK) {
-			continue;
-		}
-		struct eq_manifest *m = NULL;
-		if (root && eq_slot_read_release(root, local_keys(a), a->cfg->board, &m, NULL) == EQ_OK) {
-			struct eq_manifest_header h;
-			if (eq_manifest_get_header(m, &h, NULL) == EQ_OK) {
-				st.slot[s].has_release = true;
-				snprintf(st.slot[s].release, sizeof(st.slot[s].release), "%s", h.release);
-				st.slot[s].number = h.number;
-				st.slot[s].packages = eq_manifest_package_count(m);
-			}
-			eq_manifest_free(m);
-		}
-		if (a->cfg->slot_type == EQ_SLOT_BLOCK && s != st.booted)
-			(void)!eq_slot_release(a->cfg, eq_bl_slot_name((unsigned)s), NULL);
-		eq_free(root);
-	}
+	for (int s = 0; s < EQ_BL_SLOTS; s++)
+		slot_info(a, s, st.booted, &st.slot[s]);
 	eq_fetcher_stats(a->fetcher, &st.fetched);
 	if (a->tstore) {
 		struct eq_root_info info;
@@ -1123,11 +1179,13 @@ static void record_install_error(struct eq_agent *a, const struct eq_state *st, 
 		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&e));
 }
 
-eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *ret, struct eq_error *err)
+static eq_err update_run(struct eq_agent *a, bool retry, struct eq_update_result *ret, struct eq_error *err)
 {
 	struct eq_update_result res;
 	memset(&res, 0, sizeof(res));
 	double t0 = eq_now_s();
+	struct eq_fetch_stats f0, f1;
+	eq_fetcher_stats(a->fetcher, &f0);
 	struct eq_state st;
 	eq_err r = load_state(a, &st, err);
 	if (r)
@@ -1170,6 +1228,9 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	}
 	int target = 1 - booted;
 	(void)!get_number(c.next, &res.number, res.release, NULL);
+	uint64_t run_number = 0;
+	char run_release[65] = "";
+	(void)!get_number(c.running, &run_number, run_release, NULL);
 	/* The running slot is read through eq_slot_open(), not at "/": other
 	 * file systems are mounted on a block slot's directories while it
 	 * runs, and kept packages and rebuilt payloads must come from the
@@ -1214,6 +1275,9 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 		 * disk, a delta that does not apply) says nothing certain about
 		 * the release: it is retried with backoff, and status shows it. */
 		record_install_error(a, &st, res.number, eq_error_msg(err));
+		eq_fetcher_stats(a->fetcher, &f1);
+		report(a, EQ_REPORT_FAILED, run_number, run_release, res.number, res.release, eq_error_msg(err),
+		       f1.bytes - f0.bytes, eq_now_s() - t0);
 		goto out;
 	}
 	/* The slot is complete and verified: its downloads are not needed. */
@@ -1240,6 +1304,9 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	if ((r = save_state(a, &st, err)))
 		goto out;
 	res.exit = EQ_EXIT_UPDATED;
+	eq_fetcher_stats(a->fetcher, &f1);
+	report(a, EQ_REPORT_INSTALLED, run_number, run_release, res.number, res.release, NULL, f1.bytes - f0.bytes,
+	       eq_now_s() - t0);
 out:
 	eq_check_done(&c);
 	res.seconds = eq_now_s() - t0;
@@ -1248,7 +1315,22 @@ out:
 	return r;
 }
 
-static eq_err fail_trial(struct eq_agent *a, struct eq_state *st, const char *reason, struct eq_error *err)
+eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *ret, struct eq_error *err)
+{
+	eq_err r = update_run(a, retry, ret, err);
+	report_flush(a);
+	return r;
+}
+
+/* The release slot @s held before the update, for a report. */
+static void from_release(struct eq_agent *a, int s, int booted, struct eq_slot_info *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (s >= 0)
+		slot_info(a, s, booted, ret);
+}
+
+static eq_err fail_trial(struct eq_agent *a, struct eq_state *st, int booted, const char *reason, struct eq_error *err)
 {
 	/* The previous slot first: between the two writes the device must
 	 * still have a bootable slot at the front of the order. */
@@ -1261,10 +1343,17 @@ static eq_err fail_trial(struct eq_agent *a, struct eq_state *st, const char *re
 	eq_state_init(&idle);
 	idle.failed_number = st->target_number;
 	snprintf(idle.failed_reason, sizeof(idle.failed_reason), "%s", reason);
-	return save_state(a, &idle, err);
+	r = save_state(a, &idle, err);
+	if (!r) {
+		struct eq_slot_info from;
+		from_release(a, st->from_slot, booted, &from);
+		report(a, EQ_REPORT_ROLLED_BACK, from.number, from.release, st->target_number, st->target_release,
+		       reason, 0, 0);
+	}
+	return r;
 }
 
-eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_error *err)
+static eq_err confirm_run(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_error *err)
 {
 	struct eq_state st;
 	eq_err r = load_state(a, &st, err);
@@ -1316,7 +1405,7 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 				 eq_bl_slot_name((unsigned)st.target_slot), eq_bl_slot_name((unsigned)booted));
 			eq_log(EQ_LOG_ERR, "release %" PRIu64 ": %s", st.target_number, reason);
 			*ret_exit = EQ_EXIT_ROLLED_BACK;
-			return fail_trial(a, &st, reason, err);
+			return fail_trial(a, &st, booted, reason, err);
 		}
 		/* A check killed because eqota is being stopped says nothing
 		 * about the release: the slot stays on trial and the next start
@@ -1339,7 +1428,7 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 			       st.target_number, eq_bl_slot_name((unsigned)booted), reason,
 			       eq_bl_slot_name((unsigned)st.from_slot));
 			*ret_exit = EQ_EXIT_ROLLED_BACK;
-			return fail_trial(a, &st, reason, err);
+			return fail_trial(a, &st, booted, reason, err);
 		}
 		if ((r = eq_bl_mark_good(a->bl, (unsigned)booted, err)))
 			return eq_error_prefix(err, r, "bootloader");
@@ -1347,13 +1436,26 @@ eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_er
 		       st.target_number, st.target_release, eq_bl_slot_name((unsigned)booted));
 		struct eq_state idle;
 		eq_state_init(&idle);
-		return save_state(a, &idle, err);
+		if ((r = save_state(a, &idle, err)))
+			return r;
+		struct eq_slot_info from;
+		from_release(a, st.from_slot, booted, &from);
+		report(a, EQ_REPORT_COMMITTED, from.number, from.release, st.target_number, st.target_release, NULL, 0,
+		       0);
+		return EQ_OK;
 	}
 	/* Idle on a committed slot: boot scripts that decrement at every boot
 	 * (RAUC style) would use up its attempts; give them back. */
 	if (!br && bs.n_order > 0 && (int)bs.order[0] == booted && bs.trial < 0 && bs.left[booted] > 0)
 		return eq_bl_rearm(a->bl, (unsigned)booted, err);
 	return EQ_OK;
+}
+
+eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_error *err)
+{
+	eq_err r = confirm_run(a, ret_exit, err);
+	report_flush(a);
+	return r;
 }
 
 eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error *err)

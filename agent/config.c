@@ -24,13 +24,14 @@ enum section {
 	SEC_HEALTH,
 	SEC_DAEMON,
 	SEC_UPDATE,
+	SEC_REPORT,
 	SEC__COUNT
 };
 
 static const char *const section_names[SEC__COUNT] = {
 	[SEC_REPOSITORY] = "repository", [SEC_SLOTS] = "slots",   [SEC_BOOTLOADER] = "bootloader",
 	[SEC_PATHS] = "paths",           [SEC_HEALTH] = "health", [SEC_DAEMON] = "daemon",
-	[SEC_UPDATE] = "update",
+	[SEC_UPDATE] = "update",         [SEC_REPORT] = "report",
 };
 
 enum kind {
@@ -90,6 +91,12 @@ static const struct key_def keys[] = {
 	{SEC_UPDATE, "pin", K_UINT, S(pin), 1, 4000000000u},
 	{SEC_UPDATE, "hold-until", K_TIME, S(hold_until), 0, 0},
 	{SEC_UPDATE, "device-id-file", K_PATH, S(device_id_file), 0, 0},
+	{SEC_REPORT, "url", K_URL, S(report_url), 0, 0},
+	{SEC_REPORT, "ca-file", K_PATH, S(report_ca_file), 0, 0},
+	{SEC_REPORT, "client-cert", K_PATH, S(report_cert), 0, 0},
+	{SEC_REPORT, "client-key", K_PATH, S(report_key), 0, 0},
+	{SEC_REPORT, "queue", K_UINT, S(report_queue), 1, 10000},
+	{SEC_REPORT, "timeout", K_UINT, S(report_timeout_s), 1, 600},
 };
 #undef S
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -127,6 +134,10 @@ void eq_config_done(struct eq_config *c)
 	eq_free(c->cmdline);
 	eq_free(c->data_dir);
 	eq_free(c->device_id_file);
+	eq_free(c->report_url);
+	eq_free(c->report_ca_file);
+	eq_free(c->report_cert);
+	eq_free(c->report_key);
 	for (size_t i = 0; i < c->n_checks && i < EQ_CONFIG_MAX_CHECKS; i++)
 		eq_free(c->checks[i]);
 	memset(c, 0, sizeof(*c));
@@ -417,6 +428,24 @@ static eq_err check_required(struct parser *p)
 	if (strcmp(p->c.slot_a, p->c.slot_b) == 0)
 		return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: [slots] A and B are both '%s'", p->name,
 				    seen_at(p, SEC_SLOTS, "B"), p->c.slot_b);
+	unsigned url_line = seen_at(p, SEC_REPORT, "url");
+	if (url_line && strncmp(p->c.report_url, "http://", 7) != 0 && strncmp(p->c.report_url, "https://", 8) != 0)
+		return eq_error_set(p->err, EQ_ERR_INVAL,
+				    "%s:%u: [report] url = %s: expected an http:// or https:// URL", p->name, url_line,
+				    p->c.report_url);
+	static const char *const needs_url[] = {"ca-file", "client-cert", "client-key", "queue", "timeout"};
+	for (size_t i = 0; !url_line && i < sizeof(needs_url) / sizeof(needs_url[0]); i++) {
+		unsigned l = seen_at(p, SEC_REPORT, needs_url[i]);
+		if (l)
+			return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: [report] %s without [report] url", p->name, l,
+					    needs_url[i]);
+	}
+	if (!seen_at(p, SEC_REPORT, "client-cert") != !seen_at(p, SEC_REPORT, "client-key"))
+		return eq_error_set(
+			p->err, EQ_ERR_INVAL,
+			"%s: [report] client-cert and client-key go together (a certificate without its key, "
+			"or the reverse, cannot authenticate)",
+			p->name);
 	if (!p->c.bl_path && strcmp(p->c.bl_backend, "file") == 0)
 		return eq_error_set(p->err, EQ_ERR_INVAL, "%s: [bootloader] path is required for backend '%s'", p->name,
 				    p->c.bl_backend);
@@ -445,6 +474,8 @@ eq_err eq_config_parse(const char *name, const char *text, size_t len, struct eq
 	p->c.poll_interval_s = 3600;
 	p->c.poll_jitter_s = 600;
 	p->c.cycle_timeout_s = 10800;
+	p->c.report_queue = 100;
+	p->c.report_timeout_s = 10;
 
 	eq_err r = EQ_OK;
 	enum section sec = SEC_NONE;

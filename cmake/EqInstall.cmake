@@ -33,8 +33,8 @@ foreach(unit eqota.service eqota-confirm.service)
   install(FILES ${PROJECT_BINARY_DIR}/systemd/${unit} DESTINATION ${EQ_SYSTEMD_UNIT_DIR} COMPONENT agent)
 endforeach()
 
-set(_agent_docs agent.md configuration.md bootloader.md boards.md security.md systemd.md packaging.md)
-set(_gen_docs eqota-gen.md equivalence-store.md manifest-format.md security.md yocto.md packaging.md)
+set(_agent_docs agent.md configuration.md bootloader.md boards.md security.md systemd.md packaging.md fleet.md)
+set(_gen_docs eqota-gen.md equivalence-store.md manifest-format.md security.md yocto.md packaging.md fleet.md)
 foreach(d json-output.md)
   if(EXISTS ${PROJECT_SOURCE_DIR}/docs/${d})
     list(APPEND _agent_docs ${d})
@@ -47,6 +47,9 @@ install(FILES ${_agent_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT agent
 install(FILES ${PROJECT_SOURCE_DIR}/agent/eqota.conf.example
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples RENAME eqota.conf COMPONENT agent)
 install(FILES ${_gen_docs} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/eqota-gen COMPONENT gen)
+# The report collector for a fleet's web server (docs/fleet.md, "Reports").
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/packaging/collector/eqota-report.cgi
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/eqota-gen/collector COMPONENT gen)
 if(EXISTS ${PROJECT_SOURCE_DIR}/docs/schemas)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/schemas/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/schemas COMPONENT agent
     FILES_MATCHING PATTERN "eqota-*.schema.json" PATTERN "eqota-gen-*" EXCLUDE)

@@ -20,6 +20,8 @@ pkgs=(
   man-db groff-base systemd file
   # the --json documents against their schemas (integration.json_schema)
   python3-jsonschema
+  # the fleet page in a real browser (integration.fleet_html)
+  chromium
   # static analysis (label static: tests/static)
   cppcheck clang-tidy clang-format
 )

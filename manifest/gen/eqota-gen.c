@@ -34,7 +34,8 @@ static const char usage_text[] =
 	"  prune   --repo DIR --keep N [--grace-hours H] [--dry-run]\n"
 	"  rollout --repo DIR --board B --channel C [--release R]\n"
 	"          [--percent N] [--halt | --resume] --key T.key ... [--expires-hours H]\n"
-	"          (no change given: print the rollout)\n"
+	"          [--auto-halt RATIO --reports FILE ...]   (no change given: print the rollout)\n"
+	"  fleet   --reports FILE ... [--json | --html] [--out FILE]   where the fleet stands\n"
 	"  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
 	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
 	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
@@ -101,6 +102,11 @@ struct opts {
 	bool grace_given, dry_run;
 	unsigned percent; /* --percent, --rollout-percent */
 	bool percent_given, halt, resume;
+	const char *reports[64];
+	size_t n_reports;
+	bool html;
+	double auto_halt;
+	bool auto_halt_given;
 };
 
 enum {
@@ -147,6 +153,9 @@ enum {
 	O_PERCENT,
 	O_HALT,
 	O_RESUME,
+	O_REPORTS,
+	O_HTML,
+	O_AUTO_HALT,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -173,6 +182,9 @@ static const struct option long_opts[] = {
 	{"rollout-percent", required_argument, NULL, O_PERCENT},
 	{"halt", no_argument, NULL, O_HALT},
 	{"resume", no_argument, NULL, O_RESUME},
+	{"reports", required_argument, NULL, O_REPORTS},
+	{"html", no_argument, NULL, O_HTML},
+	{"auto-halt", required_argument, NULL, O_AUTO_HALT},
 	{"to-channel", required_argument, NULL, O_TO_CHANNEL},
 	{"to", required_argument, NULL, O_TO},
 	{"json", no_argument, NULL, O_JSON},
@@ -312,6 +324,22 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_DRY_RUN: o->dry_run = true; break;
 		case O_HALT: o->halt = true; break;
 		case O_RESUME: o->resume = true; break;
+		case O_HTML: o->html = true; break;
+		case O_REPORTS:
+			if (o->n_reports == sizeof(o->reports) / sizeof(o->reports[0]))
+				return usage_error("too many --reports options (at most 64)%s", "");
+			o->reports[o->n_reports++] = optarg;
+			break;
+		case O_AUTO_HALT: {
+			char *end;
+			double d = strtod(optarg, &end);
+			if (end == optarg || *end || !(d >= 0 && d < 1))
+				return usage_error("--auto-halt '%s': expected a share from 0 to below 1, such as 0.05",
+						   optarg);
+			o->auto_halt = d;
+			o->auto_halt_given = true;
+			break;
+		}
 		case O_PERCENT:
 			if (!parse_uint(optarg, 100, &v))
 				return usage_error("--percent '%s': expected 0..100", optarg);
@@ -982,6 +1010,18 @@ static int cmd_root(const char *sub, const struct opts *o)
 	return 0;
 }
 
+/* The timestamp step of `timestamp` and `rollout`: --key signs it. */
+static struct eq_timestamp_opts timestamp_opts(const struct opts *o)
+{
+	struct eq_timestamp_opts to = {.repo = o->repo,
+				       .board = o->board,
+				       .channel = o->channel,
+				       .keys = o->keys,
+				       .n_keys = o->n_keys,
+				       .expires_hours = o->expires_hours};
+	return to;
+}
+
 static void print_rollout(const struct eq_timestamp *ts, const char *release)
 {
 	printf("release '%s' (number %" PRIu64 "): ", release, ts->number);
@@ -1041,7 +1081,26 @@ static int cmd_rollout(const struct opts *o)
 			return EXIT_FAILURE;
 		}
 	}
-	bool change = o->percent_given || o->halt || o->resume;
+	if (o->auto_halt_given && !o->n_reports)
+		return usage_error("--auto-halt needs %s", "--reports FILE");
+	bool halt = o->halt;
+	if (o->auto_halt_given) {
+		struct eq_fleet *f = NULL;
+		if (eq_fleet_read(o->reports, o->n_reports, &f, &e))
+			return fail(&e);
+		const struct eq_fleet_release *fr = eq_fleet_find(f, o->board, o->channel, h.number);
+		double share = fr ? eq_fleet_rollback_share(fr) : 0.0;
+		printf("release '%s' (number %" PRIu64 "): %zu of %zu devices that reported it rolled back (%.1f %%), "
+		       "the limit is %.1f %%\n",
+		       h.release, h.number, fr ? fr->rolled_back : 0, fr ? fr->devices : 0, 100.0 * share,
+		       100.0 * o->auto_halt);
+		eq_fleet_free(f);
+		if (share <= o->auto_halt && !o->percent_given && !o->halt && !o->resume)
+			return 0;
+		if (share > o->auto_halt)
+			halt = true;
+	}
+	bool change = o->percent_given || halt || o->resume;
 	if (!change) {
 		EQ_AUTOFREE char *tpath = eq_asprintf("%s/boards/%s/%s/timestamp.json", o->repo, o->board, o->channel);
 		uint8_t *d = NULL;
@@ -1066,25 +1125,51 @@ static int cmd_rollout(const struct opts *o)
 	}
 	if (!o->n_keys)
 		return usage_error("missing %s", "--key T.key (the timestamp role's private key)");
-	struct eq_timestamp_opts to = {.repo = o->repo,
-				       .board = o->board,
-				       .channel = o->channel,
-				       .keys = o->keys,
-				       .n_keys = o->n_keys,
-				       .expires_hours = o->expires_hours,
-				       .set_percent = o->percent_given,
-				       .percent = o->percent,
-				       .set_halt = o->halt || o->resume,
-				       .halt = o->halt,
-				       /* The release this command read: one published
-					* meanwhile is not changed by mistake. */
-				       .expect_number = h.number};
+	struct eq_timestamp_opts to = timestamp_opts(o);
+	to.set_percent = o->percent_given;
+	to.percent = o->percent;
+	to.set_halt = halt || o->resume;
+	to.halt = halt;
+	/* The release this command read: one published meanwhile is not
+	 * changed by mistake. */
+	to.expect_number = h.number;
 	struct eq_timestamp ts;
 	if (eq_gen_timestamp(&to, &ts, &e))
 		return fail(&e);
 	printf("wrote %s/boards/%s/%s/timestamp.json version %" PRIu64 "\n", o->repo, o->board, o->channel, ts.version);
 	print_rollout(&ts, h.release);
 	return 0;
+}
+
+static int cmd_fleet(const struct opts *o)
+{
+	if (!o->n_reports)
+		return usage_error("missing %s", "--reports FILE");
+	if (o->json && o->html)
+		return usage_error("--json and --html exclude each other%s", "");
+	struct eq_error e;
+	struct eq_fleet *f = NULL;
+	if (eq_fleet_read(o->reports, o->n_reports, &f, &e))
+		return fail(&e);
+	FILE *out = stdout;
+	EQ_AUTOFREE char *tmp = o->out ? eq_asprintf("%s.tmp", o->out) : NULL;
+	if (o->out && (!tmp || !(out = fopen(tmp, "w")))) {
+		eq_error_errno(&e, EQ_ERR_IO, "cannot write '%s'", tmp ? tmp : o->out);
+		eq_fleet_free(f);
+		return fail(&e);
+	}
+	enum eq_fleet_format fmt = o->json ? EQ_FLEET_JSON : o->html ? EQ_FLEET_HTML : EQ_FLEET_TEXT;
+	eq_err r = eq_fleet_write(f, fmt, (int64_t)time(NULL), out, &e);
+	if (out != stdout && fclose(out) != 0 && !r)
+		r = eq_error_errno(&e, EQ_ERR_IO, "cannot write '%s'", tmp);
+	if (!r && o->out && rename(tmp, o->out) != 0)
+		r = eq_error_errno(&e, EQ_ERR_IO, "cannot rename '%s' to '%s'", tmp, o->out);
+	if (r && tmp)
+		(void)unlink(tmp);
+	if (!r && f->bad)
+		eq_log(EQ_LOG_WARNING, "%zu of %zu lines were not reports (first: %s)", f->bad, f->lines, f->errors[0]);
+	eq_fleet_free(f);
+	return r ? fail(&e) : 0;
 }
 
 static int cmd_timestamp(const struct opts *o)
@@ -1094,12 +1179,7 @@ static int cmd_timestamp(const struct opts *o)
 	NEED(channel, "--channel C");
 	if (!o->n_keys)
 		return usage_error("missing %s", "--key T.key (the timestamp role's private key)");
-	struct eq_timestamp_opts to = {.repo = o->repo,
-				       .board = o->board,
-				       .channel = o->channel,
-				       .keys = o->keys,
-				       .n_keys = o->n_keys,
-				       .expires_hours = o->expires_hours};
+	struct eq_timestamp_opts to = timestamp_opts(o);
 	struct eq_timestamp ts;
 	struct eq_error e;
 	if (eq_gen_timestamp(&to, &ts, &e))
@@ -1324,5 +1404,7 @@ int main(int argc, char **argv)
 		return cmd_timestamp(&o);
 	if (!strcmp(cmd, "rollout"))
 		return cmd_rollout(&o);
+	if (!strcmp(cmd, "fleet"))
+		return cmd_fleet(&o);
 	return usage_error("unknown command '%s'", cmd);
 }

@@ -10,3 +10,6 @@ endif()
 # The bitbake-hashserv client (gen_hashserv.c): everything a server, or
 # whatever answers at its address, sends on one connection.
 eq_add_fuzz_target(hashserv LIBS eq_gen)
+# The fleet summary's report reader (gen_fleet.c): a report file as a
+# collector stored it, whatever devices sent.
+eq_add_fuzz_target(fleet LIBS eq_gen)

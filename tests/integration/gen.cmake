@@ -27,6 +27,10 @@ if(TARGET eqota-gen)
   # eqota-gen prune (issue 16).
   add_test(NAME integration.gen_prune COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_prune.sh $<TARGET_FILE:eqota-gen>)
   set_tests_properties(integration.gen_prune PROPERTIES LABELS integration TIMEOUT 300)
+  # The fleet page in a real headless browser (Debian's chromium).
+  add_test(NAME integration.fleet_html COMMAND ${CMAKE_CURRENT_LIST_DIR}/fleet_html.sh $<TARGET_FILE:eqota-gen>
+    ${PROJECT_SOURCE_DIR})
+  set_tests_properties(integration.fleet_html PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
   # Root of trust, rotation, revocation and timestamps on the publisher's side.
   add_test(NAME integration.gen_trust
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_trust.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})

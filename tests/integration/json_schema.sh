@@ -155,8 +155,22 @@ doc "show --release r1" eqota-gen-manifest-1.schema.json "$gen" show --repo repo
 doc "equiv import" eqota-gen-equiv-import-1.schema.json "$gen" equiv import --repo repo --root repo/root/1.root.json \
   --store "$w/imported.db" --json
 
+# The fleet summary, over reports shaped as devices send them (one bad line).
+python3 - "$w/reports.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i, (ev, to, why) in enumerate([("installed", 2, None), ("committed", 2, None), ("installed", 3, None),
+                                       ("rolled_back", 3, "health check failed")]):
+        f.write(json.dumps({"schema": "eqota-report/1", "time": 1796515200 + i, "device": "ab" * 16, "board": "tb",
+                            "channel": "stable", "event": ev, "from": {"release": "r1", "number": 1},
+                            "to": {"release": "r%d" % to, "number": to}, "reason": why, "bytes": 100,
+                            "seconds": 1.0, "agent": "0.1.0"}) + "\n")
+    f.write("not a report\n")
+PY
+doc "fleet" eqota-gen-fleet-1.schema.json "$gen" fleet --reports "$w/reports.jsonl" --json
+
 # ---- strictness: a document with a field more, or one less, is refused
-for s in eqota-status-1 eqota-check-1 eqota-gen-diff-1 eqota-gen-manifest-1 eqota-gen-equiv-import-1; do
+for s in eqota-status-1 eqota-check-1 eqota-gen-diff-1 eqota-gen-manifest-1 eqota-gen-equiv-import-1 eqota-gen-fleet-1; do
   f=$w/last-$s.schema.json
   [ -f "$f" ] || { fail "no document was taken for $s"; continue; }
   out=$("$py" - "$schemas/$s.schema.json" "$f" <<'PY' 2>&1

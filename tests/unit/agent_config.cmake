@@ -9,3 +9,6 @@ eq_add_unit_test(test_state SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_state.c LIBS 
 # Update policy (agent/policy.c): the hold file, the device id, and the
 # staged rollout's choice over a simulated fleet of 1,000 device ids.
 eq_add_unit_test(test_policy SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_policy.c LIBS eq_agent m)
+# Reports (agent/report.c): the JSON line, the derived device id, the
+# bounded queue, a flush that cannot reach its server.
+eq_add_unit_test(test_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report.c LIBS eq_agent)

@@ -83,6 +83,9 @@ static void test_defaults(void **state)
 	assert_int_equal(c.pin, 0);
 	assert_int_equal(c.hold_until, 0);
 	assert_string_equal(c.device_id_file, "/etc/machine-id");
+	assert_null(c.report_url);
+	assert_int_equal(c.report_queue, 100);
+	assert_int_equal(c.report_timeout_s, 10);
 	eq_config_done(&c);
 	eq_config_done(&c); /* done twice is harmless: it zeroes the struct */
 	eq_config_done(NULL);
@@ -131,7 +134,14 @@ static void test_every_key(void **state)
 				   "[update]\n"
 				   "pin = 4000000000\n"
 				   "hold-until = 2026-12-24T06:00:00Z\n"
-				   "device-id-file = /factory/serial\n";
+				   "device-id-file = /factory/serial\n"
+				   "[report]\n"
+				   "url = https://fleet.example.com/eqota/report\n"
+				   "ca-file = /etc/eqota/fleet-ca.pem\n"
+				   "client-cert = /etc/eqota/device.crt\n"
+				   "client-key = /etc/eqota/device.key\n"
+				   "queue = 10000\n"
+				   "timeout = 600\n";
 	struct eq_config c;
 	struct eq_error e;
 	assert_int_equal(parse(text, &c, &e), EQ_OK);
@@ -168,6 +178,12 @@ static void test_every_key(void **state)
 	assert_int_equal(c.pin, 4000000000u);
 	assert_int_equal(c.hold_until, 1798092000);
 	assert_string_equal(c.device_id_file, "/factory/serial");
+	assert_string_equal(c.report_url, "https://fleet.example.com/eqota/report");
+	assert_string_equal(c.report_ca_file, "/etc/eqota/fleet-ca.pem");
+	assert_string_equal(c.report_cert, "/etc/eqota/device.crt");
+	assert_string_equal(c.report_key, "/etc/eqota/device.key");
+	assert_int_equal(c.report_queue, 10000);
+	assert_int_equal(c.report_timeout_s, 600);
 	eq_config_done(&c);
 }
 
@@ -229,6 +245,12 @@ static void test_value_errors(void **state)
 		{"update", "hold-until = 2026-12-24 06:00", "expected a UTC time such as 2026-12-24T06:00:00Z"},
 		{"update", "hold-until = 2026-02-30T00:00:00Z", "hold-until = 2026-02-30T00:00:00Z: expected"},
 		{"update", "device-id-file = machine-id", "device-id-file = machine-id: expected an absolute path"},
+		{"report", "url = http://x/r\nqueue = 0", "queue = 0: expected 1..10000"},
+		{"report", "url = http://x/r\ntimeout = 601", "timeout = 601: expected 1..600"},
+		{"report", "url = ftp://x/r", "url = ftp://x/r: expected an http://, https:// or file:// URL"},
+		{"report", "url = file:///var/r", "[report] url = file:///var/r: expected an http:// or https:// URL"},
+		{"report", "queue = 5", "[report] queue without [report] url"},
+		{"report", "url = https://x/r\nclient-cert = /c.pem", "client-cert and client-key go together"},
 		/* refused here with file and line, not later by the bootloader */
 		{"bootloader", "var-order = boot-order", "var-order = boot-order: expected 1 to 64 of A-Z a-z 0-9 _"},
 		{"bootloader", "var-trial = 1st", "var-trial = 1st: expected 1 to 64 of"},

@@ -76,6 +76,13 @@ struct eq_config {
 	unsigned pin;         /* install no release numbered above it; 0: none */
 	int64_t hold_until;   /* install nothing before this time; 0: none */
 	char *device_id_file; /* the id staged rollouts hash, default /etc/machine-id */
+	/* [report] (docs/fleet.md): all optional */
+	char *report_url;          /* http(s) URL the agent POSTs its reports to; NULL: none */
+	char *report_ca_file;      /* CA bundle for an https report_url */
+	char *report_cert;         /* client certificate (PEM), or NULL */
+	char *report_key;          /* its private key (PEM), or NULL */
+	unsigned report_queue;     /* reports kept while they cannot be sent, default 100 */
+	unsigned report_timeout_s; /* per POST, default 10 */
 };
 
 /*
@@ -421,6 +428,56 @@ EQ_API eq_err eq_device_id_read(const char *path, char out[EQ_DEVICE_ID_MAX + 1]
 #define EQ_ROLLOUT_BUCKETS 10000u
 EQ_API unsigned eq_rollout_bucket(const char *device_id, const char *board, const char *channel, uint64_t number);
 EQ_API bool eq_rollout_selected(unsigned bucket, unsigned percent);
+
+/* ====================================================================== */
+/* ==== reports (agent/report.c) ========================================== */
+
+#define EQ_REPORT_SCHEMA "eqota-report/1"
+#define EQ_REPORT_MAX_BYTES 4096u
+#define EQ_REPORT_ID_LEN 32u
+
+enum eq_report_kind {
+	EQ_REPORT_INSTALLED,   /* a release was installed and is tried at the next boot */
+	EQ_REPORT_COMMITTED,   /* it passed its health checks */
+	EQ_REPORT_ROLLED_BACK, /* it failed them or never came up */
+	EQ_REPORT_FAILED,      /* its install failed (download, space, hash: retried) */
+};
+/* "installed", "committed", "rolled_back", "failed". */
+EQ_API const char *eq_report_kind_name(enum eq_report_kind k);
+
+/* One outcome, as docs/fleet.md ("Reports") shows it. */
+struct eq_report_event {
+	int64_t time;
+	const char *device; /* eq_report_device_id(), NULL when the device has none */
+	const char *board, *channel;
+	enum eq_report_kind kind;
+	uint64_t from_number; /* 0: none */
+	const char *from_release;
+	uint64_t to_number;
+	const char *to_release;
+	const char *reason; /* rolled back or failed: why; NULL otherwise */
+	uint64_t bytes;     /* downloaded for it by this run */
+	double seconds;     /* taken by this run */
+	const char *agent;  /* the agent's version */
+};
+
+/* The id reports carry: 32 hex digits of SHA-256 over the device id, so
+ * that /etc/machine-id itself never leaves the device (machine-id(5)). */
+EQ_API void eq_report_device_id(const char *id, char out[EQ_REPORT_ID_LEN + 1]);
+/* One JSON line (ending in a newline, NUL-terminated) into @out; EQ_ERR_LIMIT
+ * when it would not fit. */
+EQ_API eq_err eq_report_format(const struct eq_report_event *ev, char out[EQ_REPORT_MAX_BYTES], size_t *ret_len,
+			       struct eq_error *err) EQ_MUST_CHECK;
+/* Adds @line to the queue folder @dir (created 0700), dropping the oldest
+ * reports beyond @max. */
+EQ_API eq_err eq_report_queue(const char *dir, unsigned max, const char *line, size_t len,
+			      struct eq_error *err) EQ_MUST_CHECK;
+/* POSTs the queued reports oldest first to cfg->report_url, removing each
+ * one a 2xx answered; stops at the first failure (EQ_ERR_NETWORK naming the
+ * URL and how many were sent), leaving the rest queued. A no-op without a
+ * report_url. */
+EQ_API eq_err eq_report_flush(const struct eq_config *cfg, const char *dir, size_t *ret_sent,
+			      struct eq_error *err) EQ_MUST_CHECK;
 
 /* ====================================================================== */
 /* ==== health checks (agent/health.c) ==================================== */

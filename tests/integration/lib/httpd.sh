@@ -15,6 +15,11 @@
 #   httpd_stop               stops the server started by httpd_start (by
 #                            its PID only) and waits for it to go.
 #   httpd_free_port          prints a port that was free a moment ago.
+#   httpd_collector_conf URL-PATH FILE SOURCE_DIR
+#                            prints the lighttpd lines (for HTTPD_EXTRA_CONF)
+#                            that run the report collector of SOURCE_DIR
+#                            (packaging/collector/eqota-report.cgi) at
+#                            URL-PATH, appending to FILE.
 #   httpd_log_flush          makes lighttpd write out its access log now
 #                            (it buffers lines for up to 4 s): SIGHUP to
 #                            HTTPD_PID, then a short wait. Programs that
@@ -32,6 +37,17 @@
 # and Range. The caller should `trap httpd_stop EXIT`. Only 127.0.0.1 is
 # bound. lighttpd is installed with apt-get when missing and we are root
 # (scripts/setup.sh lists it).
+
+httpd_collector_conf() {
+	cat <<CONF
+server.modules += ( "mod_alias", "mod_cgi", "mod_setenv" )
+alias.url = ( "$1" => "$3/packaging/collector/eqota-report.cgi" )
+\$HTTP["url"] == "$1" {
+  cgi.assign = ( "" => "" )
+  setenv.add-environment = ( "EQOTA_REPORTS" => "$2" )
+}
+CONF
+}
 
 httpd_free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'

@@ -18,7 +18,7 @@ simdevice_make() {
 	shift 4
 	mkdir -p "$dir/A" "$dir/B" "$dir/data"
 	local -A extra=()
-	local kv sec order=(repository slots bootloader paths health daemon update)
+	local kv sec order=(repository slots bootloader paths health daemon update report)
 	for kv in "$@"; do
 		sec=${kv%%.*}
 		case " ${order[*]} " in *" $sec "*) ;; *)
@@ -37,7 +37,7 @@ simdevice_make() {
 		printf '[bootloader]\nbackend = file\npath = %s/bootenv\ncmdline = %s/cmdline\n%s' \
 			"$dir" "$dir" "${extra[bootloader]:-}"
 		printf '[paths]\ndata = %s/data\n%s' "$dir" "${extra[paths]:-}"
-		for sec in health daemon update; do
+		for sec in health daemon update report; do
 			[ -z "${extra[$sec]:-}" ] || printf '[%s]\n%s' "$sec" "${extra[$sec]}"
 		done
 	} > "$dir/eqota.conf"

@@ -1,0 +1,604 @@
+/*
+ * Where the fleet stands, from the reports devices POST (agent/report.c,
+ * docs/fleet.md "Reports"): JSON lines as a web server stored them. Every
+ * line is hostile until checked: any device, or anyone who can reach the
+ * collector, writes them. A line that is not a report is counted and
+ * named (FILE:LINE: why), never trusted, and never stops the summary.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include <eq/gen.h>
+
+#include "gen_priv.h"
+
+/* Caps: a report line, the reason kept from it, and the events read. */
+#define LINE_MAX_BYTES 4096u
+#define REASON_MAX 256u
+#define EVENTS_MAX 20000000u
+#define TIME_MAX INT64_C(253402300799)
+
+enum kind { K_INSTALLED, K_COMMITTED, K_ROLLED_BACK, K_FAILED, K__COUNT };
+static const char *const kind_names[K__COUNT] = {"installed", "committed", "rolled_back", "failed"};
+
+struct event {
+	int64_t time;
+	uint64_t seq; /* order read: breaks ties of equal times */
+	uint64_t to, bytes;
+	uint32_t chan; /* index into fleet->channels */
+	enum kind kind;
+	char device[EQ_FLEET_DEVICE_LEN + 1];
+	char *release; /* owned */
+	char *reason;  /* owned, rolled back and failed only */
+};
+
+struct reader {
+	struct eq_fleet *f;
+	struct event *ev;
+	size_t n, cap;
+};
+
+/* ---- checking one line -------------------------------------------------- */
+
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > EQ_MANIFEST_NAME_MAX || s[0] == '.')
+		return false;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+static bool release_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > EQ_MANIFEST_NAME_MAX ||
+	    !strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", s[0]))
+		return false;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+-") == n;
+}
+
+static bool uint_ok(const cJSON *j, uint64_t max, uint64_t *ret)
+{
+	if (!cJSON_IsNumber(j))
+		return false;
+	double v = j->valuedouble;
+	if (!(v >= 0) || v > (double)max || (double)(uint64_t)v != v)
+		return false;
+	*ret = (uint64_t)v;
+	return true;
+}
+
+/* A release object {"release", "number"}; null allowed when @nullable. */
+static const char *check_release(const cJSON *j, bool nullable, uint64_t *number, const char **name)
+{
+	*number = 0;
+	*name = NULL;
+	if (cJSON_IsNull(j) && nullable)
+		return NULL;
+	if (!cJSON_IsObject(j))
+		return "expected an object {\"release\", \"number\"}";
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "release");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "number");
+	if (!cJSON_IsString(r) || !release_ok(r->valuestring))
+		return "release: expected a release name";
+	if (!uint_ok(n, EQ_MANIFEST_NUMBER_MAX, number) || *number == 0)
+		return "number: expected 1..2^53";
+	*name = r->valuestring;
+	return NULL;
+}
+
+static eq_err add_channel(struct eq_fleet *f, const char *board, const char *channel, uint32_t *ret,
+			  struct eq_error *err)
+{
+	for (size_t i = 0; i < f->n_channels; i++) {
+		if (!strcmp(f->channels[i].board, board) && !strcmp(f->channels[i].channel, channel)) {
+			*ret = (uint32_t)i;
+			return EQ_OK;
+		}
+	}
+	struct eq_fleet_channel *nc = eq_realloc(f->channels, (f->n_channels + 1) * sizeof(*nc));
+	if (!nc)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	f->channels = nc;
+	struct eq_fleet_channel *c = &f->channels[f->n_channels];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->board, sizeof(c->board), "%s", board);
+	snprintf(c->channel, sizeof(c->channel), "%s", channel);
+	*ret = (uint32_t)f->n_channels++;
+	return EQ_OK;
+}
+
+static void bad_line(struct eq_fleet *f, const char *file, size_t line, const char *why)
+{
+	f->bad++;
+	if (f->n_errors < EQ_FLEET_MAX_ERRORS)
+		snprintf(f->errors[f->n_errors++], sizeof(f->errors[0]), "%s:%zu: %s", file, line, why);
+}
+
+/* Checks one line; a report becomes an event, anything else a bad line. */
+static eq_err read_line(struct reader *rd, const char *file, size_t line, const char *text, size_t len,
+			struct eq_error *err)
+{
+	struct eq_fleet *f = rd->f;
+	if (memchr(text, '\0', len)) {
+		bad_line(f, file, line, "a NUL byte");
+		return EQ_OK;
+	}
+	cJSON *j = cJSON_ParseWithLength(text, len);
+	const char *why = NULL;
+	const cJSON *it;
+	struct event ev;
+	memset(&ev, 0, sizeof(ev));
+	uint64_t u = 0, from = 0;
+	const char *rel = NULL, *from_rel = NULL;
+	if (!cJSON_IsObject(j))
+		why = "not a JSON object";
+	else if (!cJSON_IsString(it = cJSON_GetObjectItemCaseSensitive(j, "schema")) ||
+		 strcmp(it->valuestring, EQ_FLEET_REPORT_SCHEMA) != 0)
+		why = "schema: expected \"" EQ_FLEET_REPORT_SCHEMA "\"";
+	else if (!uint_ok(cJSON_GetObjectItemCaseSensitive(j, "time"), (uint64_t)TIME_MAX, &u))
+		why = "time: expected seconds since 1970";
+	if (!why) {
+		ev.time = (int64_t)u;
+		it = cJSON_GetObjectItemCaseSensitive(j, "device");
+		if (cJSON_IsNull(it))
+			ev.device[0] = '\0';
+		else if (!cJSON_IsString(it) || strlen(it->valuestring) != EQ_FLEET_DEVICE_LEN ||
+			 strspn(it->valuestring, "0123456789abcdef") != EQ_FLEET_DEVICE_LEN)
+			why = "device: expected 32 lower-case hex digits or null";
+		else
+			memcpy(ev.device, it->valuestring, EQ_FLEET_DEVICE_LEN + 1);
+	}
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "board"),
+		    *c = cJSON_GetObjectItemCaseSensitive(j, "channel");
+	if (!why && (!cJSON_IsString(b) || !name_ok(b->valuestring)))
+		why = "board: expected a board name";
+	if (!why && (!cJSON_IsString(c) || !name_ok(c->valuestring)))
+		why = "channel: expected a channel name";
+	if (!why) {
+		it = cJSON_GetObjectItemCaseSensitive(j, "event");
+		ev.kind = K__COUNT;
+		for (int k = 0; cJSON_IsString(it) && k < K__COUNT; k++)
+			if (!strcmp(it->valuestring, kind_names[k]))
+				ev.kind = (enum kind)k;
+		if (ev.kind == K__COUNT)
+			why = "event: expected installed, committed, rolled_back or failed";
+	}
+	if (!why && (why = check_release(cJSON_GetObjectItemCaseSensitive(j, "from"), true, &from, &from_rel)))
+		why = "from: not a release or null";
+	if (!why && (why = check_release(cJSON_GetObjectItemCaseSensitive(j, "to"), false, &ev.to, &rel)))
+		why = "to: not a release";
+	if (!why) {
+		it = cJSON_GetObjectItemCaseSensitive(j, "reason");
+		if (!cJSON_IsNull(it) && !cJSON_IsString(it))
+			why = "reason: expected a string or null";
+		else if (!uint_ok(cJSON_GetObjectItemCaseSensitive(j, "bytes"), UINT64_C(1) << 53, &ev.bytes))
+			why = "bytes: expected a whole number";
+	}
+	if (why) {
+		cJSON_Delete(j);
+		bad_line(f, file, line, why);
+		return EQ_OK;
+	}
+	eq_err r = add_channel(f, b->valuestring, c->valuestring, &ev.chan, err);
+	if (!r && !(ev.release = eq_strdup(rel)))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if (!r && (ev.kind == K_ROLLED_BACK || ev.kind == K_FAILED)) {
+		const char *why_text = cJSON_IsString(it) ? it->valuestring : "(no reason given)";
+		char cut[REASON_MAX + 1];
+		snprintf(cut, sizeof(cut), "%s", why_text);
+		if (!(ev.reason = eq_strdup(cut)))
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	}
+	cJSON_Delete(j);
+	if (!r && rd->n == EVENTS_MAX)
+		r = eq_error_set(err, EQ_ERR_LIMIT, "%s:%zu: more than %u reports", file, line, EVENTS_MAX);
+	if (!r && rd->n == rd->cap) {
+		size_t nc = rd->cap ? rd->cap * 2 : 1024;
+		struct event *ne = eq_realloc(rd->ev, nc * sizeof(*ne));
+		if (!ne)
+			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		else {
+			rd->ev = ne;
+			rd->cap = nc;
+		}
+	}
+	if (r) {
+		eq_free(ev.release);
+		eq_free(ev.reason);
+		return r;
+	}
+	ev.seq = f->reports++;
+	if (!ev.device[0])
+		f->anonymous++;
+	rd->ev[rd->n++] = ev;
+	return EQ_OK;
+}
+
+static eq_err read_file(struct reader *rd, const char *file, struct eq_error *err)
+{
+	FILE *fp = fopen(file, "rb");
+	if (!fp)
+		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open '%s'", file);
+	char *buf = eq_malloc(LINE_MAX_BYTES + 2);
+	if (!buf) {
+		fclose(fp);
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	}
+	eq_err r = EQ_OK;
+	size_t line = 0;
+	/* By hand, not fgets(): a NUL byte must not cut a line short. */
+	for (int ch = 0; !r && ch != EOF;) {
+		size_t len = 0;
+		bool longer = false;
+		while ((ch = getc(fp)) != EOF && ch != '\n') {
+			if (len < LINE_MAX_BYTES + 1)
+				buf[len++] = (char)ch;
+			else
+				longer = true;
+		}
+		line++;
+		if (len && buf[len - 1] == '\r')
+			len--;
+		if (len == 0 && !longer)
+			continue;
+		rd->f->lines++;
+		if (longer || len > LINE_MAX_BYTES)
+			bad_line(rd->f, file, line, "longer than 4096 bytes");
+		else
+			r = read_line(rd, file, line, buf, len, err);
+	}
+	if (!r && ferror(fp))
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot read '%s'", file);
+	eq_free(buf);
+	fclose(fp);
+	return r;
+}
+
+/* ---- summing up ---------------------------------------------------------- */
+
+static int cmp_event(const void *pa, const void *pb)
+{
+	const struct event *a = pa, *b = pb;
+	if (a->chan != b->chan)
+		return a->chan < b->chan ? -1 : 1;
+	int d = strcmp(a->device, b->device);
+	if (d)
+		return d;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The index of release @number in @c, added when new. */
+static eq_err release_of(struct eq_fleet_channel *c, uint64_t number, const char *name, size_t *ret,
+			 struct eq_error *err)
+{
+	for (size_t i = 0; i < c->n_releases; i++) {
+		if (c->releases[i].number == number) {
+			*ret = i;
+			return EQ_OK;
+		}
+	}
+	struct eq_fleet_release *nr = eq_realloc(c->releases, (c->n_releases + 1) * sizeof(*nr));
+	if (!nr)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	c->releases = nr;
+	struct eq_fleet_release *r = &c->releases[c->n_releases];
+	memset(r, 0, sizeof(*r));
+	r->number = number;
+	snprintf(r->release, sizeof(r->release), "%s", name);
+	*ret = c->n_releases++;
+	return EQ_OK;
+}
+
+static eq_err push_time(struct eq_fleet_times *t, int64_t v, struct eq_error *err)
+{
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 16;
+		int64_t *nv = eq_realloc(t->v, nc * sizeof(*nv));
+		if (!nv)
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		t->v = nv;
+		t->cap = nc;
+	}
+	t->v[t->n++] = v;
+	return EQ_OK;
+}
+
+/* What one device did with one release. Releases are held by index: the
+ * channel's array grows while devices are read. */
+struct dev_rel {
+	size_t rel;
+	enum kind last;
+	const char *reason;
+	int64_t installed_at, committed_at, rolled_back_at;
+	uint64_t bytes;
+};
+
+/* Reasons are counted per release: devices whose last word on it was a
+ * rollback (or a failed install) with that text. */
+struct reason_ref {
+	uint32_t chan;
+	size_t rel;
+	bool failed;
+	const char *text;
+};
+
+struct reasons {
+	struct reason_ref *v;
+	size_t n, cap;
+};
+
+static eq_err close_device(struct eq_fleet_channel *c, uint32_t chan, const struct dev_rel *dr, size_t n,
+			   uint64_t running, struct reasons *rs, struct eq_error *err)
+{
+	eq_err r = EQ_OK;
+	for (size_t i = 0; !r && i < n; i++) {
+		struct eq_fleet_release *rel = &c->releases[dr[i].rel];
+		rel->devices++;
+		rel->bytes_total += dr[i].bytes;
+		if (dr[i].bytes > rel->bytes_max)
+			rel->bytes_max = dr[i].bytes;
+		if (rel->number == running)
+			rel->running++;
+		if (dr[i].committed_at)
+			rel->committed++;
+		bool failed_only = dr[i].last == K_FAILED && !dr[i].installed_at;
+		if (dr[i].last == K_INSTALLED)
+			rel->trying++;
+		else if (dr[i].last == K_ROLLED_BACK)
+			rel->rolled_back++;
+		else if (failed_only)
+			rel->failed++;
+		if (dr[i].installed_at)
+			r = push_time(&rel->t_installed, dr[i].installed_at, err);
+		if (!r && dr[i].committed_at)
+			r = push_time(&rel->t_committed, dr[i].committed_at, err);
+		if (!r && dr[i].last == K_ROLLED_BACK)
+			r = push_time(&rel->t_rolled_back, dr[i].rolled_back_at, err);
+		if (r || !(dr[i].last == K_ROLLED_BACK || failed_only))
+			continue;
+		if (rs->n == rs->cap) {
+			size_t nc = rs->cap ? rs->cap * 2 : 64;
+			struct reason_ref *nv = eq_realloc(rs->v, nc * sizeof(*nv));
+			if (!nv) {
+				r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+				break;
+			}
+			rs->v = nv;
+			rs->cap = nc;
+		}
+		rs->v[rs->n++] = (struct reason_ref){chan, dr[i].rel, failed_only, dr[i].reason};
+	}
+	return r;
+}
+
+static int cmp_reason(const void *pa, const void *pb)
+{
+	const struct reason_ref *a = pa, *b = pb;
+	if (a->chan != b->chan)
+		return a->chan < b->chan ? -1 : 1;
+	if (a->rel != b->rel)
+		return a->rel < b->rel ? -1 : 1;
+	if (a->failed != b->failed)
+		return a->failed ? 1 : -1;
+	return strcmp(a->text, b->text);
+}
+
+/* A reason text and its count while counting (texts owned by the events). */
+struct cand {
+	const char *text;
+	size_t devices;
+};
+
+static int cmp_count_desc(const void *pa, const void *pb)
+{
+	const struct cand *a = pa, *b = pb;
+	if (a->devices != b->devices)
+		return a->devices > b->devices ? -1 : 1;
+	return strcmp(a->text, b->text);
+}
+
+static bool same_list(const struct reason_ref *a, const struct reason_ref *b)
+{
+	return a->chan == b->chan && a->rel == b->rel && a->failed == b->failed;
+}
+
+/* The most frequent texts of each release's rollbacks and failures. */
+static eq_err top_reasons(struct eq_fleet *f, struct reasons *rs, struct eq_error *err)
+{
+	struct reason_ref *rr = rs->v;
+	size_t n = rs->n;
+	if (n)
+		qsort(rr, n, sizeof(*rr), cmp_reason);
+	for (size_t i = 0; i < n;) {
+		struct eq_fleet_release *rel = &f->channels[rr[i].chan].releases[rr[i].rel];
+		bool failed = rr[i].failed;
+		struct eq_fleet_reason *list = failed ? rel->failed_reasons : rel->rolled_back_reasons;
+		size_t *nl = failed ? &rel->n_failed_reasons : &rel->n_rolled_back_reasons;
+		/* One slot more than kept: each new run replaces the smallest. */
+		struct cand top[EQ_FLEET_MAX_REASONS + 1];
+		size_t n_top = 0, j = i;
+		while (j < n && same_list(&rr[j], &rr[i])) {
+			size_t k = j;
+			while (k < n && same_list(&rr[k], &rr[i]) && !strcmp(rr[k].text, rr[j].text))
+				k++;
+			struct cand c = {.text = rr[j].text, .devices = k - j};
+			if (n_top < EQ_FLEET_MAX_REASONS + 1)
+				top[n_top++] = c;
+			else if (cmp_count_desc(&c, &top[n_top - 1]) < 0)
+				top[n_top - 1] = c;
+			qsort(top, n_top, sizeof(top[0]), cmp_count_desc);
+			j = k;
+		}
+		for (size_t k = 0; k < n_top && k < EQ_FLEET_MAX_REASONS; k++) {
+			if (!(list[k].text = eq_strdup(top[k].text)))
+				return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			list[k].devices = top[k].devices;
+			(*nl)++;
+		}
+		i = j;
+	}
+	return EQ_OK;
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_release(const void *pa, const void *pb)
+{
+	const struct eq_fleet_release *a = pa, *b = pb;
+	return a->number < b->number ? -1 : a->number > b->number;
+}
+
+/* Folds one device's reports (@ev[0..n), oldest first) into its channel. */
+static eq_err add_device(struct eq_fleet *f, const struct event *ev, size_t n, struct reasons *rs, struct eq_error *err)
+{
+	struct eq_fleet_channel *c = &f->channels[ev[0].chan];
+	/* A device reports on a few releases; past 64 the oldest fold into
+	 * the 64th, which only a hostile or very old device reaches. */
+	struct dev_rel dr[64];
+	size_t nd = 0;
+	uint64_t running = 0;
+	eq_err r = EQ_OK;
+	for (size_t k = 0; !r && k < n; k++) {
+		const struct event *e = &ev[k];
+		size_t idx = 0, d;
+		if ((r = release_of(c, e->to, e->release, &idx, err)))
+			break;
+		for (d = 0; d < nd && dr[d].rel != idx; d++)
+			;
+		if (d == nd && nd == sizeof(dr) / sizeof(dr[0]))
+			d = nd - 1;
+		else if (d == nd)
+			memset(&dr[nd++], 0, sizeof(dr[0]));
+		dr[d].rel = idx;
+		dr[d].last = e->kind;
+		dr[d].bytes += e->bytes;
+		/* 0 means "not yet": a report from 1970 still counts. */
+		int64_t t = e->time ? e->time : 1;
+		if (e->kind == K_INSTALLED && !dr[d].installed_at)
+			dr[d].installed_at = t;
+		if (e->kind == K_COMMITTED && !dr[d].committed_at)
+			dr[d].committed_at = t;
+		if (e->kind == K_ROLLED_BACK)
+			dr[d].rolled_back_at = t;
+		if (e->kind == K_ROLLED_BACK || e->kind == K_FAILED)
+			dr[d].reason = e->reason;
+		if (e->kind == K_COMMITTED)
+			running = e->to;
+		if (!f->first || t < f->first)
+			f->first = t;
+		if (t > f->last)
+			f->last = t;
+	}
+	if (!r)
+		r = close_device(c, ev[0].chan, dr, nd, running, rs, err);
+	return r;
+}
+
+static eq_err sum_up(struct eq_fleet *f, struct event *ev, size_t n, struct eq_error *err)
+{
+	if (n)
+		qsort(ev, n, sizeof(*ev), cmp_event);
+	struct reasons rs = {0};
+	eq_err r = EQ_OK;
+	for (size_t i = 0; !r && i < n;) {
+		size_t j = i;
+		while (j < n && ev[j].chan == ev[i].chan && !strcmp(ev[j].device, ev[i].device))
+			j++;
+		/* Anonymous reports are counted, but belong to no device. */
+		if (ev[i].device[0]) {
+			f->devices++;
+			r = add_device(f, ev + i, j - i, &rs, err);
+		}
+		i = j;
+	}
+	if (!r)
+		r = top_reasons(f, &rs, err);
+	eq_free(rs.v);
+	for (size_t ci = 0; !r && ci < f->n_channels; ci++) {
+		struct eq_fleet_channel *c = &f->channels[ci];
+		if (c->n_releases)
+			qsort(c->releases, c->n_releases, sizeof(*c->releases), cmp_release);
+		for (size_t k = 0; k < c->n_releases; k++) {
+			struct eq_fleet_times *ts[] = {&c->releases[k].t_installed, &c->releases[k].t_committed,
+						       &c->releases[k].t_rolled_back};
+			for (size_t t = 0; t < 3; t++)
+				if (ts[t]->n)
+					qsort(ts[t]->v, ts[t]->n, sizeof(int64_t), cmp_i64);
+		}
+	}
+	return r;
+}
+
+static void release_free(struct eq_fleet_release *r)
+{
+	for (size_t k = 0; k < r->n_rolled_back_reasons; k++)
+		eq_free(r->rolled_back_reasons[k].text);
+	for (size_t k = 0; k < r->n_failed_reasons; k++)
+		eq_free(r->failed_reasons[k].text);
+	eq_free(r->t_installed.v);
+	eq_free(r->t_committed.v);
+	eq_free(r->t_rolled_back.v);
+}
+
+void eq_fleet_free(struct eq_fleet *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->n_channels; i++) {
+		for (size_t k = 0; k < f->channels[i].n_releases; k++)
+			release_free(&f->channels[i].releases[k]);
+		eq_free(f->channels[i].releases);
+	}
+	eq_free(f->channels);
+	eq_free(f);
+}
+
+eq_err eq_fleet_read(const char *const *files, size_t n_files, struct eq_fleet **ret, struct eq_error *err)
+{
+	struct eq_fleet *f = eq_calloc(1, sizeof(*f));
+	if (!f)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	struct reader rd = {.f = f};
+	eq_err r = EQ_OK;
+	for (size_t i = 0; !r && i < n_files; i++)
+		r = read_file(&rd, files[i], err);
+	if (!r)
+		r = sum_up(f, rd.ev, rd.n, err);
+	for (size_t i = 0; i < rd.n; i++) {
+		eq_free(rd.ev[i].release);
+		eq_free(rd.ev[i].reason);
+	}
+	eq_free(rd.ev);
+	if (r) {
+		eq_fleet_free(f);
+		return r;
+	}
+	*ret = f;
+	return EQ_OK;
+}
+
+const struct eq_fleet_release *eq_fleet_find(const struct eq_fleet *f, const char *board, const char *channel,
+					     uint64_t number)
+{
+	for (size_t i = 0; i < f->n_channels; i++) {
+		const struct eq_fleet_channel *c = &f->channels[i];
+		if (strcmp(c->board, board) || strcmp(c->channel, channel))
+			continue;
+		for (size_t k = 0; k < c->n_releases; k++)
+			if (c->releases[k].number == number)
+				return &c->releases[k];
+	}
+	return NULL;
+}

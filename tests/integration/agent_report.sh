@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Device reports ([report] url, docs/fleet.md "Reports") through a real
+# collector: lighttpd runs packaging/collector/eqota-report.cgi, which
+# appends each POST to a JSON-lines file, and `eqota-gen fleet` sums it up.
+# - a simulated device reports installed, committed, rolled back (with the
+#   health check's reason) and failed (the missing object's error);
+# - with the collector unreachable, updates still succeed, the reports
+#   wait in a bounded queue (oldest dropped), and go at the next update;
+# - the reports carry a hash of the machine id, never the id;
+# - `fleet` counts what the devices did, in text and JSON, and counts and
+#   names the lines that are not reports (hostile ones included) instead of
+#   trusting them; the HTML page escapes what devices wrote.
+# Usage: agent_report.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
+set -Eeuo pipefail
+eqota=$1 gen=$2 simboot=$3 src=$4
+. "$src/tests/integration/lib/httpd.sh"
+. "$src/tests/integration/lib/simdevice.sh"
+. "$src/tests/integration/lib/tarpkg.sh"
+. "$src/tests/integration/lib/check.sh"
+w=$(mktemp -d /tmp/eq-report.XXXXXX)
+cleanup() { httpd_stop || true; rm -rf "$w"; }
+trap cleanup EXIT
+trap 'echo "agent_report.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
+cd "$w"
+
+"$gen" keygen --out k >/dev/null
+pub() { # RELEASE
+  mkdir -p "p$1"
+  tarpkg "p$1/base_1.tar" usr/share/base "base"
+  tarpkg "p$1/tool_$1.tar" usr/share/tool "tool $1"
+  "$gen" -q publish --repo repo --board b --channel stable --release "r$1" --packages "p$1" --key k.key \
+    --store repo.db --level 1 >/dev/null
+}
+pub 1
+reports=$w/reports.jsonl
+collector() { # start the web server with the collector at /report
+  HTTPD_EXTRA_CONF=$(httpd_collector_conf /report "$reports" "$src") httpd_start "$w/repo" "$w/logs"
+}
+collector
+port=$HTTPD_PORT
+
+d=$w/dev
+echo 0123456789abcdef0123456789abcdef >"$w/machine-id"
+printf '#!/bin/sh\ntest ! -e %s/fail-health\n' "$w" >"$w/health"
+chmod +x "$w/health"
+simdevice_make "$d" "$HTTPD_URL" b "$w/k.pub" repository.retries=0 "update.device-id-file=$w/machine-id" \
+  "report.url=http://127.0.0.1:$port/report" report.queue=3 report.timeout=5 "health.check=$w/health"
+eq() { EQ_TEST_BOOT_ID_FILE=$d/boot_id "$eqota" --config "$d/eqota.conf" "$@"; }
+boot() { cat /proc/sys/kernel/random/uuid >"$d/boot_id"; "$simboot" --env "$d/bootenv" --cmdline "$d/cmdline" >/dev/null; }
+eq provision --slot A >/dev/null 2>&1
+boot
+lines() { [ -f "$reports" ] && wc -l <"$reports" || echo 0; }
+# last FIELD: the field of the newest stored report
+last() { tail -1 "$reports" | python3 -c 'import json,sys; d=json.load(sys.stdin)
+for k in sys.argv[1].split("."): d = d[k]
+print(d)' "$1"; }
+
+# ---- installed, committed
+pub 2
+rc=0; eq update >/dev/null 2>&1 || rc=$?
+[ $rc -eq 3 ] && [ "$(lines)" -eq 1 ] && [ "$(last event)" = installed ] && [ "$(last to.number)" = 2 ] &&
+  [ "$(last from.number)" = 1 ] && pass "update: an 'installed' report from 1 to 2" || fail "installed: exit $rc, $(cat "$reports" 2>&1)"
+[ "$(last bytes)" -gt 0 ] && pass "the report counts the bytes downloaded ($(last bytes))" || fail "bytes: $(last bytes)"
+want=$(python3 -c 'import hashlib; print(hashlib.sha256(b"eqota-report-id-1\0" + b"0123456789abcdef0123456789abcdef").hexdigest()[:32])')
+[ "$(last device)" = "$want" ] && ! grep -q 0123456789abcdef0123456789abcdef "$reports" &&
+  pass "the device is named by a hash of its machine id, never the id" || fail "device id: $(last device)"
+boot
+eq mark-good >/dev/null 2>&1
+[ "$(last event)" = committed ] && [ "$(last to.release)" = r2 ] && [ "$(last from.release)" = r1 ] &&
+  pass "mark-good: a 'committed' report" || fail "committed: $(tail -1 "$reports")"
+
+# ---- rolled back, with the reason
+pub 3
+touch "$w/fail-health"
+rc=0; eq update >/dev/null 2>&1 || rc=$?
+boot
+eq mark-good >/dev/null 2>&1 || true
+boot
+[ "$(last event)" = rolled_back ] && last reason | grep -q "health check failed" &&
+  pass "a failed health check: 'rolled_back' with the reason" || fail "rolled back: $(tail -1 "$reports")"
+rm "$w/fail-health"
+
+# ---- failed install
+pub 4
+obj=$("$gen" show --repo repo --board b --channel stable --json | python3 -c 'import json,sys; print([p["object"]["path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="tool"][0])')
+mv "repo/$obj" "$w/obj.saved"
+eq update >/dev/null 2>&1 && fail "update without the object succeeded"
+[ "$(last event)" = failed ] && last reason | grep -q "404" && pass "a failed install: 'failed' with the error" ||
+  fail "failed: $(tail -1 "$reports")"
+mv "$w/obj.saved" "repo/$obj"
+
+# ---- the collector is down: updates go on, reports wait in a bounded queue
+httpd_stop
+n0=$(lines)
+HTTPD_EXTRA_CONF="" httpd_start "$w/repo" "$w/logs2"
+sed -i "s|^url = http://127.0.0.1:$port/report|url = http://127.0.0.1:$(httpd_free_port)/report|" "$d/eqota.conf"
+sed -i "s|^url = http://127.0.0.1:$port$|url = $HTTPD_URL|" "$d/eqota.conf"
+rc=0; eq update --retry >/dev/null 2>&1 || rc=$?
+[ $rc -eq 3 ] && pass "collector unreachable: the update still installs" || fail "offline update: exit $rc"
+boot
+eq mark-good >/dev/null 2>&1
+for r in 5 6; do
+  pub $r
+  eq update >/dev/null 2>&1 || true
+  boot
+  eq mark-good >/dev/null 2>&1
+done
+q=$(ls "$d/data/reports" | wc -l)
+[ "$q" -eq 3 ] && pass "6 reports while offline: the queue keeps the newest 3 ([report] queue = 3)" ||
+  fail "queue holds $q"
+httpd_stop
+HTTPD_PORT_WANTED=$port collector
+sed -i "s|^url = http://127.0.0.1:[0-9]*/report|url = http://127.0.0.1:$HTTPD_PORT/report|" "$d/eqota.conf"
+sed -i "s|^url = http://127.0.0.1:[0-9]*$|url = $HTTPD_URL|" "$d/eqota.conf"
+eq update >/dev/null 2>&1 || true
+[ "$(ls "$d/data/reports" | wc -l)" -eq 0 ] && [ "$(lines)" -eq $((n0 + 3)) ] &&
+  tail -3 "$reports" | python3 -c 'import json,sys; e=[json.loads(l) for l in sys.stdin]; assert [x["event"] for x in e] == ["committed","installed","committed"] and e[-1]["to"]["number"] == 6, e' &&
+  pass "back online: the queued reports go at the next poll, oldest first" || fail "flush: $(ls "$d/data/reports"), $(tail -3 "$reports")"
+
+# ---- eqota-gen fleet over what the collector stored
+out=$("$gen" fleet --reports "$reports")
+echo "$out"
+grep -q "release 3 'r3': 1 devices: 0 running it, 0 committed, 0 trying, 1 rolled back (100.0 % of installs)" <<<"$out" &&
+  grep -q 'rolled back: 1 x "health check failed' <<<"$out" && grep -q "release 6 'r6': 1 devices: 1 running it" <<<"$out" &&
+  pass "fleet: per release, running, rolled back with the reason" || fail "fleet text"
+"$gen" fleet --reports "$reports" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["schema"] == "eqota-gen-fleet/1" and d["devices"] == 1 and d["bad"] == 0, d
+rel = {r["number"]: r for r in d["channels"][0]["releases"]}
+assert rel[2]["committed"] == 1 and rel[2]["running"] == 0 and rel[3]["rolled_back"] == 1, rel
+# r4 failed once, then installed while the collector was down: those two
+# reports were dropped from the full queue, so the fleet knows the failure
+assert rel[4]["failed"] == 1 and rel[4]["committed"] == 0, rel[4]
+assert rel[6]["running"] == 1 and rel[3]["rollback_share"] == 1.0, rel
+' && pass "fleet --json: the same numbers" || fail "fleet json"
+
+# ---- hostile lines: counted and named, never trusted; HTML escapes
+cp "$reports" "$w/mixed.jsonl"
+good=$(lines)
+{
+  echo 'not json'
+  echo '{"schema":"eqota-report/1","time":1,"device":"../../etc","board":"b","channel":"stable","event":"committed","from":null,"to":{"release":"r9","number":9},"reason":null,"bytes":0,"seconds":0,"agent":"x"}'
+  echo '{"schema":"eqota-report/1","time":-5,"device":null,"board":"b","channel":"stable","event":"committed","from":null,"to":{"release":"r9","number":9},"reason":null,"bytes":0}'
+  echo '{"schema":"eqota-report/1","time":5,"device":"ffffffffffffffffffffffffffffffff","board":"b","channel":"stable","event":"rolled_back","from":null,"to":{"release":"r9","number":9},"reason":"<script>alert(1)</script>\u0007","bytes":0,"seconds":1,"agent":"x"}'
+  head -c 5000 /dev/zero | tr '\0' x; echo
+} >>"$w/mixed.jsonl"
+out=$("$gen" fleet --reports "$w/mixed.jsonl" 2>&1)
+grep -q "4 lines were not reports" <<<"$out" && grep -q "mixed.jsonl:$((good + 2)): device: expected 32 lower-case hex digits" <<<"$out" &&
+  grep -q "longer than 4096 bytes" <<<"$out" && pass "fleet: 4 hostile lines counted and named" || fail "hostile: $out"
+"$gen" fleet --reports "$w/mixed.jsonl" --html --out "$w/fleet.html" 2>/dev/null
+! grep -q "<script" "$w/fleet.html" && grep -q "&lt;script&gt;alert(1)&lt;/script&gt;" "$w/fleet.html" &&
+  ! grep -qE "(src|href)=" "$w/fleet.html" && grep -q "<polyline" "$w/fleet.html" &&
+  pass "fleet --html: the device's text is escaped, nothing is loaded from elsewhere, a chart is drawn" || fail "html"
+expect_fail "fleet without --reports" "missing --reports" "$gen" fleet
+expect_fail "fleet with a missing file" "cannot open '$w/nope.jsonl'" "$gen" fleet --reports "$w/nope.jsonl"
+
+# ---- bad [report] configuration
+cp "$d/eqota.conf" "$w/bad.conf"
+sed -i 's|^url = http://127.0.0.1:[0-9]*/report|url = file:///tmp/r|' "$w/bad.conf"
+expect_fail "report url not http" "[report] url = file:///tmp/r: expected an http:// or https:// URL" \
+  "$eqota" --config "$w/bad.conf" status
+
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "device reports reach the collector and the fleet summary"
