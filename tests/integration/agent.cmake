@@ -3,7 +3,7 @@
 # agent's clock with the EQ_TEST_NOW test hook (EQ_TEST_HOOKS).
 if(NOT TARGET eqota-gen)
   foreach(t integration.agent_update integration.agent_https integration.agent_trust integration.gen_promote
-      integration.agent_behind integration.agent_policy integration.agent_report)
+      integration.agent_behind integration.agent_policy integration.agent_report integration.fleet_e2e)
     eq_add_skipped_test(${t} integration "needs eqota-gen to publish its releases: configure with -DEQ_HOST_TOOLS=ON")
   endforeach()
 else()
@@ -25,6 +25,8 @@ else()
     eq_add_skipped_test(integration.agent_policy integration
       "needs the EQ_TEST_BOOT_ID_FILE test hook (simulated reboots): configure with -DEQ_TEST_HOOKS=ON")
     eq_add_skipped_test(integration.agent_report integration
+      "needs the EQ_TEST_BOOT_ID_FILE test hook (simulated reboots): configure with -DEQ_TEST_HOOKS=ON")
+    eq_add_skipped_test(integration.fleet_e2e integration
       "needs the EQ_TEST_BOOT_ID_FILE test hook (simulated reboots): configure with -DEQ_TEST_HOOKS=ON")
   else()
     # Root mode: root chain, timestamp, rotation, revocation, rollback, freeze.
@@ -58,6 +60,12 @@ else()
       COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_report.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>
               $<TARGET_FILE:eq-simboot> ${PROJECT_SOURCE_DIR})
     set_tests_properties(integration.agent_report PROPERTIES LABELS integration TIMEOUT 600)
+    # The fleet flow end to end: publish, promote, 10 %, 100 %, auto-halt,
+    # prune, resume, and the summary of the collected reports.
+    add_test(NAME integration.fleet_e2e
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/fleet_e2e.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>
+              $<TARGET_FILE:eq-simboot> ${PROJECT_SOURCE_DIR})
+    set_tests_properties(integration.fleet_e2e PROPERTIES LABELS integration TIMEOUT 900)
   endif()
   add_test(NAME integration.agent_https
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_https.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>

@@ -12,6 +12,14 @@
 #       ("repository.retries=1", "health.check=/bin/true"); the sections
 #       are written once each, so the strict INI parser sees no repeats.
 #       An empty VALUE leaves the line out (callers pass optional ones).
+#   simdevice_eq DIR EQOTA ARGS...
+#       runs EQOTA with DIR's config and DIR/boot_id as the kernel's boot id
+#       (the EQ_TEST_BOOT_ID_FILE hook)
+#   simdevice_boot DIR SIMBOOT
+#       a simulated reboot: a new boot id, then the bootloader's choice
+#       (SIMBOOT, eq-simboot) written to DIR/cmdline
+#   simdevice_running DIR EQOTA
+#       prints the release number the booted slot holds
 
 simdevice_make() {
 	local dir=$1 url=$2 board=$3 key=$4
@@ -41,4 +49,20 @@ simdevice_make() {
 			[ -z "${extra[$sec]:-}" ] || printf '[%s]\n%s' "$sec" "${extra[$sec]}"
 		done
 	} > "$dir/eqota.conf"
+}
+
+simdevice_eq() {
+	local dir=$1 eqota=$2
+	shift 2
+	EQ_TEST_BOOT_ID_FILE=$dir/boot_id "$eqota" --config "$dir/eqota.conf" "$@"
+}
+
+simdevice_boot() {
+	cat /proc/sys/kernel/random/uuid >"$1/boot_id"
+	"$2" --env "$1/bootenv" --cmdline "$1/cmdline" >/dev/null
+}
+
+simdevice_running() {
+	simdevice_eq "$1" "$2" status --json |
+		python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["slots"][d["booted"]]["number"])'
 }
