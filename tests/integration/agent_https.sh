@@ -2,7 +2,9 @@
 # The agent over HTTPS: lighttpd with TLS on loopback and a test CA made
 # here. With the CA configured (ca-file) a device provisions and checks;
 # without it the certificate is refused with a clear error; a certificate for
-# another name is refused as well.
+# another name is refused as well. Reports go to a collector that wants a
+# client certificate: with [report] client-cert and client-key they arrive,
+# without them they stay queued and the update still succeeds.
 # Usage: agent_https.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
 set -Eeuo pipefail
 eqota=$1 gen=$2 simboot=$3 src=$4
@@ -64,6 +66,41 @@ device "$w/d3" "$w/ca.pem"
 if "$eqota" --config "$w/d3/eqota.conf" provision --slot A >out.txt 2>&1; then fail "a certificate for another name was accepted";
 elif grep -qiE "certificate|subject|name" out.txt; then pass "a certificate for another host name is refused";
 else fail "unexpected error: $(cat out.txt)"; fi
+
+# ---- reports over TLS with a client certificate ([report] client-cert)
+cert device DNS:device-1.example.org
+printf 'hello 2\n' > pkgs/root/usr/share/hello/greeting
+sed -i 's/^Version: 1.0/Version: 2.0/' pkgs/root/DEBIAN/control
+dpkg-deb --root-owner-group -b pkgs/root debs/hello_2.0_all.deb >/dev/null
+rm debs/hello_1.0_all.deb
+httpd_stop
+mkdir -p "$w/www"
+# The collector alone behind TLS that requires a device certificate of the
+# test CA; the devices read the repository from files.
+HTTPD_EXTRA_CONF="server.modules += ( \"mod_openssl\" )
+ssl.engine = \"enable\"
+ssl.pemfile = \"$w/good.pem\"
+ssl.privkey = \"$w/good.key\"
+ssl.ca-file = \"$w/ca.pem\"
+ssl.verifyclient.activate = \"enable\"
+ssl.verifyclient.enforce = \"enable\"
+$(httpd_collector_conf /report "$w/reports.jsonl" "$src")" httpd_start "$w/www" "$w/logs"
+reporting() { # DIR [CERTNAME]
+  simdevice_make "$1" "file://$w/repo" qemux86-64 "$w/rel.pub" "report.url=https://127.0.0.1:$HTTPD_PORT/report" \
+    "report.ca-file=$w/ca.pem" "report.client-cert=${2:+$w/$2.pem}" "report.client-key=${2:+$w/$2.key}"
+  "$eqota" --config "$1/eqota.conf" provision --slot A --release r1 >/dev/null 2>&1
+  "$simboot" --env "$1/bootenv" --cmdline "$1/cmdline" >/dev/null
+}
+"$gen" -q publish --repo repo --board qemux86-64 --channel stable --key rel.key --store s.db --level 3 --release r2 --packages debs >/dev/null
+reporting "$w/d4" device
+rc=0; "$eqota" --config "$w/d4/eqota.conf" update >out.txt 2>&1 || rc=$?
+[ $rc -eq 3 ] && [ "$(wc -l < "$w/reports.jsonl" 2>/dev/null || echo 0)" -eq 1 ] && [ -z "$(ls "$w/d4/data/reports")" ] &&
+  pass "a report over TLS with the device's client certificate arrived" || fail "client certificate: exit $rc, $(cat out.txt)"
+reporting "$w/d5"
+rc=0; "$eqota" --config "$w/d5/eqota.conf" -v update >out.txt 2>&1 || rc=$?
+[ $rc -eq 3 ] && [ "$(wc -l < "$w/reports.jsonl")" -eq 1 ] && [ "$(ls "$w/d5/data/reports" | wc -l)" -eq 1 ] &&
+  pass "without a client certificate the collector refuses the report; it stays queued, the update installed" ||
+  fail "no client certificate: exit $rc, $(ls "$w/d5/data/reports"), $(cat out.txt)"
 
 echo "agent_https: $fails failed"
 [ "$fails" -eq 0 ]
