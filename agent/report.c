@@ -244,6 +244,14 @@ static eq_err post_one(CURL *h, const struct eq_config *cfg, const char *body, s
 	return EQ_OK;
 }
 
+/* Answers that refuse the report itself (malformed, too large, not
+ * understood). Others (401 and 403: credentials; 404: a wrong URL; 408,
+ * 429 and 5xx: for now) say nothing against it: it stays queued. */
+static bool refused_for_good(long status)
+{
+	return status == 400 || status == 413 || status == 415 || status == 422;
+}
+
 eq_err eq_report_flush(const struct eq_config *cfg, const char *dir, size_t *ret_sent, struct eq_error *err)
 {
 	*ret_sent = 0;
@@ -280,6 +288,13 @@ eq_err eq_report_flush(const struct eq_config *cfg, const char *dir, size_t *ret
 		/* The body without its newline: one JSON document per POST. */
 		r = post_one(h, cfg, (const char *)body, len && body[len - 1] == '\n' ? len - 1 : len, &status, err);
 		eq_free(body);
+		if (!r && refused_for_good(status)) {
+			/* This report, not the server or the network: kept, it would
+			 * stop every later one until the queue dropped it. */
+			eq_log(EQ_LOG_WARNING, "%s refused a report with %ld; dropping it", cfg->report_url, status);
+			(void)unlink(p);
+			continue;
+		}
 		if (!r && (status < 200 || status > 299))
 			r = eq_error_set(err, EQ_ERR_NETWORK, "%s answered %ld", cfg->report_url, status);
 		if (r)

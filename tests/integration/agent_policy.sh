@@ -125,6 +125,9 @@ grep -q "rolled out to 0 % of devices, not yet to this one" <<<"$out" && pass "c
 expect_fail "rollout for another release" "not 'r3': a rollout applies to the current release only" \
   rollout --release r3 --percent 40
 rollout --release r4 --percent 40 | grep -q "rollout 40 %" && pass "rollout --percent 40" || fail "rollout 40"
+"$gen" -q timestamp --repo repo --board b --channel stable --key T.key >/dev/null
+[ "$(rollout)" = "release 'r4' (number 4): rollout 40 %" ] && pass "a timestamp refresh keeps the rollout" ||
+  fail "after eqota-gen timestamp: $(rollout)"
 want=() got=()
 for i in $(seq 1 $n); do
   selected "f$i" 4 40 && want+=("f$i")

@@ -117,11 +117,22 @@ eq update >/dev/null 2>&1 || true
   tail -3 "$reports" | python3 -c 'import json,sys; e=[json.loads(l) for l in sys.stdin]; assert [x["event"] for x in e] == ["committed","installed","committed"] and e[-1]["to"]["number"] == 6, e' &&
   pass "back online: the queued reports go at the next poll, oldest first" || fail "flush: $(ls "$d/data/reports"), $(tail -3 "$reports")"
 
+# A report the collector refuses for what it is (400: not a report) is
+# dropped, and the one behind it still goes.
+printf '{"not":"a report"}\n' >"$d/data/reports/00000000000000000001.json"
+n1=$(lines)
+pub 7
+eq update >/dev/null 2>&1 || true
+[ -z "$(ls "$d/data/reports")" ] && [ "$(lines)" -eq $((n1 + 1)) ] && [ "$(last to.number)" = 7 ] &&
+  pass "a report the collector refuses (400) is dropped; the next one goes" || fail "refused: $(ls "$d/data/reports")"
+boot
+eq mark-good >/dev/null 2>&1
+
 # ---- eqota-gen fleet over what the collector stored
 out=$("$gen" fleet --reports "$reports")
 echo "$out"
 grep -q "release 3 'r3': 1 devices: 0 running it, 0 committed, 0 trying, 1 rolled back (100.0 % of installs)" <<<"$out" &&
-  grep -q 'rolled back: 1 x "health check failed' <<<"$out" && grep -q "release 6 'r6': 1 devices: 1 running it" <<<"$out" &&
+  grep -q 'rolled back: 1 x "health check failed' <<<"$out" && grep -q "release 7 'r7': 1 devices: 1 running it" <<<"$out" &&
   pass "fleet: per release, running, rolled back with the reason" || fail "fleet text"
 "$gen" fleet --reports "$reports" --json | python3 -c '
 import json, sys
@@ -132,7 +143,8 @@ assert rel[2]["committed"] == 1 and rel[2]["running"] == 0 and rel[3]["rolled_ba
 # r4 failed once, then installed while the collector was down: those two
 # reports were dropped from the full queue, so the fleet knows the failure
 assert rel[4]["failed"] == 1 and rel[4]["committed"] == 0, rel[4]
-assert rel[6]["running"] == 1 and rel[3]["rollback_share"] == 1.0, rel
+assert rel[6]["running"] == 0 and rel[6]["committed"] == 1 and rel[7]["running"] == 1, rel
+assert rel[3]["rollback_share"] == 1.0, rel
 ' && pass "fleet --json: the same numbers" || fail "fleet json"
 
 # ---- hostile lines: counted and named, never trusted; HTML escapes

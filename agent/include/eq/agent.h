@@ -473,9 +473,10 @@ EQ_API eq_err eq_report_format(const struct eq_report_event *ev, char out[EQ_REP
 EQ_API eq_err eq_report_queue(const char *dir, unsigned max, const char *line, size_t len,
 			      struct eq_error *err) EQ_MUST_CHECK;
 /* POSTs the queued reports oldest first to cfg->report_url, removing each
- * one a 2xx answered; stops at the first failure (EQ_ERR_NETWORK naming the
- * URL and how many were sent), leaving the rest queued. A no-op without a
- * report_url. */
+ * one a 2xx answered, and dropping (with a warning) one the server refuses
+ * for what it is (400, 413, 415, 422); stops at any other failure
+ * (EQ_ERR_NETWORK naming the URL and how many were sent), leaving the rest
+ * queued. A no-op without a report_url. */
 EQ_API eq_err eq_report_flush(const struct eq_config *cfg, const char *dir, size_t *ret_sent,
 			      struct eq_error *err) EQ_MUST_CHECK;
 
