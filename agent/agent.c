@@ -1,10 +1,12 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +32,7 @@ struct eq_agent {
 	char *ptr_pending;
 	char *hold_path;   /* `eqota hold` */
 	char *reports_dir; /* the report queue */
+	int lock_fd;       /* eq_agent_lock(), -1 when not held */
 	eq_progress_fn progress;
 	void *progress_ctx;
 	bool cache_hit; /* root mode: this refresh's manifest came from the cache */
@@ -55,6 +58,8 @@ void eq_agent_free(struct eq_agent *a)
 	eq_free(a->ptr_pending);
 	eq_free(a->hold_path);
 	eq_free(a->reports_dir);
+	if (a->lock_fd >= 0)
+		close(a->lock_fd);
 	eq_free(a);
 }
 
@@ -64,6 +69,7 @@ eq_err eq_agent_new(const struct eq_config *cfg, struct eq_agent **ret, struct e
 	if (!a)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	a->cfg = cfg;
+	a->lock_fd = -1;
 	eq_err r = EQ_OK;
 	a->state_path = eq_asprintf("%s/state", cfg->data_dir);
 	a->downloads = eq_asprintf("%s/downloads", cfg->data_dir);
@@ -544,6 +550,46 @@ eq_err eq_agent_hold(struct eq_agent *a, int64_t until, struct eq_error *err)
 				    "a hold lasts at most 366 days: a device forgotten on hold would miss security "
 				    "fixes");
 	return eq_hold_save(a->hold_path, until, err);
+}
+
+eq_err eq_agent_lock(struct eq_agent *a, const char *what, struct eq_error *err)
+{
+	if (a->lock_fd >= 0)
+		return EQ_OK;
+	EQ_AUTOFREE char *path = eq_asprintf("%s/lock", a->cfg->data_dir);
+	if (!path)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open the lock %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		eq_err r;
+		if (errno == EWOULDBLOCK) {
+			/* Who holds it, as it wrote itself in: one line, cleaned for
+			 * the message. A holder still writing it leaves it short. */
+			char who[128] = "";
+			ssize_t n = pread(fd, who, sizeof(who) - 1, 0);
+			who[n > 0 ? n : 0] = '\0';
+			for (char *c = who; *c; c++)
+				if (*c == '\n' || (unsigned char)*c < 0x20 || *c == 0x7f)
+					*c = *c == '\n' ? '\0' : '?';
+			r = eq_error_set(
+				err, EQ_ERR_STATE,
+				"another eqota is working on this device (%s): one at a time changes the slots, "
+				"the bootloader and the state; try again when it is done",
+				who[0] ? who : "holder unknown");
+		} else {
+			r = eq_error_errno(err, EQ_ERR_IO, "cannot lock %s", path);
+		}
+		close(fd);
+		return r;
+	}
+	char line[128];
+	int n = snprintf(line, sizeof(line), "eqota %s, PID %ld\n", what, (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n)
+		eq_log(EQ_LOG_DEBUG, "lock %s: cannot note the holder: %s", path, strerror(errno));
+	a->lock_fd = fd;
+	return EQ_OK;
 }
 
 void eq_check_done(struct eq_check *c)

@@ -525,7 +525,11 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 		}
 		eq_agent_set_stop(a, &stop_requested);
 		int rc;
-		if (first) {
+		if (eq_agent_lock(a, first ? "daemon (confirm)" : "daemon (poll)", &e)) {
+			/* An operator's command is at work: this poll is skipped. */
+			eq_log(EQ_LOG_NOTICE, "%s; this poll is skipped", eq_error_msg(&e));
+			rc = EQ_EXIT_FAILED;
+		} else if (first) {
 			rc = cmd_confirm(a);
 		} else {
 			struct eq_update_result res;
@@ -729,6 +733,13 @@ int main(int argc, char **argv)
 		return fail(&e);
 	}
 	eq_agent_set_stop(a, &stop_requested);
+	/* status only reads; everything else may write the slots, the
+	 * bootloader, the state or the caches. */
+	if (strcmp(cmd, "status") != 0 && eq_agent_lock(a, cmd, &e)) {
+		eq_agent_free(a);
+		eq_config_done(&cfg);
+		return fail(&e);
+	}
 	struct eq_progress_printer pp;
 	eq_progress_printer_init(&pp, STDERR_FILENO);
 	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)

@@ -3,7 +3,7 @@
 # agent's clock with the EQ_TEST_NOW test hook (EQ_TEST_HOOKS).
 if(NOT TARGET eqota-gen)
   foreach(t integration.agent_update integration.agent_https integration.agent_trust integration.gen_promote
-      integration.agent_behind integration.agent_policy integration.agent_report integration.fleet_e2e)
+      integration.agent_behind integration.agent_policy integration.agent_report integration.fleet_e2e integration.agent_lock)
     eq_add_skipped_test(${t} integration "needs eqota-gen to publish its releases: configure with -DEQ_HOST_TOOLS=ON")
   endforeach()
 else()
@@ -27,6 +27,8 @@ else()
     eq_add_skipped_test(integration.agent_report integration
       "needs the EQ_TEST_BOOT_ID_FILE test hook (simulated reboots): configure with -DEQ_TEST_HOOKS=ON")
     eq_add_skipped_test(integration.fleet_e2e integration
+      "needs the EQ_TEST_BOOT_ID_FILE test hook (simulated reboots): configure with -DEQ_TEST_HOOKS=ON")
+    eq_add_skipped_test(integration.agent_lock integration
       "needs the EQ_TEST_BOOT_ID_FILE test hook (simulated reboots): configure with -DEQ_TEST_HOOKS=ON")
   else()
     # Root mode: root chain, timestamp, rotation, revocation, rollback, freeze.
@@ -66,6 +68,11 @@ else()
       COMMAND ${CMAKE_CURRENT_LIST_DIR}/fleet_e2e.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>
               $<TARGET_FILE:eq-simboot> ${PROJECT_SOURCE_DIR})
     set_tests_properties(integration.fleet_e2e PROPERTIES LABELS integration TIMEOUT 900)
+    # One eqota at a time: the lock, its message, the daemon skipping.
+    add_test(NAME integration.agent_lock
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_lock.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>
+              $<TARGET_FILE:eq-simboot> ${PROJECT_SOURCE_DIR})
+    set_tests_properties(integration.agent_lock PROPERTIES LABELS integration TIMEOUT 300)
   endif()
   add_test(NAME integration.agent_https
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_https.sh $<TARGET_FILE:eqota> $<TARGET_FILE:eqota-gen>

@@ -645,6 +645,14 @@ EQ_API eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_r
 EQ_API eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_error *err) EQ_MUST_CHECK;
 /* Marks the booted slot bad and makes the other (committed) slot primary. */
 EQ_API eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error *err) EQ_MUST_CHECK;
+/*
+ * Takes "<data_dir>/lock" (flock) for the work @what ("update", "daemon"):
+ * one eqota at a time changes the slots, the bootloader, the state and the
+ * caches, so an operator's `eqota update` and the daemon's poll never
+ * interleave. Does not wait: EQ_ERR_STATE naming the holder ("eqota update,
+ * PID 1234") when another eqota holds it. Held until eq_agent_free().
+ */
+EQ_API eq_err eq_agent_lock(struct eq_agent *a, const char *what, struct eq_error *err) EQ_MUST_CHECK;
 /* Holds updates back until @until (seconds since 1970; 0 lifts the hold):
  * `eqota hold`. EQ_ERR_INVAL for a past time or one more than
  * EQ_HOLD_MAX_S ahead. A slot already installed or on trial is not held. */
