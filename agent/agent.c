@@ -1035,6 +1035,41 @@ static void use_release(struct eq_check *c, struct eq_update_result *res, struct
 	take_release(c, x);
 }
 
+eq_err eq_agent_verify(struct eq_agent *a, eq_verify_fn fn, void *ctx, struct eq_verify_report *ret,
+		       struct eq_slot_info *ret_slot, int *ret_booted, struct eq_error *err)
+{
+	int booted;
+	eq_err r = booted_slot(a, &booted, err);
+	if (r)
+		return r;
+	struct eq_manifest *m = NULL;
+	if ((r = read_running(a, booted, &m, err)))
+		return r;
+	/* Read as an update reads it: through eq_slot_open(), so that file
+	 * systems mounted on a block slot's folders are not what is checked. */
+	const char *name = eq_bl_slot_name((unsigned)booted);
+	EQ_AUTOFREE char *root = NULL;
+	if (!(r = eq_slot_open(a->cfg, name, &root, err))) {
+		r = eq_slot_verify(root, m, fn, ctx, ret, err);
+		struct eq_error re;
+		if (eq_slot_release(a->cfg, name, &re))
+			eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&re));
+	}
+	if (!r) {
+		struct eq_manifest_header h;
+		memset(ret_slot, 0, sizeof(*ret_slot));
+		if (eq_manifest_get_header(m, &h, NULL) == EQ_OK) {
+			ret_slot->has_release = true;
+			snprintf(ret_slot->release, sizeof(ret_slot->release), "%s", h.release);
+			ret_slot->number = h.number;
+			ret_slot->packages = eq_manifest_package_count(m);
+		}
+		*ret_booted = booted;
+	}
+	eq_manifest_free(m);
+	return r;
+}
+
 eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, struct eq_error *err)
 {
 	struct eq_check c;

@@ -1133,3 +1133,158 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		*ret = x.rep;
 	return r;
 }
+
+/* ---- verifying a slot against its records ---------------------------------- */
+
+struct verify {
+	struct inst x;
+	eq_verify_fn fn;
+	void *ctx;
+	struct eq_verify_report *rep;
+	const char *pkg;
+	size_t pkg_problems;
+};
+
+static void vproblem(struct verify *v, const char *path, const char *fmt, ...) EQ_PRINTF(3, 4);
+static void vproblem(struct verify *v, const char *path, const char *fmt, ...)
+{
+	if (v->pkg_problems++ == 0)
+		v->rep->damaged++;
+	v->rep->problems++;
+	if (v->pkg_problems > EQ_VERIFY_MAX_LISTED || !v->fn)
+		return;
+	char msg[EQ_ERROR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	v->fn(v->ctx, v->pkg, path, msg);
+}
+
+/* The content of regular file @base in @dir against the record. */
+static void verify_data(struct verify *v, int dir, const char *base, const struct eq_rec_entry *e)
+{
+	int fd = openat(dir, base, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		vproblem(v, e->path, "cannot be read: %s", strerror(errno));
+		return;
+	}
+	struct eq_sha256 sha;
+	eq_sha256_init(&sha);
+	uint64_t total = 0;
+	ssize_t n;
+	while ((n = read(fd, v->x.buf, COPY_BUF_LEN)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			vproblem(v, e->path, "read: %s", strerror(errno));
+			close(fd);
+			return;
+		}
+		total += (uint64_t)n;
+		eq_sha256_update(&sha, v->x.buf, (size_t)n);
+	}
+	close(fd);
+	v->rep->bytes += total;
+	uint8_t d[EQ_SHA256_LEN];
+	eq_sha256_final(&sha, d);
+	if (total != e->size || memcmp(d, e->sha256, sizeof(d)) != 0)
+		vproblem(v, e->path, "content differs from the record");
+}
+
+/* One entry, with the checks a kept package's copy makes (copy_entry). */
+static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
+{
+	const char *base;
+	int dir = open_parent(&v->x, v->x.rfd, e->path, false, &base);
+	struct stat st;
+	v->rep->entries++;
+	if (dir < 0 || fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		vproblem(v, e->path, "%s", errno == ENOENT ? "missing" : strerror(errno));
+		if (dir >= 0)
+			close(dir);
+		return;
+	}
+	switch (e->type) {
+	case 'f':
+		if (!S_ISREG(st.st_mode))
+			vproblem(v, e->path, "not a regular file");
+		else if (!meta_matches(&v->x, e, &st) || (uint64_t)st.st_size != e->size)
+			vproblem(v, e->path, "mode, owner or size differ from the record");
+		else
+			verify_data(v, dir, base, e);
+		break;
+	case 'd':
+		/* Mode and owner are not compared, as for a copy: packages that
+		 * share a folder may disagree on them. */
+		if (!S_ISDIR(st.st_mode))
+			vproblem(v, e->path, "not a directory");
+		break;
+	case 'l': {
+		char target[EQ_REC_MAX_PATH + 2];
+		ssize_t n = S_ISLNK(st.st_mode) ? readlinkat(dir, base, target, sizeof(target)) : -1;
+		if (n < 0 || (size_t)n >= sizeof(target) - 1 || (target[n] = '\0', strcmp(target, e->link)))
+			vproblem(v, e->path, "not a symlink to the recorded target");
+		break;
+	}
+	case 'h': {
+		const char *fbase;
+		struct stat fst;
+		int fs = open_parent(&v->x, v->x.rfd, e->link, false, &fbase);
+		bool same = fs >= 0 && S_ISREG(st.st_mode) && fstatat(fs, fbase, &fst, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    fst.st_dev == st.st_dev && fst.st_ino == st.st_ino;
+		if (fs >= 0)
+			close(fs);
+		if (!same)
+			vproblem(v, e->path, "not a hard link of '%s'", e->link);
+		break;
+	}
+	default: {
+		mode_t fmt = e->type == 'c' ? S_IFCHR : e->type == 'b' ? S_IFBLK : S_IFIFO;
+		if ((st.st_mode & S_IFMT) != fmt || (e->type != 'p' && st.st_rdev != makedev(e->devmajor, e->devminor)))
+			vproblem(v, e->path, "not the recorded device node or fifo");
+		else if (!meta_matches(&v->x, e, &st))
+			vproblem(v, e->path, "mode or owner differ from the record");
+		break;
+	}
+	}
+	close(dir);
+}
+
+eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_fn fn, void *ctx,
+		      struct eq_verify_report *ret, struct eq_error *err)
+{
+	struct eq_install in = {.owners = geteuid() == 0};
+	struct eq_verify_report rep;
+	memset(&rep, 0, sizeof(rep));
+	struct verify v = {
+		.x = {.in = &in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1}, .fn = fn, .ctx = ctx, .rep = &rep};
+	v.x.use_openat2 = true;
+	eq_err r = EQ_OK;
+	if (!(v.x.buf = eq_malloc(COPY_BUF_LEN)))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "verify: out of memory");
+	if (!r && (v.x.rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "verify: slot root '%s'", root);
+	for (size_t i = 0; !r && i < eq_manifest_package_count(m); i++) {
+		const struct eq_manifest_package *p = eq_manifest_package_at(m, i);
+		struct eq_rec_list l;
+		eq_rec_list_init(&l);
+		struct eq_error le;
+		v.pkg = p->name;
+		v.pkg_problems = 0;
+		rep.packages++;
+		/* A record that is missing or damaged is a finding about the
+		 * slot, like a damaged file: the update downloads that package. */
+		if (load_running_record(&v.x, p->name, &l, &le) != EQ_OK)
+			vproblem(&v, "", "its record: %s", eq_error_msg(&le));
+		for (size_t k = 0; k < l.n; k++)
+			verify_entry(&v, &l.v[k]);
+		eq_rec_list_done(&l);
+	}
+	if (v.x.rfd >= 0)
+		close(v.x.rfd);
+	eq_free(v.x.buf);
+	if (!r)
+		*ret = rep;
+	return r;
+}

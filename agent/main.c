@@ -30,6 +30,7 @@ static const char usage_text[] =
 	"  rollback                    the same, for operators\n"
 	"  daemon                      confirm after boot, then poll for updates\n"
 	"  provision --slot A|B [--release R]   fill an empty slot from the repository and mark it good\n"
+	"  verify [--json]             check every file of the running slot against its records\n"
 	"  hold --until YYYY-MM-DDTHH:MM:SSZ | --for N(m|h|d) | --off\n"
 	"                              install no new release until then (a maintenance window)\n"
 	"\n"
@@ -97,6 +98,7 @@ static void json_str(const char *s)
  * a version changes only when a field is removed or changes its meaning. */
 #define EQ_JSON_STATUS_SCHEMA "eqota-status/1"
 #define EQ_JSON_CHECK_SCHEMA "eqota-check/1"
+#define EQ_JSON_VERIFY_SCHEMA "eqota-verify/1"
 
 /* Why release @number waits, for a person (docs/fleet.md). */
 static void defer_text(enum eq_defer d, const struct eq_policy_view *p, const struct eq_rollout_view *ro,
@@ -429,6 +431,82 @@ static int cmd_rollback(struct eq_agent *a, const char *why)
 	return EQ_EXIT_ROLLED_BACK;
 }
 
+/* The problems of `verify`, grouped by package as they come. With --json
+ * they go to memory first: on an error stdout gets no half document. */
+struct verify_out {
+	FILE *f;
+	char last[160]; /* the package of the previous problem */
+	size_t n;
+};
+
+static void verify_print(void *ctx, const char *package, const char *path, const char *problem)
+{
+	struct verify_out *o = ctx;
+	bool same = o->n && !strcmp(o->last, package);
+	if (opt.json) {
+		fputs(same ? "," : o->n ? "]},{\"package\":" : "{\"package\":", o->f);
+		if (!same) {
+			eq_json_put_str(o->f, package);
+			fputs(",\"problems\":[", o->f);
+		}
+		fputs("{\"path\":", o->f);
+		eq_json_put_str(o->f, path);
+		fputs(",\"problem\":", o->f);
+		eq_json_put_str(o->f, problem);
+		fputs("}", o->f);
+	} else {
+		if (!same)
+			fprintf(o->f, "package %s:\n", package);
+		fprintf(o->f, "  %s%s%s\n", path, *path ? ": " : "", problem);
+	}
+	snprintf(o->last, sizeof(o->last), "%s", package);
+	o->n++;
+}
+
+static int cmd_verify(struct eq_agent *a)
+{
+	struct verify_out o = {.f = stdout};
+	char *buf = NULL;
+	size_t len = 0;
+	if (opt.json && !(o.f = open_memstream(&buf, &len))) {
+		eq_log(EQ_LOG_ERR, "verify: out of memory");
+		return EQ_EXIT_FAILED;
+	}
+	struct eq_verify_report rep;
+	struct eq_slot_info slot;
+	int booted;
+	struct eq_error e;
+	eq_err r = eq_agent_verify(a, verify_print, &o, &rep, &slot, &booted, &e);
+	if (opt.json)
+		fclose(o.f);
+	if (r) {
+		free(buf); /* open_memstream's buffer: malloc'ed by libc */
+		return fail(&e);
+	}
+	if (opt.json) {
+		printf("{\"schema\":\"" EQ_JSON_VERIFY_SCHEMA "\",\"slot\":\"%s\",\"release\":{\"release\":",
+		       eq_bl_slot_name((unsigned)booted));
+		json_str(slot.release);
+		printf(",\"number\":%" PRIu64 "},\"packages\":%zu,\"entries\":%zu,\"bytes\":%" PRIu64
+		       ",\"damaged_packages\":%zu,\"problems\":%zu,\"damaged\":[%s%s]}\n",
+		       slot.number, rep.packages, rep.entries, rep.bytes, rep.damaged, rep.problems, buf ? buf : "",
+		       o.n ? "]}" : "");
+		free(buf);
+	} else {
+		printf("slot %s, release '%s' (number %" PRIu64 "): %zu packages, %zu entries, %" PRIu64
+		       " bytes read: %s",
+		       eq_bl_slot_name((unsigned)booted), slot.release, slot.number, rep.packages, rep.entries,
+		       rep.bytes, rep.damaged ? "" : "every file matches its record\n");
+		if (rep.damaged)
+			printf("%zu package%s differ%s from %s records (%zu problems); the next update downloads "
+			       "%s instead of copying %s\n",
+			       rep.damaged, rep.damaged == 1 ? "" : "s", rep.damaged == 1 ? "s" : "",
+			       rep.damaged == 1 ? "its" : "their", rep.problems, rep.damaged == 1 ? "it" : "them",
+			       rep.damaged == 1 ? "it" : "them");
+	}
+	return rep.damaged ? EQ_EXIT_FAILED : EQ_EXIT_OK;
+}
+
 /* "90m", "6h", "2d": a hold's length in seconds; 0 if not one. */
 static int64_t parse_duration(const char *s)
 {
@@ -708,7 +786,7 @@ int main(int argc, char **argv)
 			return usage_error("unknown argument", argv[i]);
 	}
 	static const char *const known[] = {"status",   "check",  "update",    "mark-good", "mark-bad",
-					    "rollback", "daemon", "provision", "hold"};
+					    "rollback", "daemon", "provision", "hold",      "verify"};
 	bool ok = false;
 	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 		ok |= !strcmp(cmd, known[k]);
@@ -733,9 +811,9 @@ int main(int argc, char **argv)
 		return fail(&e);
 	}
 	eq_agent_set_stop(a, &stop_requested);
-	/* status only reads; everything else may write the slots, the
-	 * bootloader, the state or the caches. */
-	if (strcmp(cmd, "status") != 0 && eq_agent_lock(a, cmd, &e)) {
+	/* status and verify only read; everything else may write the slots,
+	 * the bootloader, the state or the caches. */
+	if (strcmp(cmd, "status") != 0 && strcmp(cmd, "verify") != 0 && eq_agent_lock(a, cmd, &e)) {
 		eq_agent_free(a);
 		eq_config_done(&cfg);
 		return fail(&e);
@@ -760,6 +838,8 @@ int main(int argc, char **argv)
 		rc = cmd_rollback(a, "rolled back by 'eqota rollback'");
 	else if (!strcmp(cmd, "hold"))
 		rc = cmd_hold(a);
+	else if (!strcmp(cmd, "verify"))
+		rc = cmd_verify(a);
 	else
 		rc = cmd_provision(a);
 	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)

@@ -50,5 +50,7 @@ eq_agent_script_test(agent_report 600 "${_reboots}")
 eq_agent_script_test(fleet_e2e 900 "${_reboots}")
 # One eqota at a time: the lock, its message, the daemon skipping.
 eq_agent_script_test(agent_lock 300 "${_reboots}")
+# A damaged running slot: eqota verify, and an update that does not copy it.
+eq_agent_script_test(agent_verify 300 "${_reboots}")
 # HTTPS with a test CA, and reports to a collector that wants client certificates.
 eq_agent_script_test(agent_https 300 "")

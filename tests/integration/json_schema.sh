@@ -90,6 +90,7 @@ doc "status, idle on release 1, root mode" eqota-status-1.schema.json eq status 
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["trust"]["root_version"] == 1 and d["state"]["phase"] == "idle", d' \
   "$w/doc.json" && pass "status: root mode shows the trust object" || fail "status root mode: $(cat "$w/doc.json")"
 doc "check, up to date" eqota-check-1.schema.json eq check --json
+doc "verify, a clean slot" eqota-verify-1.schema.json eq verify --json
 
 pub repo r2 K1.key --timestamp-key T1.key
 sleep 1
@@ -170,7 +171,7 @@ PY
 doc "fleet" eqota-gen-fleet-1.schema.json "$gen" fleet --reports "$w/reports.jsonl" --json
 
 # ---- strictness: a document with a field more, or one less, is refused
-for s in eqota-status-1 eqota-check-1 eqota-gen-diff-1 eqota-gen-manifest-1 eqota-gen-equiv-import-1 eqota-gen-fleet-1; do
+for s in eqota-status-1 eqota-check-1 eqota-verify-1 eqota-gen-diff-1 eqota-gen-manifest-1 eqota-gen-equiv-import-1 eqota-gen-fleet-1; do
   f=$w/last-$s.schema.json
   [ -f "$f" ] || { fail "no document was taken for $s"; continue; }
   out=$("$py" - "$schemas/$s.schema.json" "$f" <<'PY' 2>&1

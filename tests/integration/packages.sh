@@ -46,7 +46,7 @@ want_agent=(/usr/bin/eqota /lib/systemd/system/eqota.service /lib/systemd/system
   /usr/share/doc/eqota/examples/eqota.conf /usr/share/doc/eqota/agent.md /usr/share/doc/eqota/systemd.md
   /usr/share/doc/eqota/configuration.md /usr/share/bash-completion/completions/eqota
   /usr/share/doc/eqota/json-output.md /usr/share/doc/eqota/schemas/eqota-status-1.schema.json
-  /usr/share/doc/eqota/schemas/eqota-check-1.schema.json)
+  /usr/share/doc/eqota/schemas/eqota-check-1.schema.json /usr/share/doc/eqota/schemas/eqota-verify-1.schema.json)
 want_gen=(/usr/bin/eqota-gen /usr/share/man/man1/eqota-gen.1.gz /usr/share/doc/eqota-gen/copyright
   /usr/share/doc/eqota-gen/eqota-gen.md /usr/share/bash-completion/completions/eqota-gen
   /usr/share/doc/eqota-gen/schemas/eqota-gen-diff-1.schema.json /usr/share/doc/eqota-gen/schemas/eqota-gen-manifest-1.schema.json

@@ -304,6 +304,29 @@ EQ_API eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan 
  * space as seen by an unprivileged user (f_bavail). EQ_ERR_LIMIT
  * "slot B has 120 MiB free, release needs 170 MiB", EQ_ERR_IO (statvfs).
  */
+/* What eq_slot_verify() found. */
+struct eq_verify_report {
+	size_t packages, entries; /* checked */
+	size_t damaged;           /* packages with at least one problem */
+	size_t problems;          /* in all */
+	uint64_t bytes;           /* file data read */
+};
+/* Receives each problem: @path "" for the package's record itself. */
+typedef void (*eq_verify_fn)(void *ctx, const char *package, const char *path, const char *problem);
+/* Problems passed to the callback per package; the rest are counted. */
+#define EQ_VERIFY_MAX_LISTED 20u
+
+/*
+ * Checks the slot at @root against its records for every package of @m,
+ * with the checks an update makes before it copies a kept package: each
+ * entry present with its type, mode, owner (when running as root), size,
+ * SHA-256 of its data, symlink target, hard link and device number. A
+ * missing or damaged record is a problem of its package. Reads only.
+ * EQ_OK whatever it found (see *ret); an error only when it cannot look.
+ */
+EQ_API eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_fn fn, void *ctx,
+			     struct eq_verify_report *ret, struct eq_error *err) EQ_MUST_CHECK;
+
 EQ_API eq_err eq_install_check_space(const struct eq_install *in, const struct eq_plan *plan,
 				     struct eq_error *err) EQ_MUST_CHECK;
 
@@ -645,6 +668,10 @@ EQ_API eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_r
 EQ_API eq_err eq_agent_confirm(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_error *err) EQ_MUST_CHECK;
 /* Marks the booted slot bad and makes the other (committed) slot primary. */
 EQ_API eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error *err) EQ_MUST_CHECK;
+/* `eqota verify`: eq_slot_verify() of the booted slot against its records
+ * and its recorded release (*ret_slot, *ret_booted). */
+EQ_API eq_err eq_agent_verify(struct eq_agent *a, eq_verify_fn fn, void *ctx, struct eq_verify_report *ret,
+			      struct eq_slot_info *ret_slot, int *ret_booted, struct eq_error *err) EQ_MUST_CHECK;
 /*
  * Takes "<data_dir>/lock" (flock) for the work @what ("update", "daemon"):
  * one eqota at a time changes the slots, the bootloader, the state and the
