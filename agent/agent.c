@@ -1403,11 +1403,12 @@ eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *
 	return r;
 }
 
-/* The release slot @s held before the update, for a report. */
+/* The release slot @s held before the update, for a report. Only when one
+ * is sent: on block slots this mounts the other slot. */
 static void from_release(struct eq_agent *a, int s, int booted, struct eq_slot_info *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	if (s >= 0)
+	if (s >= 0 && a->cfg->report_url)
 		slot_info(a, s, booted, ret);
 }
 

@@ -7,7 +7,6 @@
  * is down) and retries at the next outcome or poll, and a full queue drops
  * its oldest line.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,7 +20,6 @@
 
 /* Queue files: 20 decimal digits (a sequence number) and ".json". */
 #define NAME_DIGITS 20u
-#define NAME_LEN (NAME_DIGITS + 5u)
 
 void eq_report_device_id(const char *id, char out[EQ_REPORT_ID_LEN + 1])
 {
@@ -96,67 +94,11 @@ eq_err eq_report_format(const struct eq_report_event *ev, char out[EQ_REPORT_MAX
 	return EQ_OK;
 }
 
-static bool queue_name(const char *name, uint64_t *ret_seq)
-{
-	if (strlen(name) != NAME_LEN || strcmp(name + NAME_DIGITS, ".json") != 0)
-		return false;
-	uint64_t v = 0;
-	for (unsigned i = 0; i < NAME_DIGITS; i++) {
-		if (name[i] < '0' || name[i] > '9')
-			return false;
-		v = v * 10 + (uint64_t)(name[i] - '0');
-	}
-	*ret_seq = v;
-	return true;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The queued sequence numbers, ascending (oldest first); *ret malloc'ed. */
 static eq_err queue_list(const char *dir, uint64_t **ret, size_t *ret_n, struct eq_error *err)
 {
-	*ret = NULL;
-	*ret_n = 0;
-	DIR *d = opendir(dir);
-	if (!d) {
-		if (errno == ENOENT)
-			return EQ_OK;
-		return eq_error_errno(err, EQ_ERR_IO, "cannot read report queue %s", dir);
-	}
-	uint64_t *v = NULL;
-	size_t n = 0, cap = 0;
-	eq_err r = EQ_OK;
-	const struct dirent *de;
-	while ((de = readdir(d))) {
-		uint64_t seq;
-		if (!queue_name(de->d_name, &seq))
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			uint64_t *nv = eq_realloc(v, nc * sizeof(*v));
-			if (!nv) {
-				r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-				break;
-			}
-			v = nv;
-			cap = nc;
-		}
-		v[n++] = seq;
-	}
-	closedir(d);
-	if (r) {
-		eq_free(v);
-		return r;
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_u64);
-	*ret = v;
-	*ret_n = n;
-	return EQ_OK;
+	eq_err r = eq_dir_numbers(dir, ".json", NAME_DIGITS, ret, ret_n, err);
+	return r ? eq_error_prefix(err, r, "report queue") : EQ_OK;
 }
 
 static char *queue_path(const char *dir, uint64_t seq)

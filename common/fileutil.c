@@ -190,3 +190,65 @@ eq_err eq_rm_rf(const char *path, struct eq_error *err)
 {
 	return rm_at(AT_FDCWD, path, path, err);
 }
+
+static bool number_name(const char *name, const char *suffix, unsigned width, uint64_t *ret)
+{
+	uint64_t v = 0;
+	unsigned n = 0;
+	for (; *name >= '0' && *name <= '9'; name++, n++) {
+		unsigned d = (unsigned)(*name - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (n == 0 || (width && n != width) || strcmp(name, suffix) != 0)
+		return false;
+	*ret = v;
+	return true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+eq_err eq_dir_numbers(const char *dir, const char *suffix, unsigned width, uint64_t **ret, size_t *ret_n,
+		      struct eq_error *err)
+{
+	*ret = NULL;
+	*ret_n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? EQ_OK : eq_error_errno(err, EQ_ERR_IO, "cannot read '%s'", dir);
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	eq_err r = EQ_OK;
+	const struct dirent *de;
+	while ((de = readdir(d))) {
+		uint64_t x;
+		if (!number_name(de->d_name, suffix, width, &x))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			uint64_t *nv = eq_realloc(v, nc * sizeof(*nv));
+			if (!nv) {
+				r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+				break;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[n++] = x;
+	}
+	closedir(d);
+	if (r) {
+		eq_free(v);
+		return r;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u64);
+	*ret = v;
+	*ret_n = n;
+	return EQ_OK;
+}

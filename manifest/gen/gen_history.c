@@ -20,7 +20,6 @@
  */
 #include "gen_priv.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -160,50 +159,9 @@ eq_err eqg_history_add(struct eqg_history *h, uint64_t number, const char *relea
 	return r;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 eq_err eqg_release_numbers(const char *dir, uint64_t **ret, size_t *ret_n, struct eq_error *err)
 {
-	*ret = NULL;
-	*ret_n = 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? EQ_OK : eq_error_errno(err, EQ_ERR_IO, "cannot read '%s'", dir);
-	uint64_t *v = NULL;
-	size_t n = 0;
-	eq_err r = EQ_OK;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		char *end;
-		const char *s = de->d_name;
-		if (s[0] < '0' || s[0] > '9')
-			continue;
-		errno = 0;
-		unsigned long long x = strtoull(s, &end, 10);
-		if (*end || errno)
-			continue;
-		uint64_t *nv = eq_realloc(v, (n + 1) * sizeof(*nv));
-		if (!nv) {
-			r = nomem(err);
-			break;
-		}
-		v = nv;
-		v[n++] = x;
-	}
-	closedir(d);
-	if (r) {
-		eq_free(v);
-		return r;
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_u64);
-	*ret = v;
-	*ret_n = n;
-	return EQ_OK;
+	return eq_dir_numbers(dir, "", 0, ret, ret_n, err);
 }
 
 static bool hist_name_ok(const char *s)

@@ -6,22 +6,7 @@
 # the lock goes with its holder: after a SIGKILL the next command runs.
 # Usage: agent_lock.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
 set -Eeuo pipefail
-eqota=$1 gen=$2 simboot=$3 src=$4
-. "$src/tests/integration/lib/httpd.sh"
-. "$src/tests/integration/lib/simdevice.sh"
-. "$src/tests/integration/lib/tarpkg.sh"
-. "$src/tests/integration/lib/check.sh"
-w=$(mktemp -d /tmp/eq-lock.XXXXXX)
-bg=()
-cleanup() {
-  local p
-  for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
-  httpd_stop || true
-  rm -rf "$w"
-}
-trap cleanup EXIT
-trap 'echo "agent_lock.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
-cd "$w"
+. "$4/tests/integration/lib/agent-test.sh" agent_lock "$@"
 
 "$gen" keygen --out k >/dev/null
 pub() {

@@ -13,16 +13,7 @@
 #   range, rollout steps for the wrong release or repository.
 # Usage: agent_policy.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
 set -Eeuo pipefail
-eqota=$1 gen=$2 simboot=$3 src=$4
-. "$src/tests/integration/lib/httpd.sh"
-. "$src/tests/integration/lib/simdevice.sh"
-. "$src/tests/integration/lib/tarpkg.sh"
-. "$src/tests/integration/lib/check.sh"
-w=$(mktemp -d /tmp/eq-policy.XXXXXX)
-cleanup() { httpd_stop || true; rm -rf "$w"; }
-trap cleanup EXIT
-trap 'echo "agent_policy.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
-cd "$w"
+. "$4/tests/integration/lib/agent-test.sh" agent_policy "$@"
 
 for k in R K T; do "$gen" keygen --out "$k" >/dev/null; done
 "$gen" root init --repo repo --key R.key --root-pub R.pub --release-pub K.pub --timestamp-pub T.pub >/dev/null
@@ -50,7 +41,7 @@ device() {
   cat /proc/sys/kernel/random/uuid >"$d/boot_id"
   "$simboot" --env "$d/bootenv" --cmdline "$d/cmdline" >/dev/null
 }
-eq() { local d=$w/$1; shift; EQ_TEST_BOOT_ID_FILE=$d/boot_id "$eqota" --config "$d/eqota.conf" "$@"; }
+eq() { local d=$w/$1; shift; simdevice_eq "$d" "$eqota" "$@"; }
 # reboot_commit NAME: boots the slot on trial and confirms it
 reboot_commit() {
   cat /proc/sys/kernel/random/uuid >"$w/$1/boot_id"

@@ -12,16 +12,7 @@
 #   trusting them; the HTML page escapes what devices wrote.
 # Usage: agent_report.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
 set -Eeuo pipefail
-eqota=$1 gen=$2 simboot=$3 src=$4
-. "$src/tests/integration/lib/httpd.sh"
-. "$src/tests/integration/lib/simdevice.sh"
-. "$src/tests/integration/lib/tarpkg.sh"
-. "$src/tests/integration/lib/check.sh"
-w=$(mktemp -d /tmp/eq-report.XXXXXX)
-cleanup() { httpd_stop || true; rm -rf "$w"; }
-trap cleanup EXIT
-trap 'echo "agent_report.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
-cd "$w"
+. "$4/tests/integration/lib/agent-test.sh" agent_report "$@"
 
 "$gen" keygen --out k >/dev/null
 pub() { # RELEASE
@@ -45,8 +36,8 @@ printf '#!/bin/sh\ntest ! -e %s/fail-health\n' "$w" >"$w/health"
 chmod +x "$w/health"
 simdevice_make "$d" "$HTTPD_URL" b "$w/k.pub" repository.retries=0 "update.device-id-file=$w/machine-id" \
   "report.url=http://127.0.0.1:$port/report" report.queue=3 report.timeout=5 "health.check=$w/health"
-eq() { EQ_TEST_BOOT_ID_FILE=$d/boot_id "$eqota" --config "$d/eqota.conf" "$@"; }
-boot() { cat /proc/sys/kernel/random/uuid >"$d/boot_id"; "$simboot" --env "$d/bootenv" --cmdline "$d/cmdline" >/dev/null; }
+eq() { simdevice_eq "$d" "$eqota" "$@"; }
+boot() { simdevice_boot "$d" "$simboot"; }
 eq provision --slot A >/dev/null 2>&1
 boot
 lines() { [ -f "$reports" ] && wc -l <"$reports" || echo 0; }

@@ -6,16 +6,7 @@
 # of copying a bad file, so the new slot verifies clean.
 # Usage: agent_verify.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
 set -Eeuo pipefail
-eqota=$1 gen=$2 simboot=$3 src=$4
-. "$src/tests/integration/lib/httpd.sh"
-. "$src/tests/integration/lib/simdevice.sh"
-. "$src/tests/integration/lib/tarpkg.sh"
-. "$src/tests/integration/lib/check.sh"
-w=$(mktemp -d /tmp/eq-verify.XXXXXX)
-cleanup() { httpd_stop || true; rm -rf "$w"; }
-trap cleanup EXIT
-trap 'echo "agent_verify.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
-cd "$w"
+. "$4/tests/integration/lib/agent-test.sh" agent_verify "$@"
 
 "$gen" keygen --out k >/dev/null
 pub() { # RELEASE APP_VERSION

@@ -17,16 +17,7 @@
 #      story, in text and JSON.
 # Usage: fleet_e2e.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
 set -Eeuo pipefail
-eqota=$1 gen=$2 simboot=$3 src=$4
-. "$src/tests/integration/lib/httpd.sh"
-. "$src/tests/integration/lib/simdevice.sh"
-. "$src/tests/integration/lib/tarpkg.sh"
-. "$src/tests/integration/lib/check.sh"
-w=$(mktemp -d /tmp/eq-fleet.XXXXXX)
-cleanup() { httpd_stop || true; rm -rf "$w"; }
-trap cleanup EXIT
-trap 'echo "fleet_e2e.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
-cd "$w"
+. "$4/tests/integration/lib/agent-test.sh" fleet_e2e "$@"
 B=qemuarm64
 N=40
 

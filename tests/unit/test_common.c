@@ -242,6 +242,50 @@ static void test_atomic_replace(void **state)
 	assert_int_not_equal(stat(dir, &st), 0);
 }
 
+static void touch(const char *dir, const char *name)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	struct eq_error e;
+	assert_int_equal(eq_file_replace_atomic(path, "", 0, 0600, &e), EQ_OK);
+}
+
+static void test_dir_numbers(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/eqtest.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	const char *names[] = {"12",     "3",         "0007", "18446744073709551615",      "18446744073709551616",
+			       "4a",     "x5",        "",     "00000000000000000002.json", "00000000000000000001.json",
+			       "1.json", "9.json.tmp"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (*names[i])
+			touch(dir, names[i]);
+	uint64_t *v;
+	size_t n;
+	struct eq_error e;
+	assert_int_equal(eq_dir_numbers(dir, "", 0, &v, &n, &e), EQ_OK);
+	assert_int_equal(n, 4);
+	assert_true(v[0] == 3 && v[1] == 7 && v[2] == 12 && v[3] == UINT64_MAX);
+	eq_free(v);
+	assert_int_equal(eq_dir_numbers(dir, ".json", 20, &v, &n, &e), EQ_OK);
+	assert_int_equal(n, 2);
+	assert_true(v[0] == 1 && v[1] == 2);
+	eq_free(v);
+	assert_int_equal(eq_dir_numbers(dir, ".json", 0, &v, &n, &e), EQ_OK);
+	assert_int_equal(n, 3);
+	eq_free(v);
+	char missing[300];
+	snprintf(missing, sizeof(missing), "%s/none", dir);
+	assert_int_equal(eq_dir_numbers(missing, "", 0, &v, &n, &e), EQ_OK);
+	assert_int_equal(n, 0);
+	assert_null(v);
+	snprintf(missing, sizeof(missing), "%s/12", dir);
+	assert_int_equal(eq_dir_numbers(missing, "", 0, &v, &n, &e), EQ_ERR_IO);
+	assert_non_null(strstr(e.msg, missing));
+	assert_int_equal(eq_rm_rf(dir, &e), EQ_OK);
+}
+
 /* eq_json_put_str() into memory: the quoted string it writes for @in. */
 static void json_is(const char *in, const char *want)
 {
@@ -298,7 +342,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_buf_limit),      cmocka_unit_test(test_crc32_vectors),
 		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_sha256_impls),
 		cmocka_unit_test(test_atomic_replace), cmocka_unit_test(test_alloc_hook),
-		cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_json_str),       cmocka_unit_test(test_dir_numbers),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -178,6 +178,15 @@ EQ_API eq_err eq_mkdir_p(const char *path, mode_t mode, struct eq_error *err) EQ
 /* rm -rf; a missing @path is not an error. */
 EQ_API eq_err eq_rm_rf(const char *path, struct eq_error *err) EQ_MUST_CHECK;
 
+/*
+ * The numbers that name entries of @dir, ascending: names made of decimal
+ * digits (exactly @width of them when @width > 0) followed by @suffix
+ * ("" for none). Other names, and numbers beyond 64 bits, are skipped. A
+ * missing @dir gives none. *ret is allocated; the caller frees it with eq_free.
+ */
+EQ_API eq_err eq_dir_numbers(const char *dir, const char *suffix, unsigned width, uint64_t **ret, size_t *ret_n,
+			     struct eq_error *err) EQ_MUST_CHECK;
+
 /* Writes all of @len bytes, retrying on EINTR and short writes. */
 EQ_API eq_err eq_write_all(int fd, const void *data, size_t len, struct eq_error *err) EQ_MUST_CHECK;
 
