@@ -561,7 +561,7 @@ eq_err eq_agent_lock(struct eq_agent *a, const char *what, struct eq_error *err)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot open the lock %s", path);
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open the lock '%s'", path);
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 		eq_err r;
 		if (errno == EWOULDBLOCK) {

@@ -58,10 +58,11 @@ struct xfer {
 	struct eq_buf *mem;
 	/* file sink (objects) */
 	int fd;
-	uint64_t have; /* bytes already in the .part when the request started */
-	uint64_t cap;  /* most bytes the whole file may have */
-	bool range;    /* a Range request for bytes have- was sent */
-	bool is_file;  /* file:// URL: no status line, curl applies the range itself */
+	const char *part; /* its path, for errors */
+	uint64_t have;    /* bytes already in the .part when the request started */
+	uint64_t cap;     /* most bytes the whole file may have */
+	bool range;       /* a Range request for bytes have- was sent */
+	bool is_file;     /* file:// URL: no status line, curl applies the range itself */
 	/* headers of the current response (reset at each status line, so the
 	 * last of a redirect chain wins): parsed into hdr, and the fields the
 	 * other callbacks read copied out by header_cb */
@@ -166,6 +167,20 @@ static uint64_t sink_total(const struct xfer *x)
 	return x->mem ? x->mem->len : x->have + x->received;
 }
 
+/* A 206 to our Range request must start where the .part ends; otherwise
+ * the transfer is aborted with a (retried) network error and true is
+ * returned. */
+static bool wrong_range(struct xfer *x)
+{
+	if (x->is_file || x->status != 206 || !x->range || (x->content_range && x->range_start == x->have))
+		return false;
+	(void)abort_with(x, eq_error_set(&x->cb_error, EQ_ERR_NETWORK,
+					 "%s: asked for bytes from %" PRIu64
+					 " but the server sent a range starting at %" PRIu64,
+					 x->url, x->have, x->content_range ? x->range_start : 0));
+	return true;
+}
+
 /* The parsing is eq_http_header_parse()'s. The rest of this file reads
  * x's own copies of the fields (status, length, range start, validators),
  * refreshed here from x->hdr for each line that changed them. */
@@ -189,8 +204,12 @@ static size_t header_cb(char *buf, size_t size, size_t nitems, void *ud)
 		memcpy(x->etag, h->etag, strlen(h->etag) + 1);
 	if (kind == EQ_HTTP_LINE_STATUS || kind == EQ_HTTP_LINE_LAST_MODIFIED)
 		memcpy(x->lastmod, h->last_modified, strlen(h->last_modified) + 1);
-	/* End of a header block: refuse an announced oversize body before a
-	 * byte of it arrives. */
+	/* End of a header block: refuse a range we did not ask for, then an
+	 * announced oversize body, before a byte of it arrives. The range
+	 * comes first: one that starts before ours also reads as oversize
+	 * from our offset, which is neither the right message nor final. */
+	if (kind == EQ_HTTP_LINE_END && wrong_range(x))
+		return 0;
 	if (kind == EQ_HTTP_LINE_END && !eq_http_header_body_fits(h, x->have, x->cap)) {
 		if (x->mem)
 			eq_error_set(&x->cb_error, EQ_ERR_LIMIT,
@@ -234,16 +253,8 @@ static void report_progress(struct xfer *x, bool final)
 static bool start_body(struct xfer *x)
 {
 	x->body_started = true;
-	if (x->is_file || x->status == 206) {
-		if (x->range && !x->is_file && (!x->content_range || x->range_start != x->have)) {
-			(void)abort_with(x, eq_error_set(&x->cb_error, EQ_ERR_NETWORK,
-							 "%s: asked for bytes from %" PRIu64
-							 " but the server sent a range starting at %" PRIu64,
-							 x->url, x->have, x->content_range ? x->range_start : 0));
-			return false;
-		}
-		return true;
-	}
+	if (x->is_file || x->status == 206)
+		return !wrong_range(x);
 	if (x->range) {
 		/* 200 to a Range request: the server ignored the range and sends
 		 * the whole file, so the .part starts over. */
@@ -307,7 +318,9 @@ static size_t write_cb(char *buf, size_t size, size_t nmemb, void *ud)
 		return 0;
 	}
 	if (eq_write_all(x->fd, buf, len, &x->cb_error) != EQ_OK) {
-		(void)abort_with(x, x->cb_error.code);
+		/* Name the file: "No space left on device" alone does not say
+		 * which file system is full. */
+		(void)abort_with(x, eq_error_prefix(&x->cb_error, x->cb_error.code, "%s", x->part));
 		return 0;
 	}
 	x->received += len;
@@ -814,6 +827,7 @@ static eq_err download_part(struct eq_fetcher *f, const char *url, const char *r
 		x->have = (uint64_t)have;
 		x->range = have > 0;
 		x->is_file = strncmp(url, "file:", 5) == 0;
+		x->part = part;
 		x->fd = open(part, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 		if (x->fd < 0) {
 			r = eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", part);

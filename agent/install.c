@@ -86,6 +86,7 @@ static void fmt_size(uint64_t v, bool round_up, char out[32])
  * remembers whether the failure was its own (our disk) or the producer's. */
 struct hsink {
 	int fd;
+	const char *dir; /* where the file is, for errors */
 	struct eq_sha256 sha;
 	uint64_t n;
 	bool failed;
@@ -97,17 +98,20 @@ static eq_err hsink_write(void *ctx, const void *data, size_t len, struct eq_err
 	eq_err r = eq_write_all(h->fd, data, len, err);
 	if (r) {
 		h->failed = true;
-		return r;
+		/* Name the folder: "No space left on device" alone does not say
+		 * which file system is full. */
+		return eq_error_prefix(err, r, "writing a temporary file in '%s'", h->dir);
 	}
 	eq_sha256_update(&h->sha, data, len);
 	h->n += len;
 	return EQ_OK;
 }
 
-static void hsink_init(struct hsink *h, int fd)
+static void hsink_init(struct hsink *h, int fd, const char *dir)
 {
 	memset(h, 0, sizeof(*h));
 	h->fd = fd;
+	h->dir = dir;
 	eq_sha256_init(&h->sha);
 }
 
@@ -775,7 +779,7 @@ static eq_err do_full(struct inst *x, const struct eq_manifest_package *pkg, str
 		return r;
 	}
 	struct hsink hs;
-	hsink_init(&hs, pfd);
+	hsink_init(&hs, pfd, x->in->work_dir);
 	r = eq_object_decompress(eq_fd_read, &ofd, hsink_write, &hs, pkg->payload.size, 0, err);
 	close(ofd);
 	char got[EQ_SHA256_HEX_LEN + 1];
@@ -819,7 +823,7 @@ static eq_err rebuild_old(struct inst *x, const struct eq_manifest_package *old,
 	if (!r)
 		r = work_tmp(x, "ref", &fd, &path, err);
 	struct hsink hs;
-	hsink_init(&hs, fd);
+	hsink_init(&hs, fd, x->in->work_dir);
 	if (!r) {
 		uint8_t d[EQ_SHA256_LEN];
 		uint64_t n;
@@ -862,7 +866,7 @@ static eq_err do_delta(struct inst *x, const struct eq_plan_item *it, struct eq_
 	if (!r)
 		r = work_tmp(x, "payload", &pfd, NULL, err);
 	struct hsink hs;
-	hsink_init(&hs, pfd);
+	hsink_init(&hs, pfd, x->in->work_dir);
 	if (!r) {
 		uint8_t expect[EQ_SHA256_LEN];
 		if (!eq_hex_decode(pkg->payload.sha256, expect, sizeof(expect)))

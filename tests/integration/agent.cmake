@@ -52,5 +52,14 @@ eq_agent_script_test(fleet_e2e 900 "${_reboots}")
 eq_agent_script_test(agent_lock 300 "${_reboots}")
 # A damaged running slot: eqota verify, and an update that does not copy it.
 eq_agent_script_test(agent_verify 300 "${_reboots}")
+# Full disks (data folder, dir and block slots) and a read-only data folder:
+# clear errors, the running slot untouched, an update once there is room
+# (issue 17). Root, tmpfs and loop devices; a visible skip without them.
+eq_agent_script_test(agent_fulldisk 300 "${_reboots}")
 # HTTPS with a test CA, and reports to a collector that wants client certificates.
 eq_agent_script_test(agent_https 300 "")
+# Networks that drop and lie (issue 17): lib/faultproxy.py between the
+# device and lighttpd resets, stalls, truncates, answers 5xx, ignores or
+# falsifies Range and loops redirects; every case ends on release 2 within
+# a bound of the ideal bytes.
+eq_agent_script_test(agent_faults 300 "${_reboots}")
