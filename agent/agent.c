@@ -1368,6 +1368,11 @@ static eq_err update_run(struct eq_agent *a, bool retry, struct eq_update_result
 	st.error_at = st.next_attempt = 0;
 	st.attempts = 0;
 	st.phase = EQ_PHASE_INSTALLED;
+	/* The boot that hands the slot over, already here: a kill between the
+	 * bootloader's write and the "trying" state leaves "installed" with the
+	 * trial armed, and a restart in this boot must wait for the reboot, not
+	 * take the trial for a slot that never came up. */
+	read_boot_id(st.boot_id);
 	if ((r = save_state(a, &st, err)))
 		goto out;
 	/* The bootloader first, then the state: a power cut between the two
@@ -1453,8 +1458,13 @@ static eq_err confirm_run(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_
 		return eq_error_prefix(err, br, "bootloader");
 	}
 	*ret_exit = EQ_EXIT_OK;
-	if (st.phase == EQ_PHASE_INSTALLED && !br && bs.trial == st.target_slot)
+	if (st.phase == EQ_PHASE_INSTALLED && !br && bs.trial == st.target_slot) {
+		/* Written down, so that an update in the same boot waits for the
+		 * reboot instead of building the slot again. */
 		st.phase = EQ_PHASE_TRYING;
+		if ((r = save_state(a, &st, err)))
+			return r;
+	}
 	if (st.phase == EQ_PHASE_INSTALLING || st.phase == EQ_PHASE_INSTALLED) {
 		/* Cut off before the switch: the half-built slot stays out of the
 		 * boot order and the next update starts it again (downloads resume). */

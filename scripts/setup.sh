@@ -22,6 +22,8 @@ pkgs=(
   python3-jsonschema
   # the fleet page in a real browser (integration.fleet_html)
   chromium
+  # a write failed on purpose between the bootloader and the state (integration.agent_killpoints)
+  strace
   # static analysis (label static: tests/static)
   cppcheck clang-tidy clang-format
 )

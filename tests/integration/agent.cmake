@@ -30,8 +30,10 @@ set(_reboots "EQ_TEST_BOOT_ID_FILE test hook (simulated reboots)")
 # Fewer power cuts under the sanitizers, where every update is slower.
 if(EQ_SANITIZE)
   set(EQ_KILLS 10)
+  set(EQ_KILLPOINTS 12)
 else()
   set(EQ_KILLS 50)
+  set(EQ_KILLPOINTS 60)
 endif()
 # Root mode: root chain, timestamp, rotation, revocation, rollback, freeze.
 eq_agent_script_test(agent_trust 600 "EQ_TEST_NOW test hook (timestamp expiry)")
@@ -50,6 +52,11 @@ eq_agent_script_test(agent_report 600 "${_reboots}")
 eq_agent_script_test(fleet_e2e 900 "${_reboots}")
 # One eqota at a time: the lock, its message, the daemon skipping.
 eq_agent_script_test(agent_lock 300 "${_reboots}")
+# SIGKILL at random instants of every phase: download, install, the
+# bootloader write, the health check, the commit and a rollback (issue 17).
+# EQ_KILL_SEED=N replays a run's draws.
+eq_agent_script_test(agent_killpoints 900 "${_reboots}"
+  ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR};EQ_KILL_COUNT=${EQ_KILLPOINTS}")
 # A damaged running slot: eqota verify, and an update that does not copy it.
 eq_agent_script_test(agent_verify 300 "${_reboots}")
 # Full disks (data folder, dir and block slots) and a read-only data folder:

@@ -775,6 +775,132 @@ static void test_torn_write(void **state)
 	eq_bl_close(bl);
 }
 
+/* The copy a cut at byte @k leaves: the new bytes before @k, then @tail's. */
+static void cut_at(uint8_t *torn, const uint8_t *nu, const uint8_t *tail, size_t k)
+{
+	memcpy(torn, nu, k);
+	memcpy(torn + k, tail + k, ENV_SIZE - k);
+}
+
+/* Every byte up to this far past the last one that changes is a cut point. */
+#define CUT_DENSE 256u
+/* Past that, every CUT_STRIDE-th byte and the last CUT_END, unless
+ * EQ_TEST_TORN_ALL is set: every byte then (6 x 16385 reads, about 30 s). */
+#define CUT_STRIDE 61u
+#define CUT_END 16u
+
+static bool cut_point(size_t k, size_t d1, bool all)
+{
+	return all || k <= d1 + CUT_DENSE || k >= ENV_SIZE - CUT_END || k % CUT_STRIDE == 0;
+}
+
+/*
+ * A power cut at every byte of a write: for each k in 0..ENV_SIZE the copy
+ * the write went to holds the new bytes before k and, after them, the old
+ * bytes (a device that keeps what it held) or garbage (one that does not).
+ * Two copies: every such copy reads as exactly the old state, and only
+ * bytes equal to the new copy (the complete write, or a cut after the last
+ * byte that changes) as the new one. One copy: no valid environment
+ * (EQ_ERR_NOTFOUND), except when the bytes are the old or the new copy.
+ * Every byte of the header, of the variables that change and of the
+ * padding after them is a cut point; beyond that a sample (every byte with
+ * EQ_TEST_TORN_ALL=1). Then, for a handful of cut points, the next writes
+ * work.
+ */
+static void test_torn_every_byte(void **state)
+{
+	(void)state;
+	struct eq_bl *bl = open_bl();
+	struct eq_error e;
+	assert_int_equal(eq_bl_mark_good(bl, 0, &e), EQ_OK);
+	set_state(bl, "A B", 3, 3, -1);
+	const char *old_state = "order=A B A=3 B=3 trial=-", *new_state = "order=B A A=3 B=1 trial=B";
+	struct snapshot *before = malloc(sizeof(*before));
+	assert_non_null(before);
+	take(before);
+	assert_int_equal(eq_bl_try_once(bl, 1, &e), EQ_OK);
+	unsigned w = (unsigned)newest(); /* the copy written */
+	assert_string_equal(state_of(bl), new_state);
+	static uint8_t nu[ENV_SIZE], old[ENV_SIZE], junk[ENV_SIZE], torn[ENV_SIZE];
+	read_copy(w, nu);
+	restore(before);
+	read_copy(w, old);
+	size_t d0 = 0, d1 = ENV_SIZE; /* the first byte that differs, and one past the last */
+	while (d0 < ENV_SIZE && nu[d0] == old[d0])
+		d0++;
+	while (d1 > d0 && nu[d1 - 1] == old[d1 - 1])
+		d1--;
+	assert_true(d0 < hdr() && d1 > hdr()); /* the CRC changes, and so do the variables */
+	assert_true(d1 + CUT_DENSE < ENV_SIZE - CUT_END);
+	srand(17);
+	for (size_t i = 0; i < ENV_SIZE; i++) /* garbage unlike the new byte everywhere */
+		junk[i] = (uint8_t)(nu[i] ^ (uint8_t)(1 + rand() % 255));
+	const char *all_env = secure_getenv("EQ_TEST_TORN_ALL");
+	bool all = all_env && *all_env && strcmp(all_env, "0") != 0;
+
+	unsigned long tried = 0, as_new = 0, as_old = 0, invalid = 0;
+	for (int v = 0; v < 2; v++) {
+		const uint8_t *tail = v ? junk : old;
+		for (size_t k = 0; k <= ENV_SIZE; k++) {
+			if (!cut_point(k, d1, all))
+				continue;
+			cut_at(torn, nu, tail, k);
+			write_copy(w, torn);
+			bool is_new = !memcmp(torn, nu, ENV_SIZE), is_old = !memcmp(torn, old, ENV_SIZE);
+			const char *want = is_new ? new_state : is_old || redundant ? old_state : NULL;
+			struct eq_bl_state st;
+			eq_err r = eq_bl_get_state(bl, &st, &e);
+			if (want ? r != EQ_OK || strcmp(fmt_state(&st), want) != 0 : r != EQ_ERR_NOTFOUND)
+				fail_msg("write cut at byte %zu of %u (then %s): %s '%s', want %s", k, ENV_SIZE,
+					 v ? "garbage" : "the old bytes", eq_err_str(r), r ? e.msg : fmt_state(&st),
+					 want ? want : "no valid environment");
+			tried++;
+			as_new += is_new;
+			as_old += is_old;
+			invalid += !want;
+		}
+	}
+	/* The cut points: 0..d1 + CUT_DENSE, the multiples of CUT_STRIDE up to
+	 * the last CUT_END bytes, those and ENV_SIZE itself; each with both
+	 * tails. The new bytes: with the old tail from d1 on, with garbage only
+	 * at ENV_SIZE; the old bytes: up to the first change, with the old tail. */
+	size_t lo = d1 + CUT_DENSE, hi = ENV_SIZE - CUT_END;
+	unsigned long points =
+		all ? ENV_SIZE + 1ul : (lo + 1) + ((hi - 1) / CUT_STRIDE - lo / CUT_STRIDE) + (CUT_END + 1);
+	unsigned long new_points = all ? ENV_SIZE - d1 + 1ul : points - d1;
+	assert_int_equal(tried, 2 * points);
+	assert_true(points > d1 + hdr());
+	assert_int_equal(as_new, new_points + 1);
+	assert_int_equal(as_old, d0 + 1);
+	assert_int_equal(invalid, redundant ? 0 : tried - as_new - as_old);
+	print_message("%s: %lu cut writes (bytes %zu..%zu of %u change): %lu read as the new state, %lu as the old, "
+		      "%lu as no environment\n",
+		      redundant ? "two copies" : "one copy", tried, d0, d1 - 1, ENV_SIZE, as_new,
+		      redundant ? tried - as_new : as_old, invalid);
+
+	/* after a cut the next writes work: commit B, then try A once */
+	const size_t cuts[] = {0, 1, hdr() - 1, hdr(), (hdr() + d1) / 2, d1 - 1, d1, ENV_SIZE / 2, ENV_SIZE};
+	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		for (int v = 0; v < 2; v++) {
+			restore(before);
+			cut_at(torn, nu, v ? junk : old, cuts[c]);
+			write_copy(w, torn);
+			bool fresh = !redundant && memcmp(torn, nu, ENV_SIZE) != 0 && memcmp(torn, old, ENV_SIZE) != 0;
+			if (eq_bl_mark_good(bl, 1, &e) != EQ_OK)
+				fail_msg("mark_good after a cut at byte %zu: %s", cuts[c], e.msg);
+			/* one copy torn: a fresh environment, as from a blank device */
+			assert_string_equal(state_of(bl),
+					    fresh ? "order=B A=0 B=3 trial=-" : "order=B A A=3 B=3 trial=-");
+			if (redundant)
+				assert_true(copy_valid(0) && copy_valid(1));
+			assert_int_equal(eq_bl_try_once(bl, 0, &e), EQ_OK);
+			assert_string_equal(state_of(bl), "order=A B A=1 B=3 trial=A");
+		}
+	}
+	free(before);
+	eq_bl_close(bl);
+}
+
 static void test_both_bad(void **state)
 {
 	(void)state;
@@ -1038,6 +1164,9 @@ int main(int argc, char **argv)
 		T(test_torn_write, single_ff),
 		T(test_torn_write, two_files_00),
 		T(test_torn_write, one_file_ff),
+		T(test_torn_every_byte, single_ff),
+		T(test_torn_every_byte, two_files_00),
+		T(test_torn_every_byte, one_file_ff),
 		T(test_both_bad, two_files_ff),
 		T(test_both_bad, one_file_00),
 		T(test_garbled, single_ff),
