@@ -187,7 +187,10 @@ static eq_err booted_slot(const struct eq_agent *a, int *ret, struct eq_error *e
 
 /* Wall-clock time for expiry checks. Builds with test hooks only
  * (EQ_TEST_HOOKS): tests move it with EQ_TEST_NOW (seconds since the epoch)
- * to exercise expiry without waiting; a release build has no such bypass. */
+ * to exercise expiry without waiting; a release build has no such bypass.
+ * EQ_TEST_NOW_FILE names a file read at every use, so that a test can jump
+ * the clock of a running daemon: seconds since the epoch, or "+N"/"-N"
+ * seconds added to the real clock, which keeps ticking. */
 static int64_t now_s(void)
 {
 #ifdef EQ_TEST_HOOKS
@@ -196,6 +199,19 @@ static int64_t now_s(void)
 		char *end;
 		long long v = strtoll(t, &end, 10);
 		if (!*end && v > 0)
+			return (int64_t)v;
+	}
+	const char *f = secure_getenv("EQ_TEST_NOW_FILE");
+	uint8_t *data;
+	size_t len;
+	if (f && *f && eq_file_read_all(f, 64, &data, &len, NULL) == EQ_OK) {
+		char *end;
+		long long v = strtoll((char *)data, &end, 10);
+		bool shift = data[0] == '+' || data[0] == '-', ok = end != (char *)data && (!*end || *end == '\n');
+		eq_free(data);
+		if (ok && shift)
+			return (int64_t)time(NULL) + (int64_t)v;
+		if (ok && v > 0)
 			return (int64_t)v;
 	}
 #endif
@@ -1130,6 +1146,7 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 		}
 	}
 	rollout_for(a, target, &c.rollout);
+	const int64_t now = now_s();
 	if (offered == have) {
 		c.up_to_date = true;
 	} else if (c.deferred) {
@@ -1142,7 +1159,10 @@ eq_err eq_agent_check(struct eq_agent *a, bool retry, struct eq_check *ret, stru
 		c.deferred = EQ_DEFER_ROLLOUT;
 	} else if (target == st.failed_number && !retry) {
 		c.skipped_failed = true;
-	} else if (target == st.error_number && !retry && now_s() < st.next_attempt) {
+	} else if (target == st.error_number && !retry && now < st.next_attempt && now >= st.error_at) {
+		/* Waiting for the backoff. A clock now before the error itself
+		 * was set back after it (by a year, say): the wait it would
+		 * stretch by as much is over, and the attempt is due now. */
 		c.waiting = true;
 		c.next_attempt = st.next_attempt;
 		c.attempts = st.attempts;

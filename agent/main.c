@@ -562,12 +562,67 @@ static int cmd_provision(struct eq_agent *a)
 	return EQ_EXIT_OK;
 }
 
-static void sleep_interruptible(unsigned secs)
+/* A relative sleep (CLOCK_MONOTONIC: a jump of the wall clock neither
+ * shortens nor stretches it), ended within 0.1 s by a stop request. */
+static void sleep_interruptible_ms(uint64_t ms)
 {
-	for (unsigned i = 0; i < secs * 10 && !stop_requested; i++) {
-		struct timespec ts = {0, 100 * 1000 * 1000};
+	while (ms && !stop_requested) {
+		uint64_t step = ms < 100 ? ms : 100;
+		struct timespec ts = {0, (long)step * 1000 * 1000};
 		nanosleep(&ts, NULL);
+		ms -= step;
 	}
+}
+
+/* The wait between two polls. Builds with test hooks only (EQ_TEST_HOOKS):
+ * EQ_TEST_POLL_MS replaces [daemon] interval (at least 60 s) and the jitter
+ * with that many milliseconds, so a soak test runs a thousand polls in a
+ * minute or two (tests/integration/agent_soak.sh). */
+static uint64_t poll_wait_ms(const struct eq_config *cfg, unsigned jitter)
+{
+#ifdef EQ_TEST_HOOKS
+	const char *t = secure_getenv("EQ_TEST_POLL_MS");
+	if (t && *t) {
+		char *end;
+		long long v = strtoll(t, &end, 10);
+		if (!*end && v > 0)
+			return (uint64_t)v;
+	}
+#endif
+	return ((uint64_t)cfg->poll_interval_s + jitter) * 1000;
+}
+
+/* The daemon's reboot after an install or a rollback: returns only when it
+ * failed. Builds with test hooks only (EQ_TEST_HOOKS): EQ_TEST_REBOOT_CMD is
+ * run with /bin/sh instead of /sbin/reboot (a simulated reboot, e.g. a new
+ * boot id and eq-simboot), and -1 returned when it exits 0: the daemon then
+ * starts over with its confirm step as after a boot, so that one process
+ * lives through installs and reboots in a soak test. */
+static int daemon_reboot(void)
+{
+#ifdef EQ_TEST_HOOKS
+	const char *cmd = secure_getenv("EQ_TEST_REBOOT_CMD");
+	if (cmd && *cmd) {
+		eq_log(EQ_LOG_NOTICE, "rebooting: EQ_TEST_REBOOT_CMD '%s'", cmd);
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid == 0) {
+			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+			_exit(127);
+		}
+		int status = 0;
+		pid_t w = -1;
+		if (pid > 0)
+			do
+				w = waitpid(pid, &status, 0);
+			while (w < 0 && errno == EINTR);
+		if (w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			return -1;
+		eq_log(EQ_LOG_ERR, "EQ_TEST_REBOOT_CMD '%s' failed", cmd);
+		return EQ_EXIT_FAILED;
+	}
+#endif
+	return do_reboot();
 }
 
 /* One poll of the daemon in a child process: libcurl, the TLS library and
@@ -703,18 +758,15 @@ static const char *cycle_outcome(int ex)
 	}
 }
 
-static int cmd_daemon(const struct eq_config *cfg)
+/* The daemon in one boot: the confirm step, then a poll every interval.
+ * Returns its exit status, or -1 after a simulated reboot (daemon_reboot). */
+static int daemon_boot(const struct eq_config *cfg)
 {
-	catch_stop(on_term, false);
-	/* Ready as soon as the configuration is read: the confirm step below
-	 * may run health checks for minutes, longer than a start timeout
-	 * should be (eqota-confirm.service has already run them at boot). */
-	notify("READY=1\nSTATUS=confirming the booted slot");
 	/* After a boot the confirm step comes first: it may commit or roll back. */
 	int ex = daemon_cycle(cfg, true);
 	if (ex == EQ_EXIT_ROLLED_BACK && !stop_requested) {
 		notify("STOPPING=1\nSTATUS=the trial slot failed and the previous slot is back: rebooting");
-		return do_reboot();
+		return daemon_reboot();
 	}
 	notify("STATUS=slot confirmed; polling every %u s", cfg->poll_interval_s);
 	while (!stop_requested) {
@@ -728,18 +780,34 @@ static int cmd_daemon(const struct eq_config *cfg)
 		 * that stopped us, most likely), and confirmed after it. */
 		if (ex == EQ_EXIT_UPDATED && !stop_requested) {
 			notify("STOPPING=1\nSTATUS=a release was installed: rebooting into it");
-			return do_reboot();
+			return daemon_reboot();
 		}
 		char when[EQ_MANIFEST_TIME_LEN + 1];
 		eq_manifest_format_time((int64_t)time(NULL), when);
 		notify("STATUS=last poll %s: %s; polling every %u s", when, cycle_outcome(ex), cfg->poll_interval_s);
 		if (stop_requested)
 			break;
-		sleep_interruptible(cfg->poll_interval_s + jitter);
+		sleep_interruptible_ms(poll_wait_ms(cfg, jitter));
 	}
-	notify("STOPPING=1");
-	eq_log(EQ_LOG_NOTICE, "stopping on request");
 	return EQ_EXIT_OK;
+}
+
+static int cmd_daemon(const struct eq_config *cfg)
+{
+	catch_stop(on_term, false);
+	/* Ready as soon as the configuration is read: the confirm step below
+	 * may run health checks for minutes, longer than a start timeout
+	 * should be (eqota-confirm.service has already run them at boot). */
+	notify("READY=1\nSTATUS=confirming the booted slot");
+	int rc;
+	while ((rc = daemon_boot(cfg)) < 0 && !stop_requested)
+		notify("READY=1\nSTATUS=confirming the booted slot");
+	if (rc == EQ_EXIT_OK || rc < 0) {
+		notify("STOPPING=1");
+		eq_log(EQ_LOG_NOTICE, "stopping on request");
+		rc = EQ_EXIT_OK;
+	}
+	return rc;
 }
 
 int main(int argc, char **argv)

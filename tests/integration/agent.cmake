@@ -65,6 +65,20 @@ eq_agent_script_test(agent_verify 300 "${_reboots}")
 eq_agent_script_test(agent_fulldisk 300 "${_reboots}")
 # HTTPS with a test CA, and reports to a collector that wants client certificates.
 eq_agent_script_test(agent_https 300 "")
+# Months of uptime (issue 17): one daemon through 1,000 polls (300 under the
+# sanitizers, where every poll is slower) of no change, new releases with
+# simulated reboots and errors; its RSS, fds and data folder must not grow.
+if(EQ_SANITIZE)
+  set(EQ_SOAK_CYCLES 300)
+else()
+  set(EQ_SOAK_CYCLES 1000)
+endif()
+eq_agent_script_test(agent_soak 900
+  "EQ_TEST_POLL_MS and EQ_TEST_REBOOT_CMD test hooks (a fast daemon through simulated reboots)"
+  ENVIRONMENT "EQ_SOAK_CYCLES=${EQ_SOAK_CYCLES}")
+# Clock jumps of a year both ways under a running daemon, polling and on trial.
+eq_agent_script_test(agent_clock 300
+  "EQ_TEST_NOW_FILE, EQ_TEST_POLL_MS and EQ_TEST_REBOOT_CMD test hooks (a running daemon's clock)")
 # Networks that drop and lie (issue 17): lib/faultproxy.py between the
 # device and lighttpd resets, stalls, truncates, answers 5xx, ignores or
 # falsifies Range and loops redirects; every case ends on release 2 within
