@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # qemu.harness.options: run.sh refuses bad --release1/--release2 input with
-# a message naming the folder or file, before it builds or boots anything.
+# a message naming the folder or file, and bad campaign numbers (--cuts,
+# --seed, --try-attempts), before it builds or boots anything.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 t=$(mktemp -d)
@@ -45,6 +46,9 @@ expect 1 "$t/amd64/hello_1.0_amd64.deb is for architecture amd64, board qemuarm6
 	--release1 "$t/amd64" --release2 "$t/good"
 expect 1 "package eqota belongs to the harness" --release1 "$t/good" --release2 "$t/harness"
 expect 2 "no board 'nosuchboard'" --board nosuchboard
+expect 2 "--cuts takes a number, not 'many'" --cuts many
+expect 2 "--seed takes a number, not '-1'" --seed -1
+expect 2 "--try-attempts is 1..9" --try-attempts 0
 # Nothing was built for any of them.
 if [ -e "$t/work/qemuarm64/.stamp-debs" ] || [ -e "$t/work/qemuarm64/keys" ]; then
 	echo "FAIL: bad input still started the build ($t/work/qemuarm64)"; fails=$((fails + 1))

@@ -4,7 +4,10 @@
 # factory image; the scenarios of that board need it (a CTest fixture) and
 # boot copies of that image. Downloads go to the git-ignored cache, images
 # and serial logs to <build>/tests/qemu-work/<board>/<scenario>.
-set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut tampered accel)
+set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut powercut-random tampered accel)
+# CI's power-cut campaign per board: a few cuts at random instants, a new
+# seed each run (printed). A long campaign: docs/testing-in-ci.md.
+set(EQ_QEMU_CI_CUTS 3 CACHE STRING "power cuts of qemu.<board>.powercut-random")
 set(EQ_QEMU_WORK ${CMAKE_BINARY_DIR}/tests/qemu-work)
 
 add_test(NAME qemu.harness.options COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/options-test.sh)
@@ -35,8 +38,12 @@ function(eq_add_qemu_board board qemu_program)
   set_tests_properties(qemu.${board}.prepare PROPERTIES LABELS qemu TIMEOUT 2400
     FIXTURES_SETUP qemu_${board} ENVIRONMENT "${env}" RESOURCE_LOCK dpkg)
   foreach(s ${EQ_QEMU_SCENARIOS})
+    set(opts)
+    if(s STREQUAL "powercut-random")
+      set(opts --cuts ${EQ_QEMU_CI_CUTS})
+    endif()
     add_test(NAME qemu.${board}.${s}
-      COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run.sh --board ${board} --scenario ${s} --work ${EQ_QEMU_WORK})
+      COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run.sh --board ${board} --scenario ${s} --work ${EQ_QEMU_WORK} ${opts})
     set_tests_properties(qemu.${board}.${s} PROPERTIES LABELS qemu TIMEOUT 1200
       FIXTURES_REQUIRED qemu_${board} ENVIRONMENT "${env}")
   endforeach()

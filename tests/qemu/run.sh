@@ -6,8 +6,14 @@
 #
 # Usage: tests/qemu/run.sh --board qemux86-64|qemuarm64 --scenario NAME [--work DIR]
 #                          [--release1 DIR --release2 DIR]
+#                          [--cuts N] [--seed S] [--try-attempts N]
 #        tests/qemu/run.sh --board B --prepare-only [...]
-#   scenarios: happy, unhealthy, hang, powercut, tampered, accel (docs/testing-in-ci.md)
+#   scenarios: happy, unhealthy, hang, powercut, powercut-random, tampered,
+#              accel (docs/testing-in-ci.md)
+#   --cuts, --seed, --try-attempts
+#              powercut-random: the number of power cuts (default 10), the
+#              seed of their instants (default: chosen and printed), and
+#              the trial attempts of the device (default 2)
 #   --work     where images, repository and logs go (default build-qemu/work)
 #   --release1, --release2
 #              your own release pair: folders of .deb files added to the
@@ -20,6 +26,7 @@
 #                      board.conf's EQ_BOARD_ACCEL_KVM
 #   EQ_CACHE_DIR       downloads (default .cache)
 #   EQ_QEMU_RELEASE1, EQ_QEMU_RELEASE2   as --release1, --release2
+#   EQ_QEMU_CUTS, EQ_QEMU_SEED, EQ_QEMU_TRY_ATTEMPTS   as --cuts, --seed, --try-attempts
 # Exit status: 0 passed, 1 a check failed, 2 usage, anything else a broken setup.
 set -Eeuo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,12 +40,20 @@ while [ $# -gt 0 ]; do
 	--prepare-only) prepare_only=1; shift ;;
 	--release1) EQ_QEMU_RELEASE1=${2:-}; shift 2 ;;
 	--release2) EQ_QEMU_RELEASE2=${2:-}; shift 2 ;;
+	--cuts) EQ_QEMU_CUTS=${2:-}; shift 2 ;;
+	--seed) EQ_QEMU_SEED=${2:-}; shift 2 ;;
+	--try-attempts) EQ_QEMU_TRY_ATTEMPTS=${2:-}; shift 2 ;;
 	*) usage ;;
 	esac
 done
 [ -n "$board" ] || usage
 [ -f "$top/boards/$board/board.conf" ] || { echo "run.sh: no board '$board'" >&2; exit 2; }
 [ $prepare_only = 1 ] || [ -n "$scenario" ] || usage
+pc_ncuts=${EQ_QEMU_CUTS:-10} pc_seed=${EQ_QEMU_SEED:-$((RANDOM * 32768 + RANDOM))} pc_tries=${EQ_QEMU_TRY_ATTEMPTS:-2}
+for v in "cuts:$pc_ncuts" "seed:$pc_seed" "try-attempts:$pc_tries"; do
+	case "${v#*:}" in '' | *[!0-9]*) echo "run.sh: --${v%%:*} takes a number, not '${v#*:}'" >&2; exit 2 ;; esac
+done
+[ "$pc_tries" -ge 1 ] && [ "$pc_tries" -le 9 ] || { echo "run.sh: --try-attempts is 1..9" >&2; exit 2; }
 user_rel1=${EQ_QEMU_RELEASE1:-} user_rel2=${EQ_QEMU_RELEASE2:-}
 if [ -n "$user_rel1$user_rel2" ]; then
 	for d in "$user_rel1" "$user_rel2"; do
@@ -68,7 +83,7 @@ trap 'httpd_stop >/dev/null 2>&1 || true' EXIT
 check_user_releases
 prepare
 [ $prepare_only = 0 ] || exit 0
-declare -F "scenario_$scenario" >/dev/null || { echo "run.sh: no scenario '$scenario'" >&2; exit 2; }
+declare -F "scenario_${scenario//-/_}" >/dev/null || { echo "run.sh: no scenario '$scenario'" >&2; exit 2; }
 
 accel=$(accel_pick)
 if [ -n "${EQ_QEMU_ACCEL:-}" ]; then
@@ -95,7 +110,7 @@ fail() {
 	fi
 }
 t0=$SECONDS
-"scenario_$scenario"
+"scenario_${scenario//-/_}"
 rm -f "$disk"
 echo "serial logs: $sdir"
 [ "$qkvmfalls" = 0 ] || echo "boots that failed under KVM and ran again under TCG: $qkvmfalls (logs: $sdir/*.kvm.log)"

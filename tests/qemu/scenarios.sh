@@ -274,6 +274,177 @@ scenario_powercut() {
 	httpd_stop
 }
 
+# ---- 4b. power cuts at random instants ------------------------------------------
+# A campaign (--cuts N --seed S): each cut kills QEMU at a random instant
+# of one update, from the power-on of the old slot to the confirmation of
+# the new one; then the device boots again as often as it needs (each boot:
+# confirm, `eqota verify`, one `eqota update` as the daemon's poll would
+# make it, without --retry) and must end on release r2, committed. An
+# uninterrupted reference update, timed line by line, splits the update
+# into phases; each cut draws a phase, then an instant inside it, so that
+# short phases (the bootloader write) get their share of cuts. A cut that
+# lands later than drawn (the guest ran faster) is counted in the phase the
+# serial log shows it reached.
+#
+# Outcomes that must not happen: a boot that does not come up on a complete
+# slot that verifies (no "booted slot=", a mark-good that neither confirms
+# nor notices a rollback, or `eqota verify` failing), and an update lost
+# (after 4 boots the device is not on r2 committed).
+#
+# The device runs with try-attempts = --try-attempts (default 2): with 1, a
+# cut during the first boot of the new slot is what a slot that never comes
+# up looks like, and the release is rolled back and recorded as failed
+# (docs/reliability.md).
+pcr_phases=(
+	"boot-old|1|"                                 # power-on, firmware, kernel, init on r1
+	"confirm-check|1|EQTEST step: mark-good"      # confirm the old slot, verify it, fetch and check the manifest
+	"download-install|1|EQTEST plan "             # downloads and the build of slot B
+	"switch|1|telling the bootloader to try"      # the bootloader write, the state, shutdown
+	"boot-new|2|"                                 # power-on into the trial slot, kernel, init on r2
+	"health-confirm|2|EQTEST step: mark-good"     # health check, commit in the bootloader and the state
+	"after-confirm|2|EQTEST mark-good rc="        # verify, status, shutdown
+)
+
+# pcr_window STAMPS INDEX: "START END" in seconds of phase INDEX in a boot
+# timed by qboot --stamps: from its marker (0 for power-on) to the next
+# phase's marker in the same boot, or to the last line of the boot.
+pcr_window() {
+	local stamps=$1 i=$2 b m j nb nm start end
+	IFS='|' read -r _ b m <<<"${pcr_phases[$i]}"
+	if [ -z "$m" ]; then start=0; else start=$(grep -F -m1 -- "$m" "$stamps" | cut -d' ' -f1); fi
+	end=$(tail -1 "$stamps" | cut -d' ' -f1)
+	j=$((i + 1))
+	if [ $j -lt ${#pcr_phases[@]} ]; then
+		IFS='|' read -r _ nb nm <<<"${pcr_phases[$j]}"
+		[ "$nb" != "$b" ] || end=$(grep -F -m1 -- "$nm" "$stamps" | cut -d' ' -f1)
+	fi
+	echo "${start:-} ${end:-}"
+}
+
+# pcr_reached LOG BOOT: the last phase of boot BOOT whose marker is in LOG.
+pcr_reached() {
+	local log=$1 b=$2 i name pb m last=''
+	for i in "${!pcr_phases[@]}"; do
+		IFS='|' read -r name pb m <<<"${pcr_phases[$i]}"
+		[ "$pb" = "$b" ] || continue
+		if [ -z "$m" ] || tr -d '\r' <"$log" | grep -aF -- "$m" >/dev/null; then last=$name; fi
+	done
+	echo "$last"
+}
+
+# pcr_boot_ok NAME: the boot came up on a slot, eqota confirmed it or
+# noticed the fallback, and the slot it confirmed verifies.
+pcr_boot_ok() {
+	local rc
+	qline "$1" 'booted slot=' | grep . >/dev/null || return 1
+	rc=$(qline "$1" 'mark-good rc=' | tail -1)
+	case "$rc" in
+	4) return 0 ;;
+	0) [ "$(qline "$1" 'verify rc=' | tail -1)" = 0 ] ;;
+	*) return 1 ;;
+	esac
+}
+
+# pcr_done NAME: after boot NAME the device runs r2 in B, committed.
+pcr_done() {
+	local st
+	st=$(status_of "$1")
+	[ -n "$st" ] && [ "$(json_get "$st" 'j["booted"] == "B" and j["slots"]["B"]["release"] == "r2" and j["bootloader"]["trial"] is None and j["state"]["phase"] == "idle"')" = True ]
+}
+
+scenario_powercut_random() {
+	# The repository behind a 64 KiB/s uplink, so that the downloads (0.4 MB
+	# of deltas) take seconds of the update, as on a device in the field.
+	local port pid
+	port=$(httpd_free_port)
+	python3 "$top/tests/integration/lib/badhttp.py" ok "$port" "$bwork/repo" --rate 65536 \
+		--lifetime 86400 --max-requests 1000000 --log "$sdir/logs/access.log" &
+	pid=$!
+	pcr_campaign --port "$port"
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+pcr_campaign() {
+	local fw=(--fw "try-attempts=$pc_tries" --fw verify=1 "$@")
+	hlog "power-cut campaign: $pc_ncuts cuts, seed $pc_seed, try-attempts $pc_tries"
+	echo "seed: $pc_seed (tests/qemu/run.sh --board $board --scenario powercut-random --cuts $pc_ncuts --seed $pc_seed --try-attempts $pc_tries)"
+
+	# The reference: one update without a cut, timed. The disk after its
+	# first boot (slot B built and on trial) is where cuts in the second
+	# boot start from.
+	qboot ref-1 update "${fw[@]}" --stamps "$sdir/ref-1.stamps"
+	qline ref-1 '' | grep -x "update rc=3" >/dev/null || { fail "ref-1: the reference update did not install r2"; return; }
+	cp --sparse=always "$disk" "$sdir/trial.img"
+	qboot ref-2 status "${fw[@]}" --stamps "$sdir/ref-2.stamps"
+	if pcr_boot_ok ref-2 && pcr_done ref-2; then pass "reference update: r2 installed, confirmed and verified"; else
+		fail "ref-2: the reference update did not end on r2 committed"; return; fi
+	local i name b m win start end n=${#pcr_phases[@]}
+	local -a ws we
+	for i in "${!pcr_phases[@]}"; do
+		IFS='|' read -r name b m <<<"${pcr_phases[$i]}"
+		win=$(pcr_window "$sdir/ref-$b.stamps" "$i")
+		read -r start end <<<"$win"
+		if [ -z "$start" ] || [ -z "$end" ]; then fail "reference boot $b: no marker '$m' of phase $name"; return; fi
+		ws[i]=$start we[i]=$end
+		printf '  phase %-17s boot %s  %6.2f .. %6.2f s\n' "$name" "$b" "$start" "$end"
+	done
+
+	RANDOM=$pc_seed
+	local cut=0 draws=0 incomplete=0 lost=0 boots=0 rolledback=0
+	local -A pcut=() pbad=() plost=()
+	while [ $cut -lt "$pc_ncuts" ] && [ $draws -lt $((pc_ncuts * 3)) ]; do
+		draws=$((draws + 1))
+		i=$((RANDOM % n))
+		IFS='|' read -r name b m <<<"${pcr_phases[$i]}"
+		local frac delay kill=()
+		frac=$(awk -v r=$RANDOM 'BEGIN { printf "%.4f", r / 32768 }')
+		delay=$(awk -v s="${ws[i]}" -v e="${we[i]}" -v f="$frac" 'BEGIN { printf "%.2f", (e - s) * f }')
+		if [ -z "$m" ]; then kill=(--kill-after "$delay"); else kill=(--kill-on "$m" --kill-delay "$delay"); fi
+		if [ "$b" = 1 ]; then cp --sparse=always "$bwork/factory.img" "$disk"; else cp --sparse=always "$sdir/trial.img" "$disk"; fi
+		local step=update c=c$((cut + 1))
+		[ "$b" = 1 ] || step=status
+		qboot "$c" "$step" "${fw[@]}" "${kill[@]}"
+		if [ "$qrc" != 137 ]; then
+			hlog "draw $draws ($name + $delay s): the boot ended by itself (exit $qrc) before the instant; drawing again"
+			continue
+		fi
+		cut=$((cut + 1))
+		local reached
+		reached=$(pcr_reached "$sdir/$c.log" "$b")
+		pcut[$reached]=$((${pcut[$reached]:-0} + 1))
+		# Power on again until the update is done, at most 4 boots.
+		local k ok=1 done=0 last=''
+		for k in 1 2 3 4; do
+			boots=$((boots + 1))
+			last=$c-$k
+			qboot "$last" update "${fw[@]}"
+			pcr_boot_ok "$last" || { ok=0; break; }
+			[ "$(qline "$last" 'mark-good rc=' | tail -1)" != 4 ] || rolledback=$((rolledback + 1))
+			if pcr_done "$last"; then done=1; break; fi
+		done
+		if [ $ok = 0 ]; then
+			incomplete=$((incomplete + 1)) pbad[$reached]=$((${pbad[$reached]:-0} + 1))
+			fail "$c: cut in $reached (drawn: $name + $delay s); boot $last did not come up on a complete, verified slot (log $sdir/$last.log)"
+		elif [ $done = 0 ]; then
+			lost=$((lost + 1)) plost[$reached]=$((${plost[$reached]:-0} + 1))
+			fail "$c: cut in $reached (drawn: $name + $delay s); after 4 boots the device is not on r2 committed (last status: $(status_of "$last"))"
+		else
+			echo "$c: cut in $reached (drawn: $name + $delay s), on r2 committed after $k boot(s)"
+		fi
+	done
+	[ $cut = "$pc_ncuts" ] || fail "only $cut of $pc_ncuts cuts landed in $draws draws"
+	echo
+	printf '%-17s %5s %11s %5s\n' phase cuts incomplete lost
+	for i in "${!pcr_phases[@]}"; do
+		IFS='|' read -r name _ _ <<<"${pcr_phases[$i]}"
+		printf '%-17s %5s %11s %5s\n' "$name" "${pcut[$name]:-0}" "${pbad[$name]:-0}" "${plost[$name]:-0}"
+	done
+	echo "power cuts: $cut (seed $pc_seed, try-attempts $pc_tries), boots after them: $boots, rollbacks: $rolledback, on an incomplete slot: $incomplete, updates lost: $lost"
+	[ $incomplete = 0 ] && pass "$cut random power cuts: 0 boots on an incomplete or unverified slot" || fail "$incomplete cuts left an incomplete slot"
+	[ $lost = 0 ] && pass "$cut random power cuts: 0 updates lost" || fail "$lost updates lost"
+}
+
 # ---- 5. a tampered repository ---------------------------------------------------------
 scenario_tampered() {
 	# A copy of the repository in which every file of one changed package

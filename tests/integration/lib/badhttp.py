@@ -2,6 +2,7 @@
 """badhttp.py: a misbehaving HTTP server for fault-injection tests.
 
 Usage: badhttp.py MODE PORT DIR [--max-requests N] [--lifetime SECONDS] [--log FILE]
+                  [--rate BYTES-PER-SECOND]
 
 Serves the files under DIR on 127.0.0.1:PORT (never any other address),
 misbehaving as MODE says:
@@ -23,6 +24,9 @@ misbehaving as MODE says:
                 1 byte/s low-speed limit, far below any sane minimum rate)
   endless-error answers 503 with a body that never ends (no length)
   redirect      answers every GET with 302 to --redirect-to + the path
+--rate sends the bodies of /objects/ and /deltas/ at about that speed when
+the mode behaves (ok, and the behaving requests of other modes), like a
+device's slow uplink.
 Bounded lifetime: exits after N requests (default 100) or SECONDS (default
 120), whichever comes first. Exit status 3 when PORT cannot be bound, so a
 caller can pick another port.
@@ -49,6 +53,7 @@ def main():
     ap.add_argument("--lifetime", type=float, default=120.0)
     ap.add_argument("--log", default=None)
     ap.add_argument("--redirect-to", default="")
+    ap.add_argument("--rate", type=int, default=0)
     a = ap.parse_args()
     root = os.path.realpath(a.dir)
     lock = threading.Lock()
@@ -68,12 +73,28 @@ def main():
                     logf.write("%s %s %d %d %s%s\n" % (self.command, self.path, status, sent,
                                                        self.headers.get("Range") or "-", note))
 
+        def send_body(self, body):
+            """Writes body, throttled to --rate for objects and deltas;
+            returns the bytes written before the client went away."""
+            if not a.rate or not self.path.startswith(("/objects/", "/deltas/")):
+                self.wfile.write(body)
+                return len(body)
+            sent, step = 0, max(1, a.rate // 20)
+            try:
+                while sent < len(body):
+                    self.wfile.write(body[sent:sent + step])
+                    self.wfile.flush()
+                    sent += min(step, len(body) - sent)
+                    time.sleep(step / a.rate)
+            except OSError:
+                self.close_connection = True
+            return sent
+
         def send_plain(self, status, body=b""):
             self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
-            self.record(status, len(body))
+            self.record(status, self.send_body(body))
 
         def do_GET(self):
             with lock:
@@ -194,8 +215,7 @@ def main():
                 self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
-                self.record(206, len(body))
+                self.record(206, self.send_body(body))
                 return
             self.send_plain(200, data)
 

@@ -236,7 +236,8 @@ factory() {
 }
 
 # qboot NAME STEP [--channel C] [--port P] [--kill-on REGEX [--kill-log FILE]
-#                 [--kill-delay SEC]] [--timeout SEC] [--isolation-probe]
+#                 [--kill-delay SEC]] [--kill-after SEC] [--timeout SEC]
+#                 [--isolation-probe] [--fw NAME=VALUE]... [--stamps FILE]
 # One boot of $disk (the scenario's copy of the factory image) with the
 # guest init's fw_cfg inputs; the serial console goes to $sdir/NAME.log.
 # The repository is the server on 127.0.0.1:P (default $HTTPD_PORT), which
@@ -245,9 +246,12 @@ factory() {
 # server for each connection the guest opens. --isolation-probe makes the
 # guest fetch the channel's manifest both ways, straight at 10.0.2.2 too,
 # and report which arrived. With --kill-on, QEMU is killed SEC seconds
-# after REGEX shows up in the serial log, or in FILE (a server's log).
+# after REGEX shows up in the serial log, or in FILE (a server's log); with
+# --kill-after, SEC seconds after QEMU started. --fw adds the fw_cfg file
+# opt/eqota/NAME for the guest init. --stamps writes each serial line with
+# the seconds since the start at which it arrived (lib/stamps.py).
 # Sets qrc: 0 QEMU ended by itself (guest poweroff or reset), 124 timeout,
-# 137 killed by us (--kill-on matched; a power cut).
+# 137 killed by us (--kill-on matched, or --kill-after passed; a power cut).
 #
 # A boot that the guest's watchdog resets before the init started eqota
 # is booted once more, as the reset itself would do on hardware (QEMU's
@@ -268,11 +272,14 @@ factory() {
 qresets=0 qkvmfalls=0
 qboot() {
 	local name=$1 step=$2 channel=stable kill_on='' kill_delay=0 secs=${EQ_QEMU_BOOT_TIMEOUT:-300}
-	local port=${HTTPD_PORT:-} kill_log='' probe=''
+	local port=${HTTPD_PORT:-} kill_log='' probe='' kill_after='' stamps='' fw=()
 	shift 2
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--channel) channel=$2; shift 2 ;;
+		--kill-after) kill_after=$2; shift 2 ;;
+		--stamps) stamps=$2; shift 2 ;;
+		--fw) fw+=(-fw_cfg "name=opt/eqota/${2%%=*},string=${2#*=}"); shift 2 ;;
 		--port) port=$2; shift 2 ;;
 		--kill-log) kill_log=$2; shift 2 ;;
 		--kill-on) kill_on=$2; shift 2 ;;
@@ -331,11 +338,22 @@ qboot_once() {
 		${probe:+-fw_cfg "name=opt/eqota/hostport,string=$port"} \
 		${probe:+-fw_cfg "name=opt/eqota/probepath,string=/boards/$board/$channel/manifest.json"} \
 		-fw_cfg "name=opt/eqota/channel,string=$channel" \
-		-fw_cfg "name=opt/eqota/step,string=$step" 2>"$log.stderr" &
+		-fw_cfg "name=opt/eqota/step,string=$step" "${fw[@]}" 2>"$log.stderr" &
 	pid=$!
+	local spid='' deadline=''
+	if [ -n "$stamps" ]; then
+		rm -f "$stamps" "$stamps.stop"
+		python3 "$top/tests/qemu/lib/stamps.py" "$log" "$stamps" &
+		spid=$!
+	fi
+	[ -z "$kill_after" ] || deadline=$(awk -v a="$kill_after" -v n="$(date +%s.%N)" 'BEGIN { printf "%.3f", n + a }')
 	qrc=0 qkvm_err=0
-	if [ -n "$kill_on" ] || [ "$accel" = kvm ]; then
+	if [ -n "$kill_on$kill_after" ] || [ "$accel" = kvm ]; then
 		while kill -0 "$pid" 2>/dev/null; do
+			if [ -n "$deadline" ] && awk -v d="$deadline" -v n="$(date +%s.%N)" 'BEGIN { exit !(n >= d) }'; then
+				qkill "$pid"
+				break
+			fi
 			# A KVM internal error pauses the guest and QEMU waits for
 			# a monitor command that never comes: stop it now rather
 			# than at the boot's time limit.
@@ -353,6 +371,11 @@ qboot_once() {
 		done
 	fi
 	wait "$pid" || qrc=$?
+	if [ -n "$spid" ]; then
+		: >"$stamps.stop"
+		wait "$spid" 2>/dev/null || true
+		rm -f "$stamps.stop"
+	fi
 	hlog "boot $name ($step): $((SECONDS - t0)) s, qemu exit $qrc$([ "$accel" = kvm ] && echo ' (kvm)')"
 }
 # qkill PID: SIGKILL to run-qemu.sh's timeout and QEMU itself, its child:
