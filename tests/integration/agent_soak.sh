@@ -58,17 +58,8 @@ simdevice_eq "$d" "$eqota" provision --slot A >/dev/null 2>&1
 simdevice_boot "$d" "$simboot"
 
 # ---- the service manager: every datagram, one line, with a monotonic time
-python3 - "$w/notify.sock" "$w/notify.log" <<'PY' &
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "a", buffering=1) as log:
-    while True:
-        m = s.recv(4096).decode(errors="replace")
-        log.write("%.3f %s\n" % (time.monotonic(), m.replace("\n", " | ")))
-PY
-bg+=("$!")
-wait_for 10 test -S "$w/notify.sock" || { fail "the notify listener did not start"; exit 1; }
+simdevice_notify_listen "$w/notify.sock" "$w/notify.log" || { fail "the notify listener did not start"; exit 1; }
+bg+=("$SIMDEVICE_NOTIFY_PID")
 
 (NOTIFY_SOCKET=$w/notify.sock EQ_TEST_POLL_MS=$poll_ms EQ_TEST_REBOOT_CMD=$w/reboot.sh \
   EQ_TEST_BOOT_ID_FILE=$d/boot_id exec "$eqota" --config "$d/eqota.conf" daemon) >"$w/daemon.log" 2>&1 &

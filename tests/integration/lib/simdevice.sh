@@ -66,3 +66,23 @@ simdevice_running() {
 	simdevice_eq "$1" "$2" status --json |
 		python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["slots"][d["booted"]]["number"])'
 }
+
+# simdevice_notify_listen SOCKET LOG: a stand-in for systemd's NOTIFY_SOCKET
+# in the background: each datagram the daemon sends becomes one line of LOG,
+# "MONOTONIC-SECONDS FIELDS" (newlines as " | "). Sets SIMDEVICE_NOTIFY_PID;
+# returns 1 when the socket does not appear within 10 s.
+simdevice_notify_listen() {
+	python3 - "$1" "$2" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a", buffering=1) as log:
+    while True:
+        m = s.recv(4096).decode(errors="replace")
+        log.write("%.3f %s\n" % (time.monotonic(), m.replace("\n", " | ")))
+PY
+	SIMDEVICE_NOTIFY_PID=$!
+	local i
+	for ((i = 0; i < 100; i++)); do [ -S "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
