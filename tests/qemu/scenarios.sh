@@ -390,15 +390,21 @@ pcr_campaign() {
 		printf '  phase %-17s boot %s  %6.2f .. %6.2f s\n' "$name" "$b" "$start" "$end"
 	done
 
-	RANDOM=$pc_seed
+	# The draws: a phase and a fraction of it per line, from Python's
+	# generator (bash's $RANDOM, drawn twice per cut, skews the phases: one
+	# of seven got half its share).
+	local -a draw
+	mapfile -t draw < <(python3 -c 'import random, sys
+r = random.Random(int(sys.argv[1]))
+for _ in range(int(sys.argv[3])):
+    print(r.randrange(int(sys.argv[2])), "%.4f" % r.random())' "$pc_seed" "$n" $((pc_ncuts * 3)))
 	local cut=0 draws=0 incomplete=0 lost=0 boots=0 rolledback=0
 	local -A pcut=() pbad=() plost=()
 	while [ $cut -lt "$pc_ncuts" ] && [ $draws -lt $((pc_ncuts * 3)) ]; do
-		draws=$((draws + 1))
-		i=$((RANDOM % n))
-		IFS='|' read -r name b m <<<"${pcr_phases[$i]}"
 		local frac delay kill=()
-		frac=$(awk -v r=$RANDOM 'BEGIN { printf "%.4f", r / 32768 }')
+		read -r i frac <<<"${draw[draws]}"
+		draws=$((draws + 1))
+		IFS='|' read -r name b m <<<"${pcr_phases[$i]}"
 		delay=$(awk -v s="${ws[i]}" -v e="${we[i]}" -v f="$frac" 'BEGIN { printf "%.2f", (e - s) * f }')
 		if [ -z "$m" ]; then kill=(--kill-after "$delay"); else kill=(--kill-on "$m" --kill-delay "$delay"); fi
 		if [ "$b" = 1 ]; then cp --sparse=always "$bwork/factory.img" "$disk"; else cp --sparse=always "$sdir/trial.img" "$disk"; fi
