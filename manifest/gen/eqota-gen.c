@@ -23,16 +23,18 @@ static const char usage_text[] =
 	"\n"
 	"  keygen  --out NAME                       write NAME.key (0600) and NAME.pub\n"
 	"  publish --repo DIR --board B --channel C --release R --packages DIR --key NAME.key\n"
+	"          [--trusted-root FILE|SHA256]   (required once the repository has a root)\n"
 	"          [--key K2.key ...] [--build-index FILE] [--deltas-from N] [--store DB]\n"
 	"          [--hashserv ADDR] [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
 	"          [--timestamp-key T.key ...] [--expires-hours H]\n"
 	"          [--path-owner PATH=PACKAGE ...] [--path-owners FILE]\n"
 	"          [-j|--jobs N] [--cache FILE | --no-cache] [--rollout-percent N]\n"
 	"  promote --repo DIR --board B --from-channel C1 --release R --to-channel C2 --key NAME.key\n"
+	"          [--trusted-root FILE|SHA256]   (required once the repository has a root)\n"
 	"          [--key K2.key ...] [--deltas-from N] [--expires DAYS] [--level 1..22]\n"
 	"          [--timestamp-key T.key ...] [--expires-hours H] [-j|--jobs N] [--rollout-percent N]\n"
 	"  prune   --repo DIR --keep N [--grace-hours H] [--dry-run]\n"
-	"  rollout --repo DIR --board B --channel C [--release R]\n"
+	"  rollout --repo DIR --board B --channel C --trusted-root FILE|SHA256 [--release R]\n"
 	"          [--percent N] [--halt | --resume] --key T.key ... [--expires-hours H]\n"
 	"          [--auto-halt RATIO --reports FILE ...]   (no change given: print the rollout)\n"
 	"  fleet   --reports FILE ... [--json | --html] [--out FILE]   where the fleet stands\n"
@@ -41,10 +43,12 @@ static const char usage_text[] =
 	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
 	"                 --timestamp-pub T.pub ... [--root-threshold N] [--release-threshold N]\n"
 	"                 [--timestamp-threshold N] [--expires DAYS]\n"
-	"  root    rotate --repo DIR --key R.key ... [--root-pub ...] [--release-pub ...]\n"
+	"  root    rotate --repo DIR --trusted-root FILE|SHA256 --key R.key ... [--root-pub ...] [--release-pub ...]\n"
 	"                 [--timestamp-pub ...] [--*-threshold N] [--expires DAYS]\n"
-	"  root    revoke --repo DIR --key R.key ... --revoke KEYID|NAME.pub [--expires DAYS]\n"
-	"  timestamp --repo DIR --board B --channel C --key T.key ... [--expires-hours H]\n"
+	"  root    revoke --repo DIR --trusted-root FILE|SHA256 --key R.key ... --revoke KEYID|NAME.pub\n"
+	"                 [--expires DAYS]\n"
+	"  timestamp --repo DIR --board B --channel C --trusted-root FILE|SHA256 --key T.key ...\n"
+	"          [--expires-hours H]\n"
 	"  trust   --key NAME.pub [--key ...] [--threshold N] --out FILE   write a root-of-trust file\n"
 	"  diff    --repo DIR --board B --channel C --from R1 --to R2 [--json]\n"
 	"  show    --repo DIR --board B --channel C [--release R] [--json]\n"
@@ -54,6 +58,9 @@ static const char usage_text[] =
 	"  equiv   list   [--method M] [--store DB]\n"
 	"  equiv   import --repo DIR (--root FILE | --key NAME.pub ... | --trust FILE | --unverified)\n"
 	"                 [--store DB] [--method M] [--json]   rebuild a store from the manifests\n"
+	"\n"
+	"--trusted-root: the repository's root as pinned outside it (a copy of root/1.root.json, or the\n"
+	"SHA-256 'root init' prints); a signing command refuses a repository whose root is not that one.\n"
 	"\n"
 	"Exit status: 0 success, 1 failure, 2 usage error, 3 qa findings.\n";
 
@@ -79,6 +86,7 @@ static int fail(const struct eq_error *e)
 struct opts {
 	const char *repo, *board, *channel, *release, *packages, *out, *build_index, *store, *trust, *from, *to;
 	const char *build_dir, *method, *taskhash, *outhash, *unihash, *at, *root, *revoke, *hashserv;
+	const char *trusted_root; /* --trusted-root: the pin of every signing command */
 	const char *keys[EQ_MANIFEST_MAX_SIGNATURES];
 	size_t n_keys;
 	const char *role_pubs[EQ_ROLE_COUNT][EQ_MANIFEST_TRUST_MAX_KEYS];
@@ -156,6 +164,7 @@ enum {
 	O_REPORTS,
 	O_HTML,
 	O_AUTO_HALT,
+	O_TRUSTED_ROOT,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -199,6 +208,7 @@ static const struct option long_opts[] = {
 	{"threshold", required_argument, NULL, O_THRESHOLD},
 	{"policy", required_argument, NULL, O_POLICY},
 	{"root", required_argument, NULL, O_ROOT},
+	{"trusted-root", required_argument, NULL, O_TRUSTED_ROOT},
 	{"revoke", required_argument, NULL, O_REVOKE},
 	{"timestamp-key", required_argument, NULL, O_TS_KEY},
 	{"expires-hours", required_argument, NULL, O_HOURS},
@@ -262,6 +272,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_UNIHASH: o->unihash = optarg; break;
 		case O_AT: o->at = optarg; break;
 		case O_ROOT: o->root = optarg; break;
+		case O_TRUSTED_ROOT: o->trusted_root = optarg; break;
 		case O_REVOKE: o->revoke = optarg; break;
 		case O_HASHSERV: o->hashserv = optarg; break;
 		case O_TS_KEY:
@@ -426,6 +437,7 @@ static eq_err refresh_timestamp(const struct opts *o, const char *channel, const
 					       .keys = o->ts_keys,
 					       .n_keys = o->n_ts_keys,
 					       .expires_hours = o->expires_hours,
+					       .trusted_root = o->trusted_root,
 					       .root = rep->root,
 					       .verified_sha256 = rep->root ? rep->manifest_sha256 : NULL,
 					       .set_percent = o->percent_given,
@@ -439,7 +451,7 @@ static eq_err refresh_timestamp(const struct opts *o, const char *channel, const
 		return r;
 	}
 	struct eq_root *root = NULL;
-	if (eq_gen_root_newest(o->repo, &root, NULL) == EQ_OK)
+	if (eq_gen_root_newest(o->repo, o->trusted_root, &root, NULL) == EQ_OK)
 		eq_log(EQ_LOG_WARNING,
 		       "this repository has a root: devices see the new release once 'eqota-gen timestamp' (or "
 		       "publish --timestamp-key) signs a timestamp for it");
@@ -504,6 +516,7 @@ static int cmd_promote(const struct opts *o)
 		.expires_days = o->expires,
 		.level = o->level,
 		.jobs = o->jobs,
+		.trusted_root = o->trusted_root,
 	};
 	struct eq_publish_report rep;
 	struct eq_error e;
@@ -561,6 +574,7 @@ static int cmd_publish(const struct opts *o)
 		.jobs = o->jobs,
 		.cache_path = o->cache,
 		.no_cache = o->no_cache,
+		.trusted_root = o->trusted_root,
 		.progress = eq_log_get_level() >= EQ_LOG_NOTICE ? eq_progress_print : NULL,
 		.progress_ctx = &pp,
 	};
@@ -788,8 +802,10 @@ static int verify_root(const struct opts *o)
 		if ((r = eq_gen_verify_trusted(o->repo, o->root, o->board, o->channel, clock, &res, &root_version, &e)))
 			return fail(&e);
 		eq_trust_result_done(&res);
+		/* From the installed root the operator named, as the chain just
+		 * checked: never from the repository's own root/1. */
 		struct eq_root *root = NULL;
-		if ((r = eq_gen_root_newest(o->repo, &root, &e)))
+		if ((r = eq_root_load_file(o->root, &root, &e)) || (r = eq_gen_root_follow(o->repo, root, &root, &e)))
 			return fail(&e);
 		struct eq_repo_history h;
 		int rc = load_history(o, &h);
@@ -967,6 +983,9 @@ static int cmd_root(const char *sub, const struct opts *o)
 		return usage_error(revoke ? "root revoke: missing --revoke KEYID|NAME.pub%s"
 					  : "--revoke belongs to 'root revoke'%s",
 				   "");
+	if (init && o->trusted_root)
+		return usage_error(
+			"root init writes the root to pin: --trusted-root belongs to the commands after it%s", "");
 	char keyid[EQ_MANIFEST_KEYID_LEN + 1] = "";
 	if (revoke) {
 		int rc = revoke_id(o->revoke, keyid);
@@ -977,7 +996,8 @@ static int cmd_root(const char *sub, const struct opts *o)
 				  .sign_keys = o->keys,
 				  .n_sign = o->n_keys,
 				  .revoke_keyid = revoke ? keyid : NULL,
-				  .expires_days = o->expires_given ? o->expires : 0};
+				  .expires_days = o->expires_given ? o->expires : 0,
+				  .trusted_root = o->trusted_root};
 	for (int i = 0; i < EQ_ROLE_COUNT; i++) {
 		ro.roles[i].pubs = o->role_pubs[i];
 		ro.roles[i].n_pubs = o->n_role_pubs[i];
@@ -987,8 +1007,23 @@ static int cmd_root(const char *sub, const struct opts *o)
 	uint64_t v = 0;
 	if (eq_gen_root_write(&ro, init, &v, &e))
 		return fail(&e);
+	/* What was just written and checked, from the pin (init: root 1 itself). */
+	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", o->repo);
+	uint8_t *d = NULL;
+	size_t dl = 0;
+	char hex[EQ_SHA256_HEX_LEN + 1] = "";
+	if (init && first && !eq_file_read_all(first, EQ_ROOT_MAX_BYTES, &d, &dl, &e)) {
+		uint8_t dg[EQ_SHA256_LEN];
+		eq_sha256(d, dl, dg);
+		eq_hex_encode(dg, sizeof(dg), hex);
+		eq_free(d);
+	}
 	struct eq_root *root = NULL;
-	if (eq_gen_root_newest(o->repo, &root, &e))
+	if (init && !first)
+		eq_error_set(&e, EQ_ERR_NOMEM, "out of memory");
+	if (init && !*hex)
+		return fail(&e);
+	if (eq_gen_root_newest(o->repo, init ? hex : o->trusted_root, &root, &e))
 		return fail(&e);
 	printf("wrote %s/root/%" PRIu64 ".root.json (+ .sig)\n", o->repo, v);
 	for (int i = 0; i < EQ_ROLE_COUNT; i++) {
@@ -1005,7 +1040,10 @@ static int cmd_root(const char *sub, const struct opts *o)
 	eq_manifest_format_time(info.expires, exp);
 	printf("  expires %s\n", exp);
 	if (init)
-		printf("install it on devices as the file [repository] root names, with its .sig beside it\n");
+		printf("install it on devices as the file [repository] root names, with its .sig beside it\n"
+		       "pin it: keep a copy of %s outside the repository (or its SHA-256 %s) and pass it as\n"
+		       "--trusted-root to every signing command\n",
+		       first, hex);
 	eq_root_free(root);
 	return 0;
 }
@@ -1018,7 +1056,8 @@ static struct eq_timestamp_opts timestamp_opts(const struct opts *o)
 				       .channel = o->channel,
 				       .keys = o->keys,
 				       .n_keys = o->n_keys,
-				       .expires_hours = o->expires_hours};
+				       .expires_hours = o->expires_hours,
+				       .trusted_root = o->trusted_root};
 	return to;
 }
 

@@ -792,7 +792,7 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 	 * signing's own (eq_manifest_sign_for()). */
 	struct eq_root *root = NULL;
 	if (!r) {
-		r = eq_gen_root_newest(o->repo, &root, err);
+		r = eq_gen_root_newest(o->repo, o->trusted_root, &root, err);
 		if (r == EQ_ERR_NOTFOUND)
 			r = EQ_OK;
 	}
@@ -1053,7 +1053,7 @@ static void promote_one(struct pub_ctx *c, struct prep *p)
 static eq_err source_trust(const struct eq_promote_opts *o, struct eq_root **ret_root,
 			   struct eq_manifest_trust **ret_trust, struct eq_error *err)
 {
-	eq_err r = eq_gen_root_newest(o->repo, ret_root, err);
+	eq_err r = eq_gen_root_newest(o->repo, o->trusted_root, ret_root, err);
 	if (r != EQ_ERR_NOTFOUND)
 		return r;
 	char *pubs[EQ_MANIFEST_MAX_SIGNATURES] = {NULL};
@@ -1078,10 +1078,56 @@ static eq_err source_trust(const struct eq_promote_opts *o, struct eq_root **ret
 }
 
 /*
+ * Whether one of the keys that sign the promotion (@o->key_paths) has a
+ * valid signature on the source bytes: the release role may list other
+ * keys (a CI key, a colleague's), and a promotion re-signs only what this
+ * signer published. @role is the trust the source was verified against.
+ */
+static eq_err signed_by_own_key(const struct eq_promote_opts *o, const struct eq_manifest_trust *role, const uint8_t *d,
+				size_t dl, const uint8_t *s, size_t sl, struct eq_error *err)
+{
+	char ids[EQ_MANIFEST_MAX_SIGNATURES][EQ_MANIFEST_KEYID_LEN + 1];
+	size_t n = 0;
+	eq_err r = EQ_OK;
+	for (; n < o->n_keys && n < EQ_MANIFEST_MAX_SIGNATURES; n++) {
+		struct eq_manifest_key *k = NULL;
+		if ((r = eq_manifest_key_load(o->key_paths[n], &k, err)))
+			return r;
+		snprintf(ids[n], sizeof(ids[n]), "%s", eq_manifest_key_id(k));
+		eq_manifest_key_free(k);
+	}
+	/* The role narrowed to the signer's own keys, any one of them enough. */
+	struct eq_manifest_trust *own = NULL;
+	if ((r = eq_manifest_trust_copy(role, NULL, 1, &own, NULL, err)))
+		return r;
+	for (size_t i = eq_manifest_trust_key_count(role); !r && i-- > 0;) {
+		const char *id = eq_manifest_trust_keyid(role, i);
+		bool mine = false;
+		for (size_t k = 0; k < n && !mine; k++)
+			mine = !strcmp(ids[k], id);
+		struct eq_manifest_trust *next = NULL;
+		if (mine)
+			continue;
+		if ((r = eq_manifest_trust_copy(own, id, 1, &next, NULL, err)) == EQ_ERR_STATE)
+			r = eq_error_set(err, EQ_ERR_VERIFY,
+					 "none of the keys given (--key) is among the keys that may sign the source");
+		eq_manifest_trust_free(own);
+		own = next;
+	}
+	if (!r && (r = eq_manifest_verify(d, dl, s, sl, own, err)))
+		eq_error_prefix(err, r,
+				"not signed by the key given (--key %s): promote re-signs only a release its "
+				"signer published",
+				o->key_paths[0]);
+	eq_manifest_trust_free(own);
+	return r;
+}
+
+/*
  * The release to promote, checked as the devices of its channel check it
  * (signatures, board, channel, number; not its expiry: an old testing
  * release may be promoted), so that nothing its channel's devices would
- * refuse gets signed anew.
+ * refuse gets signed anew; and signed by the promoting key itself.
  */
 static eq_err load_source(const struct eq_promote_opts *o, struct eq_manifest **ret, struct eq_error *err)
 {
@@ -1109,11 +1155,24 @@ static eq_err load_source(const struct eq_promote_opts *o, struct eq_manifest **
 	struct eq_manifest_trust *trust = NULL;
 	if ((r = source_trust(o, &root, &trust, err)))
 		return r;
+	const struct eq_manifest_trust *role = root ? eq_root_role(root, EQ_ROLE_RELEASE) : trust;
 	struct eq_manifest_policy pol = {.board = o->board, .channel = o->from_channel, .number = number};
-	r = eq_manifest_load_verified_file(path, NULL, root ? eq_root_role(root, EQ_ROLE_RELEASE) : trust, &pol, ret,
-					   err);
-	if (r)
+	uint8_t *d = NULL, *s = NULL;
+	size_t dl = 0, sl = 0;
+	/* One read: the bytes checked twice are the bytes promoted. */
+	r = eq_signed_file_read(path, EQ_MANIFEST_MAX_BYTES, &d, &dl, &s, &sl, err);
+	struct eq_manifest *m = NULL;
+	if (!r && ((r = eq_manifest_load_verified(d, dl, s, sl, role, &pol, &m, err)) ||
+		   (r = signed_by_own_key(o, role, d, dl, s, sl, err))))
+		eq_error_prefix(err, r, "%s", path);
+	if (r) {
+		eq_manifest_free(m);
 		eq_error_prefix(err, r, "release '%s' of %s/%s is not promoted", o->release, o->board, o->from_channel);
+	} else {
+		*ret = m;
+	}
+	eq_free(d);
+	eq_free(s);
 	eq_root_free(root);
 	eq_manifest_trust_free(trust);
 	return r;
@@ -1217,7 +1276,8 @@ eq_err eq_gen_promote(const struct eq_promote_opts *po, struct eq_publish_report
 				    .deltas_from = po->deltas_from,
 				    .expires_days = po->expires_days,
 				    .level = po->level,
-				    .jobs = po->jobs};
+				    .jobs = po->jobs,
+				    .trusted_root = po->trusted_root};
 	struct pub_ctx c = {.o = &o, .lock_fd = -1};
 	eq_buf_init(&c.unindexed, 16);
 	size_t n = eq_manifest_package_count(src);

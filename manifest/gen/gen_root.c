@@ -91,19 +91,109 @@ eq_err eq_gen_root_follow(const char *repo, struct eq_root *start, struct eq_roo
 	return EQ_OK;
 }
 
-eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_error *err)
+/* The pin @trusted_root stands for: a root file kept outside the repository
+ * (its version, and the SHA-256 of its bytes), or 64 hex digits, the
+ * SHA-256 of root version 1 ('root init' prints it). */
+static eq_err pin_read(const char *trusted_root, uint64_t *ret_version, char ret_hex[EQ_SHA256_HEX_LEN + 1],
+		       struct eq_error *err)
 {
+	if (eq_is_sha256_hex(trusted_root)) {
+		snprintf(ret_hex, EQ_SHA256_HEX_LEN + 1, "%s", trusted_root);
+		*ret_version = 1;
+		return EQ_OK;
+	}
+	uint8_t *d = NULL;
+	size_t dl = 0;
+	struct eq_root *pinned = NULL;
+	eq_err r = eq_file_read_all(trusted_root, EQ_ROOT_MAX_BYTES, &d, &dl, err);
+	if (r)
+		return eq_error_prefix(err, r, "trusted root (--trusted-root)");
+	if ((r = eq_root_parse_unverified(d, dl, &pinned, err))) {
+		eq_error_prefix(err, r, "trusted root '%s' (--trusted-root): not a root file", trusted_root);
+	} else {
+		struct eq_root_info info;
+		eq_root_get_info(pinned, &info);
+		*ret_version = info.version;
+		uint8_t dg[EQ_SHA256_LEN];
+		eq_sha256(d, dl, dg);
+		eq_hex_encode(dg, sizeof(dg), ret_hex);
+	}
+	eq_root_free(pinned);
+	eq_free(d);
+	return r;
+}
+
+eq_err eq_gen_root_pinned(const char *repo, const char *trusted_root, struct eq_root **ret, struct eq_error *err)
+{
+	uint64_t version = 1;
+	char pin_hex[EQ_SHA256_HEX_LEN + 1];
+	eq_err r = pin_read(trusted_root, &version, pin_hex, err);
+	if (r)
+		return r;
+	EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", repo, version);
+	if (!path)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	uint8_t *d = NULL, *s = NULL;
+	size_t dl = 0, sl = 0;
+	struct eq_root *cur = NULL;
+	/* One read: the bytes compared are the bytes parsed. */
+	r = eq_signed_file_read(path, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err);
+	if (r == EQ_ERR_NOTFOUND) {
+		/* Not NOTFOUND: a caller must not take it for a repository
+		 * without a root and sign as in one. */
+		r = eq_error_set(err, EQ_ERR_VERIFY,
+				 "%s is missing, but the trusted root '%s' is root version %" PRIu64
+				 " of this repository: nothing is signed",
+				 path, trusted_root, version);
+		goto out;
+	}
+	if (r)
+		goto out;
+	uint8_t dg[EQ_SHA256_LEN];
+	char found_hex[EQ_SHA256_HEX_LEN + 1];
+	eq_sha256(d, dl, dg);
+	eq_hex_encode(dg, sizeof(dg), found_hex);
+	if (strcmp(found_hex, pin_hex) != 0) {
+		r = eq_error_set(err, EQ_ERR_VERIFY,
+				 "%s has SHA-256 %s, the trusted root (--trusted-root %s) has SHA-256 %s: this "
+				 "repository's root is not the one pinned (planted or replaced?), nothing is signed",
+				 path, found_hex, trusted_root, pin_hex);
+		goto out;
+	}
+	/* As a device checks its installed root (eq_root_load_file()). */
+	if ((r = eq_root_parse_unverified(d, dl, &cur, err)) ||
+	    (r = eq_manifest_verify(d, dl, s, sl, eq_root_role(cur, EQ_ROLE_ROOT), err))) {
+		eq_error_prefix(err, r, "%s", path);
+		goto out;
+	}
+	r = eq_gen_root_follow(repo, cur, ret, err);
+	cur = NULL; /* consumed */
+out:
+	eq_root_free(cur);
+	eq_free(d);
+	eq_free(s);
+	return r;
+}
+
+eq_err eq_gen_root_newest(const char *repo, const char *trusted_root, struct eq_root **ret, struct eq_error *err)
+{
+	if (trusted_root)
+		return eq_gen_root_pinned(repo, trusted_root, ret, err);
 	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", repo);
 	if (!first)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	struct eq_root *cur = NULL;
-	eq_err r = eq_root_load_file(first, &cur, err);
-	if (r == EQ_ERR_NOTFOUND)
+	struct stat st;
+	if (lstat(first, &st) != 0 && errno == ENOENT)
 		return eq_error_set(err, EQ_ERR_NOTFOUND, "%s has no root/1.root.json: run 'eqota-gen root init' first",
 				    repo);
-	if (r)
-		return r;
-	return eq_gen_root_follow(repo, cur, ret, err);
+	/* Whoever can write the repository could have put this root there:
+	 * trust starts from a copy the operator keeps elsewhere. */
+	return eq_error_set(err, EQ_ERR_STATE,
+			    "%s: the repository has a root, but no trusted root is pinned; signing against a root "
+			    "read from the repository itself would sign whatever its writers planted. Pass "
+			    "--trusted-root FILE (a copy of root/1.root.json kept outside the repository) or "
+			    "--trusted-root SHA256 (the hash 'root init' printed)",
+			    first);
 }
 
 /* The role @ro of the new root: from .pub files when given, else @keep's. */
@@ -145,7 +235,7 @@ eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_
 					    "%s exists: this repository has a root already (use 'root rotate')", first);
 		if (o->revoke_keyid)
 			return eq_error_set(err, EQ_ERR_INVAL, "nothing to revoke in a new root");
-	} else if ((r = eq_gen_root_newest(o->repo, &cur, err))) {
+	} else if ((r = eq_gen_root_newest(o->repo, o->trusted_root, &cur, err))) {
 		return r;
 	}
 	bool changed = init || o->revoke_keyid;
@@ -227,7 +317,7 @@ eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	struct eq_root *own_root = NULL;
 	const struct eq_root *root = o->root;
-	eq_err r = root ? EQ_OK : eq_gen_root_newest(o->repo, &own_root, err);
+	eq_err r = root ? EQ_OK : eq_gen_root_newest(o->repo, o->trusted_root, &own_root, err);
 	if (r)
 		return r;
 	if (!root)

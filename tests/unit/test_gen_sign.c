@@ -23,6 +23,8 @@
 #define DAY INT64_C(86400)
 
 static char topdir[64] = "/tmp/eq-gen-sign-XXXXXX";
+/* The SHA-256 of repo/root/1.root.json: the pin every signing step is given. */
+static char pin[EQ_SHA256_HEX_LEN + 1];
 
 /* A path in the test folder; eight calls later the buffer is reused. */
 static const char *at(const char *rel)
@@ -32,6 +34,35 @@ static const char *at(const char *rel)
 	i = (i + 1) % 8;
 	snprintf(buf[i], sizeof(buf[i]), "%s/%s", topdir, rel);
 	return buf[i];
+}
+
+/* A new root for @repo (the caller's static buffer), signed by R; X also
+ * releases when @with_x (a planted root names an attacker's key). */
+static eq_err root_init(const char *repo, bool with_x, struct eq_error *e)
+{
+	static char p[6][256];
+	const char *files[6] = {"R.key", "R.pub", "K.pub", "T.pub", "X.pub"};
+	for (size_t i = 0; i < 5; i++)
+		snprintf(p[i], sizeof(p[i]), "%s/%s", topdir, files[i]);
+	const char *rk[] = {p[0]}, *rp[] = {p[1]}, *kp[] = {p[2], p[4]}, *tp[] = {p[3]};
+	struct eq_root_opts o = {.repo = repo, .sign_keys = rk, .n_sign = 1, .now = T0};
+	o.roles[EQ_ROLE_ROOT] = (struct eq_root_role_opts){rp, 1, 1};
+	o.roles[EQ_ROLE_RELEASE] = (struct eq_root_role_opts){kp, with_x ? 2 : 1, 1};
+	o.roles[EQ_ROLE_TIMESTAMP] = (struct eq_root_role_opts){tp, 1, 1};
+	uint64_t v = 0;
+	eq_err r = eq_mkdir_p(repo, 0755, e);
+	return r ? r : eq_gen_root_write(&o, true, &v, e);
+}
+
+static void sha_hex(const char *path, char out[EQ_SHA256_HEX_LEN + 1])
+{
+	uint8_t *d = NULL, dg[EQ_SHA256_LEN];
+	size_t dl = 0;
+	struct eq_error e;
+	assert_int_equal(eq_file_read_all(path, EQ_ROOT_MAX_BYTES, &d, &dl, &e), EQ_OK);
+	eq_sha256(d, dl, dg);
+	eq_hex_encode(dg, sizeof(dg), out);
+	eq_free(d);
 }
 
 static int setup(void **state)
@@ -45,22 +76,13 @@ static int setup(void **state)
 		if (eq_manifest_key_generate(at(names[i]), NULL, &e) != EQ_OK)
 			return -1;
 	/* A root: R signs, K releases, T timestamps; X is in no role. */
-	static char p[5][256];
-	const char *files[5] = {"R.key", "R.pub", "K.pub", "T.pub", "repo"};
-	for (size_t i = 0; i < 5; i++)
-		snprintf(p[i], sizeof(p[i]), "%s/%s", topdir, files[i]);
-	const char *rk[] = {p[0]}, *rp[] = {p[1]}, *kp[] = {p[2]}, *tp[] = {p[3]};
-	struct eq_root_opts o = {.repo = p[4], .sign_keys = rk, .n_sign = 1, .now = T0};
-	o.roles[EQ_ROLE_ROOT] = (struct eq_root_role_opts){rp, 1, 1};
-	o.roles[EQ_ROLE_RELEASE] = (struct eq_root_role_opts){kp, 1, 1};
-	o.roles[EQ_ROLE_TIMESTAMP] = (struct eq_root_role_opts){tp, 1, 1};
-	uint64_t v = 0;
-	if (eq_mkdir_p(at("repo"), 0755, &e) != EQ_OK)
-		return -1;
-	if (eq_gen_root_write(&o, true, &v, &e) != EQ_OK) {
+	static char repo[256];
+	snprintf(repo, sizeof(repo), "%s/repo", topdir);
+	if (root_init(repo, false, &e) != EQ_OK) {
 		fprintf(stderr, "root: %s\n", e.msg);
 		return -1;
 	}
+	sha_hex(at("repo/root/1.root.json"), pin);
 	return eq_mkdir_p(at("repo/boards/b/c"), 0755, &e) == EQ_OK ? 0 : -1;
 }
 
@@ -112,7 +134,7 @@ static void test_sign_for(void **state)
 	(void)state;
 	struct eq_root *root = NULL;
 	struct eq_error e;
-	assert_int_equal(eq_gen_root_newest(at("repo"), &root, &e), EQ_OK);
+	assert_int_equal(eq_gen_root_newest(at("repo"), pin, &root, &e), EQ_OK);
 	const struct eq_manifest_trust *rel = eq_root_role(root, EQ_ROLE_RELEASE);
 	struct eq_manifest_key *k = key("K"), *x = key("X");
 	const struct eq_manifest_key *kv[] = {k, x};
@@ -150,6 +172,7 @@ static eq_err timestamp(const struct eq_root *root, const uint8_t *verified, str
 				      .keys = tk,
 				      .n_keys = 1,
 				      .now = T0 + DAY,
+				      .trusted_root = pin,
 				      .root = root,
 				      .verified_sha256 = verified};
 	struct eq_timestamp ts;
@@ -162,7 +185,7 @@ static eq_err timestamp(const struct eq_root *root, const uint8_t *verified, str
 	assert_int_equal(eq_signed_file_read(at("repo/boards/b/c/timestamp.json"), 1 << 16, &d, &dl, &s, &sl, e),
 			 EQ_OK);
 	struct eq_root *own = NULL;
-	assert_int_equal(eq_gen_root_newest(at("repo"), &own, e), EQ_OK);
+	assert_int_equal(eq_gen_root_newest(at("repo"), pin, &own, e), EQ_OK);
 	struct eq_timestamp back;
 	assert_int_equal(eq_timestamp_load_verified(d, dl, s, sl, own, &back, e), EQ_OK);
 	assert_int_equal(back.version, ts.version);
@@ -183,7 +206,7 @@ static void test_timestamp_handover(void **state)
 	(void)state;
 	struct eq_root *root = NULL;
 	struct eq_error e;
-	assert_int_equal(eq_gen_root_newest(at("repo"), &root, &e), EQ_OK);
+	assert_int_equal(eq_gen_root_newest(at("repo"), pin, &root, &e), EQ_OK);
 	uint8_t good[EQ_SHA256_LEN], bad[EQ_SHA256_LEN];
 
 	write_manifest("b", "r1", "K", good);
@@ -239,12 +262,73 @@ static void test_check_policy(void **state)
 	eq_manifest_free(m);
 }
 
+/*
+ * The pin (eq_gen_root_newest()): a repository's own root/1 is not trusted
+ * for being there. Without a pin a repository with a root is refused, saying
+ * how to pin; a root that is not the pinned one is refused naming the file
+ * and both hashes; a pinned repository without its root is not taken for
+ * one that never had a root; a copy of the root file pins as its hash does.
+ */
+static void test_root_pin(void **state)
+{
+	(void)state;
+	struct eq_root *root = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_gen_root_newest(at("repo"), NULL, &root, &e), EQ_ERR_STATE);
+	assert_non_null(strstr(e.msg, "--trusted-root"));
+	assert_null(root);
+	assert_int_equal(eq_gen_root_newest(at("none"), NULL, &root, &e), EQ_ERR_NOTFOUND);
+	assert_int_equal(eq_gen_root_newest(at("none"), pin, &root, &e), EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, "root/1.root.json is missing"));
+
+	/* a root planted by a writer of the repository: X releases too */
+	assert_int_equal(root_init(at("planted"), true, &e), EQ_OK);
+	char planted[EQ_SHA256_HEX_LEN + 1];
+	sha_hex(at("planted/root/1.root.json"), planted);
+	assert_int_equal(eq_gen_root_newest(at("planted"), pin, &root, &e), EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, planted));
+	assert_non_null(strstr(e.msg, pin));
+	assert_non_null(strstr(e.msg, "planted/root/1.root.json"));
+	assert_null(root);
+	/* the same, pinned by a copy of the genuine root file */
+	char copy[256];
+	snprintf(copy, sizeof(copy), "%s", at("pinned.root.json"));
+	uint8_t *d = NULL;
+	size_t dl = 0;
+	assert_int_equal(eq_file_read_all(at("repo/root/1.root.json"), EQ_ROOT_MAX_BYTES, &d, &dl, &e), EQ_OK);
+	assert_int_equal(eq_file_replace_atomic(copy, d, dl, 0644, &e), EQ_OK);
+	eq_free(d);
+	assert_int_equal(eq_gen_root_newest(at("planted"), copy, &root, &e), EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, planted));
+	assert_int_equal(eq_gen_root_newest(at("repo"), copy, &root, &e), EQ_OK);
+	struct eq_root_info info;
+	eq_root_get_info(root, &info);
+	assert_int_equal(info.version, 1);
+	eq_root_free(root);
+	root = NULL;
+	/* a pin that is not a root at all */
+	assert_int_equal(eq_gen_root_newest(at("repo"), at("K.pub"), &root, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "--trusted-root"));
+	/* nor is a signing step fooled: the timestamp is refused in the planted repository */
+	const char *tk[] = {at("T.key")};
+	struct eq_timestamp_opts o = {.repo = at("planted"),
+				      .board = "b",
+				      .channel = "c",
+				      .keys = tk,
+				      .n_keys = 1,
+				      .now = T0 + DAY,
+				      .trusted_root = pin};
+	assert_int_equal(eq_gen_timestamp(&o, NULL, &e), EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, planted));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sign_for),
 		cmocka_unit_test(test_timestamp_handover),
 		cmocka_unit_test(test_check_policy),
+		cmocka_unit_test(test_root_pin),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -519,6 +519,8 @@ struct eq_publish_opts {
 	unsigned jobs;          /* threads reading and compressing; 0: one per online core */
 	const char *cache_path; /* input cache; NULL: eqg default (~/.cache/eqota/inputs.db) */
 	bool no_cache;          /* read every package even when unchanged */
+	/* The pin (eq_gen_root_newest()): needed in a repository with a root. */
+	const char *trusted_root;
 };
 
 /* More threads than this gain nothing: batches are PUBLISH_BATCH long. */
@@ -578,6 +580,8 @@ struct eq_promote_opts {
 	unsigned expires_days;
 	int level;     /* zstd level of new deltas */
 	unsigned jobs; /* 0: one per online core */
+	/* The pin (eq_gen_root_newest()): needed in a repository with a root. */
+	const char *trusted_root;
 };
 
 /*
@@ -589,7 +593,10 @@ struct eq_promote_opts {
  * source is checked first as its channel's devices check it (the newest
  * root's release role, or, in a repository without a root, the public keys
  * NAME.pub beside the signing keys), so nothing a device would refuse is
- * signed anew. Errors as eq_gen_publish(); EQ_ERR_NOTFOUND for an unknown
+ * signed anew; and it must carry a valid signature by one of @key_paths
+ * (EQ_ERR_VERIFY otherwise): other keys of the release role do not make a
+ * release this signer vouches for. The root is the pinned one
+ * (@trusted_root, eq_gen_root_newest()). Errors as eq_gen_publish(); EQ_ERR_NOTFOUND for an unknown
  * release or a missing object. Fills @ret (eq_publish_report_done()).
  */
 EQ_API eq_err eq_gen_promote(const struct eq_promote_opts *o, struct eq_publish_report *ret,
@@ -691,6 +698,7 @@ struct eq_root_opts {
 	struct eq_root_role_opts roles[EQ_ROLE_COUNT];
 	const char *revoke_keyid; /* rotate: drop this key from every role */
 	unsigned expires_days;    /* default 365 */
+	const char *trusted_root; /* rotate, revoke: the pin (eq_gen_root_newest()); unused by init */
 	int64_t now;              /* 0: the clock (tests pass a time) */
 };
 
@@ -711,16 +719,38 @@ EQ_API eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_
  * EQ_ROOT_CHAIN_MAX * 64 versions. */
 EQ_API eq_err eq_gen_root_follow(const char *repo, struct eq_root *start, struct eq_root **ret,
 				 struct eq_error *err) EQ_MUST_CHECK;
-/* The newest root of @repo, the chain from root/1.root.json verified step
- * by step. EQ_ERR_NOTFOUND when the repository has no root. */
-EQ_API eq_err eq_gen_root_newest(const char *repo, struct eq_root **ret, struct eq_error *err) EQ_MUST_CHECK;
+/*
+ * The newest root of @repo, its chain started from the root the operator
+ * pinned and walked as a device walks it (eq_root_verify_next(): both
+ * thresholds at every step). @trusted_root is a root file kept outside the
+ * repository (a copy of root/<N>.root.json: the chain starts from root
+ * version N, whose bytes in the repository must be the file's), or 64 hex
+ * digits, the SHA-256 of root/1.root.json. A repository's own root proves
+ * nothing: it signs itself, and whoever can write the repository can write
+ * one. EQ_ERR_VERIFY, naming the file and both hashes, when the
+ * repository's root differs from the pin, and when it has none (never
+ * EQ_ERR_NOTFOUND: the caller must not sign as in a repository without a
+ * root); errors of the chain as eq_gen_root_follow().
+ */
+EQ_API eq_err eq_gen_root_pinned(const char *repo, const char *trusted_root, struct eq_root **ret,
+				 struct eq_error *err) EQ_MUST_CHECK;
+/*
+ * What every signing command calls: eq_gen_root_pinned() when
+ * @trusted_root is not NULL. Without a pin, EQ_ERR_NOTFOUND for a
+ * repository without a root (the keys-only mode, docs/security.md) and
+ * EQ_ERR_STATE, saying how to pin, for one with a root: nothing is signed
+ * against a root read from the repository alone.
+ */
+EQ_API eq_err eq_gen_root_newest(const char *repo, const char *trusted_root, struct eq_root **ret,
+				 struct eq_error *err) EQ_MUST_CHECK;
 
 struct eq_timestamp_opts {
 	const char *repo, *board, *channel;
 	const char *const *keys; /* the timestamp role's private keys */
 	size_t n_keys;
-	unsigned expires_hours; /* default 24; never past the manifest's expiry */
-	int64_t now;            /* 0: the clock */
+	unsigned expires_hours;   /* default 24; never past the manifest's expiry */
+	int64_t now;              /* 0: the clock */
+	const char *trusted_root; /* the pin (eq_gen_root_newest()) when @root is NULL */
 	/* Optional, from a publish in this process (eq_publish_report): the
 	 * root to use instead of loading and verifying the newest again, and
 	 * the SHA-256 of manifest bytes already verified against its release
