@@ -272,7 +272,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_UNIHASH: o->unihash = optarg; break;
 		case O_AT: o->at = optarg; break;
 		case O_ROOT: o->root = optarg; break;
-		case O_TRUSTED_ROOT: o->trusted_root = optarg; break;
+		case O_TRUSTED_ROOT:
+			if (!*optarg)
+				return usage_error("--trusted-root '%s': expected a root file or its SHA-256", optarg);
+			o->trusted_root = optarg;
+			break;
 		case O_REVOKE: o->revoke = optarg; break;
 		case O_HASHSERV: o->hashserv = optarg; break;
 		case O_TS_KEY:

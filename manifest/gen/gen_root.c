@@ -123,7 +123,7 @@ static eq_err pin_read(const char *trusted_root, uint64_t *ret_version, char ret
 	return r;
 }
 
-eq_err eq_gen_root_pinned(const char *repo, const char *trusted_root, struct eq_root **ret, struct eq_error *err)
+static eq_err pinned_newest(const char *repo, const char *trusted_root, struct eq_root **ret, struct eq_error *err)
 {
 	uint64_t version = 1;
 	char pin_hex[EQ_SHA256_HEX_LEN + 1];
@@ -172,6 +172,16 @@ out:
 	eq_root_free(cur);
 	eq_free(d);
 	eq_free(s);
+	return r;
+}
+
+eq_err eq_gen_root_pinned(const char *repo, const char *trusted_root, struct eq_root **ret, struct eq_error *err)
+{
+	eq_err r = pinned_newest(repo, trusted_root, ret, err);
+	/* A missing file here (the pin, a .sig) must never read as "this
+	 * repository has no root": callers would sign without one. */
+	if (r == EQ_ERR_NOTFOUND)
+		r = eq_error_prefix(err, EQ_ERR_VERIFY, "nothing is signed");
 	return r;
 }
 

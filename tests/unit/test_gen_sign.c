@@ -306,6 +306,9 @@ static void test_root_pin(void **state)
 	assert_int_equal(info.version, 1);
 	eq_root_free(root);
 	root = NULL;
+	/* a pin file that is missing: never "no root here", which signs without one */
+	assert_int_equal(eq_gen_root_newest(at("repo"), at("no-such-pin"), &root, &e), EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, "no-such-pin"));
 	/* a pin that is not a root at all */
 	assert_int_equal(eq_gen_root_newest(at("repo"), at("K.pub"), &root, &e), EQ_ERR_PARSE);
 	assert_non_null(strstr(e.msg, "--trusted-root"));
