@@ -25,10 +25,11 @@ cd "$w"
 . "$src/tests/integration/lib/tarpkg.sh"
 for k in R K T; do "$gen" keygen --out "$k" >/dev/null; done
 "$gen" root init --repo repo --key R.key --root-pub R.pub --release-pub K.pub --timestamp-pub T.pub >/dev/null
+cp repo/root/1.root.json pinned.root.json # the publisher's pin, outside the repository
 for r in 1 2 3 4 5; do
   mkdir -p "p$r" && tarpkg "p$r/app_$r.tar" usr/share/app "app $r"
   "$gen" -q publish --repo repo --board qemuarm64 --channel stable --release "2026.12.$r" --packages "p$r" \
-    --key K.key --timestamp-key T.key --store s.db --level 1 >/dev/null
+    --key K.key --timestamp-key T.key --store s.db --level 1 --trusted-root pinned.root.json >/dev/null
 done
 
 # run LABEL CMD...: wall seconds and peak RSS (MiB) of CMD
@@ -70,6 +71,6 @@ PY
   run json "$gen" fleet --reports r.jsonl --json
   run html "$gen" fleet --reports r.jsonl --html --out "$w/f.html"
   run halt "$gen" rollout --repo repo --board qemuarm64 --channel stable --auto-halt 0.5 --reports r.jsonl \
-    --key T.key
+    --key T.key --trusted-root pinned.root.json
   printf ' %10d\n' "$(($(stat -c %s f.html) / 1024))"
 done

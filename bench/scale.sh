@@ -79,8 +79,9 @@ for n in "${sizes[@]}"; do
   gen_release r3 "$n" 1 500
   for k in R K T; do "$gen" keygen --out "$k" >/dev/null; done
   "$gen" root init --repo repo --key R.key --root-pub R.pub --release-pub K.pub --timestamp-pub T.pub >/dev/null
+  cp repo/root/1.root.json pinned.root.json # the publisher's pin, outside the repository
   P=(--repo repo --board sb --channel stable --key K.key --timestamp-key T.key --store s.db --level 3
-     --cache "$d/inputs.db")
+     --cache "$d/inputs.db" --trusted-root pinned.root.json)
   # The input cache skips files changed in the last 2 s (their timestamps
   # may not show a later change yet); a build's packages are older than
   # that by the time they are published.

@@ -40,9 +40,13 @@ for k in demo-root demo-release demo-timestamp; do "$gen" keygen --out "$k"; don
 B=(--repo repo --board qemux86-64 --channel stable)
 "$gen" root init --repo repo --key demo-root.key --root-pub demo-root.pub --release-pub demo-release.pub \
   --timestamp-pub demo-timestamp.pub
+# The publisher pins the root it just made, outside the repository: every
+# signing command checks the repository's root against this copy.
+cp repo/root/1.root.json demo-pinned.root.json
 step "publish release 1 ($(ls "$cache/release1" | wc -l) packages)"
 "$gen" publish "${B[@]}" --release 2026.12-1 --packages "$cache/release1" \
-  --build-index "$cache/release1.index" --key demo-release.key --timestamp-key demo-timestamp.key "${EQUIV[@]}"
+  --build-index "$cache/release1.index" --key demo-release.key --timestamp-key demo-timestamp.key \
+  --trusted-root demo-pinned.root.json "${EQUIV[@]}"
 
 step "serve the repository with lighttpd on loopback"
 httpd_start "$out/repo" "$out/httpd"
@@ -63,7 +67,8 @@ echo "boot: slot $(boot)"
 
 step "publish release 2: every package rebuilt (new taskhashes), a few really changed"
 "$gen" publish "${B[@]}" --release 2026.12-2 --packages "$cache/release2" \
-  --build-index "$cache/release2.index" --key demo-release.key --timestamp-key demo-timestamp.key "${EQUIV[@]}"
+  --build-index "$cache/release2.index" --key demo-release.key --timestamp-key demo-timestamp.key \
+  --trusted-root demo-pinned.root.json "${EQUIV[@]}"
 "$gen" verify "${B[@]}" --root "$out/image/1.root.json" --deep
 
 step "the device checks, updates, reboots into slot B and confirms it"

@@ -13,6 +13,9 @@ EQOTA_RELEASE ??= "${DISTRO_VERSION}-${DATETIME}"
 # A path outside TMPDIR and the layers; never copied anywhere by a task.
 EQOTA_SIGNING_KEY ??= ""
 EQOTA_TIMESTAMP_KEY ??= ""
+# Root mode: the repository's root as pinned outside it (a copy of
+# root/1.root.json, or its SHA-256); eqota-gen refuses any other root.
+EQOTA_TRUSTED_ROOT ??= ""
 # The same hash equivalence server as the build ("auto" is resolved by
 # BitBake to its own unix socket before tasks run); empty: a local store.
 EQOTA_HASHSERV ??= "${BB_HASHSERVE}"
@@ -92,6 +95,6 @@ python do_eqota_publish() {
 do_eqota_publish[nostamp] = "1"
 do_eqota_publish[network] = "1"
 do_eqota_publish[depends] += "eqota-gen-native:do_populate_sysroot"
-do_eqota_publish[vardepsexclude] += "EQOTA_SIGNING_KEY EQOTA_TIMESTAMP_KEY EQOTA_HASHSERV BB_HASHSERVE \
+do_eqota_publish[vardepsexclude] += "EQOTA_SIGNING_KEY EQOTA_TIMESTAMP_KEY EQOTA_TRUSTED_ROOT EQOTA_HASHSERV BB_HASHSERVE \
     EQOTA_REPO EQOTA_STORE EQOTA_CACHE EQOTA_RELEASE DATETIME BB_ORIGENV"
 addtask eqota_publish after do_image_complete

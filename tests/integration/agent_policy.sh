@@ -17,15 +17,16 @@ set -Eeuo pipefail
 
 for k in R K T; do "$gen" keygen --out "$k" >/dev/null; done
 "$gen" root init --repo repo --key R.key --root-pub R.pub --release-pub K.pub --timestamp-pub T.pub >/dev/null
+cp repo/root/1.root.json pinned.root.json # the publisher's pin, outside the repository
 pub() { # RELEASE [OPTIONS...]
   local rel=$1; shift
   mkdir -p "p$rel"
   tarpkg "p$rel/base_1.tar" usr/share/base "base"
   tarpkg "p$rel/tool_$rel.tar" usr/share/tool "tool $rel"
   "$gen" -q publish --repo repo --board b --channel stable --release "r$rel" --packages "p$rel" --key K.key \
-    --timestamp-key T.key --store repo.db --level 1 "$@" >/dev/null
+    --timestamp-key T.key --store repo.db --level 1 --trusted-root pinned.root.json "$@" >/dev/null
 }
-rollout() { "$gen" -q rollout --repo repo --board b --channel stable --key T.key "$@"; }
+rollout() { "$gen" -q rollout --repo repo --board b --channel stable --key T.key --trusted-root pinned.root.json "$@"; }
 pub 1
 mkdir -p logs
 httpd_start "$w/repo" "$w/logs"
@@ -116,7 +117,7 @@ grep -q "rolled out to 0 % of devices, not yet to this one" <<<"$out" && pass "c
 expect_fail "rollout for another release" "not 'r3': a rollout applies to the current release only" \
   rollout --release r3 --percent 40
 rollout --release r4 --percent 40 | grep -q "rollout 40 %" && pass "rollout --percent 40" || fail "rollout 40"
-"$gen" -q timestamp --repo repo --board b --channel stable --key T.key >/dev/null
+"$gen" -q timestamp --repo repo --board b --channel stable --key T.key --trusted-root pinned.root.json >/dev/null
 [ "$(rollout)" = "release 'r4' (number 4): rollout 40 %" ] && pass "a timestamp refresh keeps the rollout" ||
   fail "after eqota-gen timestamp: $(rollout)"
 want=() got=()
@@ -173,7 +174,7 @@ expect_fail "rollout --percent 101" "expected 0..100" rollout --percent 101
 expect_fail "rollout --halt --resume" "exclude each other" rollout --halt --resume
 expect_fail "rollout without a key" "missing --key" "$gen" rollout --repo repo --board b --channel stable --percent 5
 expect_fail "rollout with a release key" "not written: sign with the timestamp role's keys" \
-  "$gen" rollout --repo repo --board b --channel stable --percent 5 --key K.key
+  "$gen" rollout --repo repo --board b --channel stable --percent 5 --key K.key --trusted-root pinned.root.json
 expect_fail "publish --rollout-percent without a timestamp key" "--rollout-percent needs --timestamp-key" \
   "$gen" publish --repo repo --board b --channel stable --release r9 --packages p1 --key K.key --rollout-percent 5
 mkdir -p legacy

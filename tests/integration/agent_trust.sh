@@ -42,10 +42,12 @@ pub() { # RELEASE KEY [OPTIONS]
   local rel=$1 key=$2; shift 2
   pkgs "p-$rel" "$rel"
   "$gen" -q publish --repo repo --board tb --channel stable --release "$rel" --packages "p-$rel" --key "$key" \
-    --store s.db --level 1 "$@" >/dev/null
+    --store s.db --level 1 "${pin[@]}" "$@" >/dev/null
 }
 
 "$gen" root init --repo repo --key R1.key --root-pub R1.pub --release-pub K1.pub --timestamp-pub T1.pub >/dev/null
+cp repo/root/1.root.json pinned.root.json # the publisher's pin, outside the repository
+pin=(--trusted-root pinned.root.json)
 pub r1 K1.key --timestamp-key T1.key
 cp -a repo snap-r1 # what an attacker replays later
 mkdir -p logs image
@@ -109,7 +111,7 @@ grep -q "^GET /boards/tb/stable/manifest.json.zst 200" "$HTTPD_ACCESS_LOG" &&
   pass "a compressed manifest that is not the one the timestamp names is set aside for the full one" ||
   fail "requests: $(cat "$HTTPD_ACCESS_LOG")"
 rm -rf "$w/nocache"
-"$gen" timestamp --repo repo --board tb --channel stable --key T1.key >/dev/null
+"$gen" timestamp "${pin[@]}" --repo repo --board tb --channel stable --key T1.key >/dev/null
 httpd_log_flush; : > "$HTTPD_ACCESS_LOG"
 run "update to r2" 3 eq "$dev" update && pass "update installs release 2 once the timestamp names it"
 httpd_log_flush
@@ -128,7 +130,7 @@ refused "replayed old repository" "timestamp version 1 is older than the version
 serve "$w/repo"
 
 # ---- freeze: a timestamp valid for one hour, the device's clock two hours on
-"$gen" timestamp --repo repo --board tb --channel stable --key T1.key --expires-hours 1 >/dev/null
+"$gen" timestamp "${pin[@]}" --repo repo --board tb --channel stable --key T1.key --expires-hours 1 >/dev/null
 run "fresh timestamp" 0 eq "$dev" check && pass "a fresh timestamp is accepted"
 later=$(( $(date +%s) + 7200 ))
 refused "frozen timestamp" "timestamp expired at" env EQ_TEST_NOW=$later \
@@ -140,8 +142,8 @@ run "no clock" 0 env EQ_TEST_NOW=1 EQ_TEST_BOOT_ID_FILE="$dev/boot_id" "$eqota" 
 
 # ---- key compromise: K1 and T1 leak. Root 2 adds K2 and T2, root 3 revokes K1 and T1.
 cp -a repo evil # the attacker's copy, made before the rotation
-"$gen" root rotate --repo repo --key R1.key --release-pub K1.pub --release-pub K2.pub --timestamp-pub T2.pub >/dev/null
-"$gen" root revoke --repo repo --key R1.key --revoke K1.pub >/dev/null
+"$gen" root rotate "${pin[@]}" --repo repo --key R1.key --release-pub K1.pub --release-pub K2.pub --timestamp-pub T2.pub >/dev/null
+"$gen" root revoke "${pin[@]}" --repo repo --key R1.key --revoke K1.pub >/dev/null
 pub r3 K2.key --timestamp-key T2.key
 # a damaged manifest delta: the compressed manifest stands in
 for f in repo/boards/tb/stable/manifest-deltas/*.delta; do printf 'XXXXXXXX' | dd of="$f" bs=1 seek=120 conv=notrunc 2>/dev/null; done
@@ -162,7 +164,8 @@ run "status trust" 0 eq "$dev" status && grep -q "^trust: root version 3 (expire
 run "mark-good r3" 0 eq "$dev" mark-good
 # The attacker signs release 9 with the leaked keys and hides the new roots.
 (cd evil && pkgs "../p-r9" r9 && "$gen" -q publish --repo . --board tb --channel stable --release r9 \
-  --packages ../p-r9 --key ../K1.key --timestamp-key ../T1.key --store ../evil.db --level 1 >/dev/null 2>&1)
+  --packages ../p-r9 --key ../K1.key --timestamp-key ../T1.key --store ../evil.db --level 1 --trusted-root ../pinned.root.json \
+  >/dev/null 2>&1)
 serve "$w/evil"
 refused "repository signed with revoked keys" "not signed by the timestamp role of root version 3" eq "$dev" update
 serve "$w/repo"

@@ -23,19 +23,20 @@ N=40
 
 for k in root release ts; do "$gen" keygen --out "$k" >/dev/null; done
 "$gen" root init --repo repo --key root.key --root-pub root.pub --release-pub release.pub --timestamp-pub ts.pub >/dev/null
+cp repo/root/1.root.json pinned.root.json # the publisher's pin, outside the repository
 publish() { # RELEASE: to testing, as CI does
   mkdir -p "p$1"
   tarpkg "p$1/base_1.tar" usr/share/base "base"
   tarpkg "p$1/app_$1.tar" usr/share/app "app $1"
   "$gen" -q publish --repo repo --board $B --channel testing --release "2026.12.$1" --packages "p$1" \
-    --key release.key --timestamp-key ts.key --store repo.db --level 1 >/dev/null
+    --key release.key --timestamp-key ts.key --store repo.db --level 1 --trusted-root pinned.root.json >/dev/null
 }
 promote() { # RELEASE [OPTIONS]: testing to stable
   local r=$1; shift
   "$gen" -q promote --repo repo --board $B --from-channel testing --release "2026.12.$r" --to-channel stable \
-    --key release.key --timestamp-key ts.key "$@" >/dev/null
+    --key release.key --timestamp-key ts.key --trusted-root pinned.root.json "$@" >/dev/null
 }
-rollout() { "$gen" -q rollout --repo repo --board $B --channel stable --key ts.key "$@"; }
+rollout() { "$gen" -q rollout --repo repo --board $B --channel stable --key ts.key --trusted-root pinned.root.json "$@"; }
 publish 1
 promote 1
 reports=$w/reports.jsonl

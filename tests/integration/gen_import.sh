@@ -38,9 +38,10 @@ pkgs() {
 }
 # index FILE BUILD: a build index giving every package a taskhash of that build.
 index() { for p in a b c; do echo "$p $(hex "$2-$p")"; done > "$1"; }
+pin=() # the publisher's pin once a repository has a root
 pub() { # REPO STORE RELEASE PKGDIR INDEX [KEY]
   "$gen" -q publish --repo "$1" "${B[@]}" --key "${6:-rel.key}" --store "$2" --level 1 --release "$3" \
-    --packages "$4" --build-index "$5" >/dev/null
+    --packages "$4" --build-index "$5" "${pin[@]}" >/dev/null
 }
 # unihashes REPO NUMBER: "name unihash" per package of release NUMBER.
 unihashes() {
@@ -156,6 +157,8 @@ refused "--hashserv" "fills a local store" -- imp repo --key rel.pub --hashserv 
 # ---- a repository with a root of trust
 for k in R1 K1 K2 T1; do "$gen" keygen --out "$k" >/dev/null; done
 "$gen" root init --repo rr --key R1.key --root-pub R1.pub --release-pub K1.pub --timestamp-pub T1.pub >/dev/null
+cp rr/root/1.root.json pinned.root.json
+pin=(--trusted-root pinned.root.json)
 pub rr R.db r1 p1 i1 K1.key
 pub rr R.db r2 p2 i2 K1.key
 out=$(imp rr --root rr/root/1.root.json --store RR.db --json 2>&1) && [ "$(jget "$out" added)" = 6 ] &&
@@ -164,7 +167,7 @@ refused "--root that is not the repository's" "rr2/boards/tb/stable/releases/1/m
   bash -c "mkdir -p rr2 && cp -a rr/boards rr2/ && \"$gen\" root init --repo rr2 --key R1.key --root-pub R1.pub --release-pub K2.pub --timestamp-pub T1.pub >/dev/null && \"$gen\" equiv import --repo rr2 --root rr2/root/1.root.json --store RR2.db"
 # After the release role moves to K2 the old releases no longer meet the
 # newest root's release role: refused, and --key with both keys imports.
-"$gen" root rotate --repo rr --key R1.key --release-pub K2.pub >/dev/null
+"$gen" root rotate --repo rr --key R1.key --release-pub K2.pub "${pin[@]}" >/dev/null
 refused "--root after a release key rotation" "rr/boards/tb/stable/releases/1/manifest.json" -- \
   imp rr --root rr/root/1.root.json --store RR3.db
 out=$(imp rr --key K1.pub --key K2.pub --store RR3.db --json 2>&1) && [ "$(jget "$out" added)" = 6 ] &&

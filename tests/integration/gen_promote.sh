@@ -123,22 +123,23 @@ run "usage" 2 "$gen" promote --repo repo --board $B --key rel.key --release r2 -
 # and the promoted release gets its timestamp
 for k in R K T; do "$gen" keygen --out "$k" >/dev/null; done
 "$gen" root init --repo rrepo --key R.key --root-pub R.pub --release-pub K.pub --timestamp-pub T.pub >/dev/null
+cp rrepo/root/1.root.json pinned.root.json # the publisher's pin, outside the repository
 tiny=("$cache/release1"/*.deb)
 mkdir -p tiny && ln -sf "${tiny[@]:0:4}" tiny/
 "$gen" -q publish --repo rrepo --board $B --channel testing --release t1 --key K.key --timestamp-key T.key \
-  --store rstore.db --level 3 --packages tiny >/dev/null
+  --store rstore.db --level 3 --packages tiny --trusted-root pinned.root.json >/dev/null
 run "promote (root)" 0 "$gen" promote --repo rrepo --board $B --key K.key --timestamp-key T.key \
-  --from-channel testing --release t1 --to-channel stable &&
+  --trusted-root pinned.root.json --from-channel testing --release t1 --to-channel stable &&
   run "verify (root)" 0 "$gen" verify --repo rrepo --board $B --channel stable --root rrepo/root/1.root.json --deep &&
   pass "root mode: the promoted release and its timestamp verify as a device with the root checks them" ||
   fail "root mode: $out"
 run "promote signed outside the role" 1 "$gen" promote --repo rrepo --board $B --key rel.key \
-  --from-channel testing --release t1 --to-channel beta &&
-  grep -q "do not meet the release role" <<<"$out" && [ ! -e rrepo/boards/$B/beta/manifest.json ] &&
+  --trusted-root pinned.root.json --from-channel testing --release t1 --to-channel beta &&
+  grep -q "none of the keys given (--key) is in the release role" <<<"$out" && [ ! -e rrepo/boards/$B/beta/manifest.json ] &&
   pass "root mode: keys outside the release role cannot promote" || fail "outside the role: $out"
 sed -i '0,/"version": "/s//"version": "9/' rrepo/boards/$B/testing/releases/1/manifest.json
 run "tampered source (root)" 1 "$gen" promote --repo rrepo --board $B --key K.key \
-  --from-channel testing --release t1 --to-channel beta &&
+  --trusted-root pinned.root.json --from-channel testing --release t1 --to-channel beta &&
   grep -q "does not verify" <<<"$out" && pass "root mode: a tampered source is refused against the release role" ||
   fail "tampered (root): $out"
 

@@ -36,22 +36,26 @@ refused() {
     fail "$name: message lacks '$want': $out"
   fi
 }
+pin=() # no root yet: nothing to pin
 pub() { # pub RELEASE KEY [OPTIONS]
   local rel=$1 key=$2; shift 2
   pkgs "p-$rel" "$rel"
   "$gen" -q publish --repo repo --board tb --channel stable --release "$rel" --packages "p-$rel" --key "$key" \
-    --store s.db --level 1 "$@"
+    --store s.db --level 1 "${pin[@]}" "$@"
 }
 verify() { "$gen" verify --repo repo --board tb --channel stable --root repo/root/1.root.json "$@"; }
 
 refused "timestamp without a root" "has no root/1.root.json" \
-  "$gen" timestamp --repo repo --board tb --channel stable --key T1.key
+  "$gen" timestamp "${pin[@]}" --repo repo --board tb --channel stable --key T1.key
 refused "init with a root key that does not sign" "not signed by its own root role" \
   "$gen" root init --repo repo --key R2.key --root-pub R1.pub --release-pub K1.pub --timestamp-pub T1.pub
 [ ! -e repo/root/1.root.json ] && pass "nothing written on refusal" || fail "root/1.root.json written on refusal"
 refused "init without a timestamp role" "the timestamp role needs at least one public key" \
   "$gen" root init --repo repo --key R1.key --root-pub R1.pub --release-pub K1.pub
 ok "root init" "$gen" root init --repo repo --key R1.key --root-pub R1.pub --release-pub K1.pub --timestamp-pub T1.pub
+# the operator's pin, kept outside the repository (gen_planted_root.sh tests it)
+cp repo/root/1.root.json pinned.root.json
+pin=(--trusted-root pinned.root.json)
 refused "a second init" "has a root already" \
   "$gen" root init --repo repo --key R1.key --root-pub R1.pub --release-pub K1.pub --timestamp-pub T1.pub
 
@@ -64,11 +68,11 @@ grep -q '"version": 1' repo/boards/tb/stable/timestamp.json && pass "timestamp v
 ok "verify --root" verify
 grep -q "root chain to version 1, timestamp, signature" <<<"$out" && pass "verify says what it checked" \
   || fail "verify output: $out"
-ok "timestamp refresh" "$gen" timestamp --repo repo --board tb --channel stable --key T1.key --expires-hours 2
+ok "timestamp refresh" "$gen" timestamp "${pin[@]}" --repo repo --board tb --channel stable --key T1.key --expires-hours 2
 grep -q '"version": 2' repo/boards/tb/stable/timestamp.json && pass "timestamp version grows" \
   || fail "timestamp version: $(cat repo/boards/tb/stable/timestamp.json)"
 refused "timestamp signed by a release key" "sign with the timestamp role's keys" \
-  "$gen" timestamp --repo repo --board tb --channel stable --key K1.key
+  "$gen" timestamp "${pin[@]}" --repo repo --board tb --channel stable --key K1.key
 refused "verify past the timestamp's expiry" "timestamp expired at" verify --at "$(date -u -d '+3 hours' +%Y-%m-%dT%H:%M:%SZ)"
 refused "verify past the root's expiry" "root version 1 expired at" verify --at 2099-01-01T00:00:00Z
 
@@ -80,20 +84,20 @@ cp m.bak repo/boards/tb/stable/manifest.json
 
 # rotation: R1 -> R2 needs both
 refused "rotate signed by the old key only" "not signed by its own root role" \
-  "$gen" root rotate --repo repo --key R1.key --root-pub R2.pub
+  "$gen" root rotate "${pin[@]}" --repo repo --key R1.key --root-pub R2.pub
 refused "rotate signed by the new key only" "not signed by root version 1's root role" \
-  "$gen" root rotate --repo repo --key R2.key --root-pub R2.pub
+  "$gen" root rotate "${pin[@]}" --repo repo --key R2.key --root-pub R2.pub
 [ ! -e repo/root/2.root.json ] && pass "no root 2 on refusal" || fail "root/2.root.json written on refusal"
-ok "rotate R1 -> R2" "$gen" root rotate --repo repo --key R1.key --key R2.key --root-pub R2.pub
-refused "rotate with nothing to change" "nothing changes" "$gen" root rotate --repo repo --key R2.key
+ok "rotate R1 -> R2" "$gen" root rotate "${pin[@]}" --repo repo --key R1.key --key R2.key --root-pub R2.pub
+refused "rotate with nothing to change" "nothing changes" "$gen" root rotate "${pin[@]}" --repo repo --key R2.key
 ok "verify across the rotation" verify
 grep -q "root chain to version 2" <<<"$out" && pass "verify walked to version 2" || fail "verify output: $out"
 
 # revoking the only release key is refused; replace it, then revoke
 refused "revoke the last release key" "add a key first" \
-  "$gen" root revoke --repo repo --key R2.key --revoke K1.pub
-ok "add release key K2" "$gen" root rotate --repo repo --key R2.key --release-pub K1.pub --release-pub K2.pub
-ok "revoke K1" "$gen" root revoke --repo repo --key R2.key --revoke K1.pub
+  "$gen" root revoke "${pin[@]}" --repo repo --key R2.key --revoke K1.pub
+ok "add release key K2" "$gen" root rotate "${pin[@]}" --repo repo --key R2.key --release-pub K1.pub --release-pub K2.pub
+ok "revoke K1" "$gen" root revoke "${pin[@]}" --repo repo --key R2.key --revoke K1.pub
 [ -e repo/root/4.root.json ] && pass "root 4 written" || fail "no root/4.root.json"
 refused "verify a release signed by the revoked key" "signed by unknown key" verify
 refused "publish with the revoked key" "do not meet the release role of root version 4" pub r2 K1.key
@@ -111,14 +115,14 @@ refused "verify with a broken chain" "root/3.root.json" verify
 cp r3.bak repo/root/3.root.json.sig
 
 # thresholds: root role of 2 of R2,R3; one signature is not enough
-ok "root threshold 2" "$gen" root rotate --repo repo --key R2.key --key R3.key --root-pub R2.pub --root-pub R3.pub \
+ok "root threshold 2" "$gen" root rotate "${pin[@]}" --repo repo --key R2.key --key R3.key --root-pub R2.pub --root-pub R3.pub \
   --root-threshold 2
 refused "rotate under threshold" "1 of 2 required signatures" \
-  "$gen" root rotate --repo repo --key R2.key --timestamp-pub T2.pub
-ok "rotate with both" "$gen" root rotate --repo repo --key R2.key --key R3.key --timestamp-pub T2.pub
+  "$gen" root rotate "${pin[@]}" --repo repo --key R2.key --timestamp-pub T2.pub
+ok "rotate with both" "$gen" root rotate "${pin[@]}" --repo repo --key R2.key --key R3.key --timestamp-pub T2.pub
 refused "timestamp by the replaced timestamp key" "sign with the timestamp role's keys" \
-  "$gen" timestamp --repo repo --board tb --channel stable --key T1.key
-ok "timestamp by the new key" "$gen" timestamp --repo repo --board tb --channel stable --key T2.key
+  "$gen" timestamp "${pin[@]}" --repo repo --board tb --channel stable --key T1.key
+ok "timestamp by the new key" "$gen" timestamp "${pin[@]}" --repo repo --board tb --channel stable --key T2.key
 ok "verify at the end" verify
 
 echo "$fails failure(s)"

@@ -70,7 +70,8 @@ pub() { # REPO RELEASE KEY [OPTIONS]
     --store "$repo.db" --level 1 "$@" >/dev/null
 }
 "$gen" root init --repo repo --key R1.key --root-pub R1.pub --release-pub K1.pub --timestamp-pub T1.pub >/dev/null
-pub repo r1 K1.key --timestamp-key T1.key
+cp repo/root/1.root.json pinned.root.json # the publisher's pin, outside the repository
+pub repo r1 K1.key --timestamp-key T1.key --trusted-root pinned.root.json
 pub legacy r1 L1.key
 mkdir -p logs image
 cp repo/root/1.root.json repo/root/1.root.json.sig image/
@@ -92,7 +93,7 @@ doc "status, idle on release 1, root mode" eqota-status-1.schema.json eq status 
 doc "check, up to date" eqota-check-1.schema.json eq check --json
 doc "verify, a clean slot" eqota-verify-1.schema.json eq verify --json
 
-pub repo r2 K1.key --timestamp-key T1.key
+pub repo r2 K1.key --timestamp-key T1.key --trusted-root pinned.root.json
 sleep 1
 doc "check, release 2 available" eqota-check-1.schema.json eq check --json
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert not d["up_to_date"] and {p["action"] for p in d["plan"]} >= {"keep"}, d' \
@@ -107,7 +108,7 @@ doc "status, after a failed trial (reason not UTF-8)" eqota-status-1.schema.json
   pass "status: the bytes that are not UTF-8 arrive as U+FFFD" || fail "failed reason: $(cat "$w/doc.json")"
 
 # An install error: release 3's changed object is missing on the server.
-pub repo r3 K1.key --timestamp-key T1.key
+pub repo r3 K1.key --timestamp-key T1.key --trusted-root pinned.root.json
 obj=$("$gen" show --repo repo --board tb --channel stable --json | "$py" -c 'import json,sys; print([p["object"]["path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="tool"][0])')
 mv "repo/$obj" "repo/$obj.gone"
 sleep 1
@@ -128,12 +129,12 @@ doc "status, held" eqota-status-1.schema.json eq status --json
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["hold"]["until"] > 0 and d["pin"] is None, d' \
   "$w/doc.json" && pass "status: the hold" || fail "status held: $(cat "$w/doc.json")"
 eq hold --off >/dev/null || fail "hold --off"
-"$gen" -q rollout --repo repo --board tb --channel stable --percent 0 --key T1.key >/dev/null || fail "rollout --percent 0"
+"$gen" -q rollout --repo repo --board tb --channel stable --percent 0 --key T1.key --trusted-root pinned.root.json >/dev/null || fail "rollout --percent 0"
 sleep 1
 doc "check, out of the rollout" eqota-check-1.schema.json eq check --json
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["deferred"] == "rollout" and d["rollout"] == {"percent": 0, "halted": False, "selected": False} and d["hold"] is None, d' \
   "$w/doc.json" && pass "check: out of a 0 % rollout" || fail "check rollout: $(cat "$w/doc.json")"
-"$gen" -q rollout --repo repo --board tb --channel stable --percent 100 --halt --key T1.key >/dev/null || fail "rollout --halt"
+"$gen" -q rollout --repo repo --board tb --channel stable --percent 100 --halt --key T1.key --trusted-root pinned.root.json >/dev/null || fail "rollout --halt"
 sleep 1
 doc "check, halted" eqota-check-1.schema.json eq check --json
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["deferred"] == "halted" and d["rollout"]["halted"], d' \

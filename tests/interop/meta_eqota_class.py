@@ -217,6 +217,11 @@ pkgs = os.path.join(w, "packages")
 os.makedirs(pkgs)
 for f in files:
     os.symlink(os.path.join(deploy, f), os.path.join(pkgs, os.path.basename(f)))
+check("--trusted-root" not in yocto.publish_command(d, pkgs, index)[0], "no EQOTA_TRUSTED_ROOT: no --trusted-root")
+d.setVar("EQOTA_TRUSTED_ROOT", "/secure/root.json")
+cmd, env = yocto.publish_command(d, pkgs, index)
+check(cmd[cmd.index("--trusted-root") + 1] == "/secure/root.json", "EQOTA_TRUSTED_ROOT pins the root for publish")
+d.setVar("EQOTA_TRUSTED_ROOT", "")
 cmd, env = yocto.publish_command(d, pkgs, index)
 check(cmd[cmd.index("--cache") + 1] == os.path.join(w, "inputs.db"), "publish keeps its input cache beside the store")
 cmd[0] = gen

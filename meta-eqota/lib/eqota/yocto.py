@@ -123,6 +123,8 @@ def publish_command(d, packages_dir, index_path):
            "--level", d.getVar("EQOTA_LEVEL") or "19"]
     for k in (d.getVar("EQOTA_TIMESTAMP_KEY") or "").split():
         cmd += ["--timestamp-key", k]
+    if d.getVar("EQOTA_TRUSTED_ROOT"):
+        cmd += ["--trusted-root", d.getVar("EQOTA_TRUSTED_ROOT")]
     hashserv = d.getVar("EQOTA_HASHSERV") or ""
     if hashserv.startswith(("ws://", "wss://")):
         raise EqotaError("EQOTA_HASHSERV '%s': eqota-gen speaks to bitbake-hashserv over TCP or a unix socket, "
