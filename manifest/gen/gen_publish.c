@@ -1109,8 +1109,9 @@ static eq_err signed_by_own_key(const struct eq_promote_opts *o, const struct eq
 		if (mine)
 			continue;
 		if ((r = eq_manifest_trust_copy(own, id, 1, &next, NULL, err)) == EQ_ERR_STATE)
-			r = eq_error_set(err, EQ_ERR_VERIFY,
-					 "none of the keys given (--key) is among the keys that may sign the source");
+			r = eq_error_set(
+				err, EQ_ERR_VERIFY,
+				"none of the keys given (--key) is in the release role the source is checked against");
 		eq_manifest_trust_free(own);
 		own = next;
 	}
