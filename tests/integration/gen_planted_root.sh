@@ -9,7 +9,8 @@
 #     its release; so do publish, timestamp, rollout and root rotate;
 #   - without a pin, a repository with a root is refused, saying how to pin;
 #   - promote re-signs only a source its own key (--key) signed, not one
-#     signed by another key the genuine root lists.
+#     signed by another key the genuine root lists;
+#   - verify --root FILE --release R checks R against the chain from FILE.
 # Usage: gen_planted_root.sh EQOTA_GEN SOURCE_DIR
 set -euo pipefail
 gen=$1 src=$2
@@ -52,6 +53,7 @@ ok "root init" "$gen" root init --repo repo --key R.key --root-pub R.pub --relea
 sha=$(sha256sum repo/root/1.root.json | cut -c1-64)
 has "root init prints the SHA-256 to pin" "$sha"
 mkdir -p pins && cp repo/root/1.root.json pins/root.json # the operator's copy, outside the repository
+cp repo/root/1.root.json.sig pins/root.json.sig          # what a device installs, for verify --root
 
 refused "publish without a pin in a repository with a root" pub repo stable r1 K.key "" &&
   has "the refusal says how to pin" "--trusted-root"
@@ -97,6 +99,10 @@ refused "promote of the planted release without a pin" promote && has "it says h
 cmp -s stable.before repo/boards/$B/stable/manifest.json && pass "stable keeps its release" ||
   fail "stable changed: $(grep '"release"' repo/boards/$B/stable/manifest.json)"
 grep -rq "hello evil" repo/boards/$B/stable 2>/dev/null && fail "evil on stable" || true
+# verify --root checks an older release against the chain from the
+# installed root, not from the repository's own root/1
+refused "verify --release of the planted release" "$gen" verify --repo repo --board $B --channel testing \
+  --root pins/root.json --release r2 && has "verify names the unknown key" "signed by unknown key"
 
 # ---- every other signing command refuses the planted root too
 refused "publish in the planted repository" pub repo stable r9 K.key pins/root.json && has "publish names both" "$planted"
