@@ -874,6 +874,12 @@ static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
 	eq_err r;
+	/* One publisher per repository at a time; the store is shared safely
+	 * by itself, the release numbering is not. The lock also checks that
+	 * no link leads out of the repository, so it comes before any folder
+	 * is made in it. */
+	if ((r = eq_mkdir_p(o->repo, 0755, err)) || (r = eqg_lock_repo(o->repo, &c->lock_fd, err)))
+		return r;
 	const char *sub[] = {"objects", "deltas"};
 	for (size_t i = 0; i < 2; i++) {
 		EQ_AUTOFREE char *p = eq_asprintf("%s/%s", o->repo, sub[i]);
@@ -886,10 +892,6 @@ static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
 	if (!bdir)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	if ((r = eq_mkdir_p(bdir, 0755, err)))
-		return r;
-	/* One publisher per repository at a time; the store is shared safely
-	 * by itself, the release numbering is not. */
-	if ((r = eqg_lock_repo(o->repo, &c->lock_fd, err)))
 		return r;
 	c->tmpdir = eq_asprintf("%s/.tmp-XXXXXX", o->repo);
 	if (!c->tmpdir)
