@@ -712,14 +712,14 @@ static void work_one(struct pub_ctx *c, struct prep *p)
 		/* An object found in objects/ is signed only once its bytes are
 		 * checked against its name; one that fails is made again. */
 		struct eq_error e;
-		if (!p->write_object && (r = check_object(c, p->pub.object_sha256, &e))) {
-			if (r == EQ_ERR_NOMEM) {
-				p->r = eq_error_set(err, r, "%s", eq_error_msg(&e));
-				return;
-			}
+		eq_err cr = p->write_object ? EQ_OK : check_object(c, p->pub.object_sha256, &e);
+		if (cr == EQ_ERR_NOMEM) {
+			p->r = eq_error_set(err, cr, "%s", eq_error_msg(&e));
+			return;
+		}
+		if (cr) {
 			eq_log(EQ_LOG_WARNING, "package '%s': %s: made again", p->in.name, eq_error_msg(&e));
 			p->write_object = true;
-			r = EQ_OK;
 		}
 		if (p->write_object && !(r = ensure_payload(c, p, err)))
 			r = write_object(c, p->payload, &p->pub, &p->st, err);
