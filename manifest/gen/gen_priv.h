@@ -95,10 +95,12 @@ eq_err eqg_manifest_companions(const char *repo, const char *board, const char *
 /* ---- the repository's own folders (gen_repo.c) ---- */
 
 /*
- * Refuses (EQ_ERR_UNSAFE, naming it) a symbolic link anywhere below
- * @repo: one there could send a write or a removal outside the
- * repository (objects/ pointing at the folder of the signing key). @repo
- * itself may be a link, the operator's choice; a missing @repo passes.
+ * Refuses (EQ_ERR_UNSAFE, naming it) a symbolic link anywhere in what
+ * eqota-gen writes or removes in @repo (objects/, deltas/, boards/,
+ * root/, .publish.lock, .tmp-*): one there could send a write or a
+ * removal outside the repository (objects/ pointing at the folder of the
+ * signing key). Other entries of @repo are left alone; @repo itself may
+ * be a link, the operator's choice; a missing @repo passes.
  * Every writer runs it under the publish lock (eqg_lock_repo() does).
  */
 eq_err eqg_repo_check_links(const char *repo, struct eq_error *err);

@@ -25,6 +25,18 @@ static eq_err link_refused(const char *repo, const char *rel, struct eq_error *e
 			    repo, rel, repo);
 }
 
+/* What eqota-gen writes or removes at the top of a repository; anything
+ * else there (a web server's index, a link to another repository) is not
+ * its business and is left alone. */
+static bool ours(const char *name)
+{
+	static const char *const top[] = {"objects", "deltas", "boards", "root", ".publish.lock"};
+	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+		if (!strcmp(name, top[i]))
+			return true;
+	return !strncmp(name, ".tmp-", 5);
+}
+
 /* Walks the open folder @dfd (repository path @rel, in a PATH_MAX buffer
  * of which @len bytes are used); takes @dfd over. */
 static eq_err check_tree(int dfd, const char *repo, char *rel, size_t len, unsigned depth, struct eq_error *err)
@@ -38,7 +50,7 @@ static eq_err check_tree(int dfd, const char *repo, char *rel, size_t len, unsig
 	eq_err r = EQ_OK;
 	struct dirent *de;
 	while (!r && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || (depth == 0 && !ours(de->d_name)))
 			continue;
 		size_t nl = strlen(de->d_name), at = len ? len + 1 : 0;
 		if (at + nl >= PATH_MAX) {

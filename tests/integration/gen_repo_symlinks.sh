@@ -88,9 +88,12 @@ expect_fail "publish with .publish.lock a link" ".publish.lock" pub stable r3 s3
 cmp -s K.key K.key.orig && pass "the key the lock file pointed at is unchanged" || fail "K.key changed"
 rm repo/.publish.lock
 
+# What eqota-gen does not write may be a link (another repository served
+# beside this one); it is left alone.
+mkdir other && echo other >other/canary && ln -s "$w/other" repo/other
 # Back to folders: everything works again.
 if pub stable r3 s3 >/dev/null && out=$("$gen" prune --repo repo --keep 1 --grace-hours 0) &&
-  grep -q "^removed 2 releases" <<<"$out"; then
-  pass "with the folders back, publish and prune work"
+  grep -q "^removed 2 releases" <<<"$out" && [ -f other/canary ]; then
+  pass "with the folders back, publish and prune work; a link beside them is left alone"
 else fail "after the links: ${out:-publish failed}"; fi
 [ "$fails" -eq 0 ]
