@@ -191,6 +191,11 @@ eq_err eq_rm_rf(const char *path, struct eq_error *err)
 	return rm_at(AT_FDCWD, path, path, err);
 }
 
+eq_err eq_rm_rf_at(int dirfd, const char *name, const char *shown, struct eq_error *err)
+{
+	return rm_at(dirfd, name, shown, err);
+}
+
 static bool number_name(const char *name, const char *suffix, unsigned width, uint64_t *ret)
 {
 	uint64_t v = 0;

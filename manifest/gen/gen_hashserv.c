@@ -82,24 +82,39 @@ static eq_err dropped(struct eq_hashserv *h, struct eq_error *err, const char *w
 	return eq_error_set(err, EQ_ERR_NETWORK, "hashserv %s closed the connection %s", eq_hashserv_addr(h), what);
 }
 
+/* The timeout as a person reads it: "30 s", or "300 ms" for tests. */
+static const char *timeout_str(const struct eq_hashserv *h, char buf[32])
+{
+	if (h->timeout_ms % 1000 == 0)
+		snprintf(buf, 32, "%u s", h->timeout_ms / 1000);
+	else
+		snprintf(buf, 32, "%u ms", h->timeout_ms);
+	return buf;
+}
+
 /* ---- bytes --------------------------------------------------------------- */
 
 /*
  * One step of I/O: sends what it can of @out (when not NULL), and reads
  * what arrived into h->in. Reading while sending keeps a pipelined batch
  * from deadlocking against a server that answers while we still write.
- * *deadline is moved forward whenever the server shows life.
+ * The caller owns the deadline: bytes in either direction never move it,
+ * or a server trickling one byte every few seconds (or reading that
+ * slowly) would keep eqota-gen waiting forever.
  */
-static eq_err pump(struct eq_hashserv *h, const char *out, size_t out_len, size_t *sent, double *deadline,
+static eq_err pump(struct eq_hashserv *h, const char *out, size_t out_len, size_t *sent, double deadline,
 		   struct eq_error *err)
 {
 	struct pollfd p = {.fd = h->fd, .events = POLLIN};
 	if (out && *sent < out_len)
 		p.events |= POLLOUT;
-	double left = *deadline - eq_now_s();
+	double left = deadline - eq_now_s();
+	char tb[32];
 	if (left <= 0)
-		return eq_error_set(err, EQ_ERR_NETWORK, "no answer from hashserv %s within %u s", eq_hashserv_addr(h),
-				    (h->timeout_ms + 999) / 1000);
+		return eq_error_set(err, EQ_ERR_NETWORK,
+				    "no answer from hashserv %s within %s (the time allowed for each whole answer, "
+				    "however many bytes arrive)",
+				    eq_hashserv_addr(h), timeout_str(h, tb));
 	int n = poll(&p, 1, (int)(left * 1000) + 1);
 	if (n < 0 && errno == EINTR)
 		return EQ_OK;
@@ -134,7 +149,6 @@ static eq_err pump(struct eq_hashserv *h, const char *out, size_t out_len, size_
 						    eq_hashserv_addr(h), EQ_HASHSERV_MAX_MESSAGE);
 			if (e)
 				return e;
-			*deadline = eq_now_s() + h->timeout_ms / 1000.0;
 		}
 	}
 	if (out && *sent < out_len && (p.revents & POLLOUT)) {
@@ -143,10 +157,8 @@ static eq_err pump(struct eq_hashserv *h, const char *out, size_t out_len, size_
 			return dropped(h, err, "while we sent");
 		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			return eq_error_errno(err, EQ_ERR_NETWORK, "hashserv %s: send", eq_hashserv_addr(h));
-		if (w > 0) {
+		if (w > 0)
 			*sent += (size_t)w;
-			*deadline = eq_now_s() + h->timeout_ms / 1000.0;
-		}
 	}
 	return EQ_OK;
 }
@@ -290,6 +302,9 @@ static eq_err check_invoke_error(struct eq_hashserv *h, const cJSON *j, const ch
  * Sends @out (already framed) and hands the next @n answers to @fn: as
  * JSON messages, or with @lines, as plain lines (stream mode), where the
  * first and last answers of the stream are the mode switches.
+ * Each answer must be complete within timeout_ms of the previous one (or
+ * of the start): the deadline moves with whole answers only, so a batch
+ * of n requests ends within n times timeout_ms whatever the server does.
  */
 static eq_err exchange(struct eq_hashserv *h, const struct eq_buf *out, size_t n, bool lines, answer_fn fn, void *ctx,
 		       struct eq_error *err)
@@ -316,6 +331,7 @@ static eq_err exchange(struct eq_hashserv *h, const struct eq_buf *out, size_t n
 				if (r)
 					return r;
 				got++;
+				deadline = eq_now_s() + h->timeout_ms / 1000.0;
 				continue;
 			}
 			if (h->in.len - h->in_off > EQ_HASHSERV_MAX_MESSAGE)
@@ -330,10 +346,11 @@ static eq_err exchange(struct eq_hashserv *h, const struct eq_buf *out, size_t n
 				if (r)
 					return r;
 				got++;
+				deadline = eq_now_s() + h->timeout_ms / 1000.0;
 				continue;
 			}
 		}
-		r = pump(h, (const char *)out->data, out->len, &sent, &deadline, err);
+		r = pump(h, (const char *)out->data, out->len, &sent, deadline, err);
 		if (r)
 			return r;
 	}
@@ -345,13 +362,15 @@ static eq_err exchange(struct eq_hashserv *h, const struct eq_buf *out, size_t n
 static eq_err wait_connected(struct eq_hashserv *h, int fd, struct eq_error *err)
 {
 	struct pollfd p = {.fd = fd, .events = POLLOUT};
-	int n;
-	do
-		n = poll(&p, 1, (int)h->timeout_ms);
-	while (n < 0 && errno == EINTR);
+	/* A fixed deadline: a signal must not restart the wait. */
+	double deadline = eq_now_s() + h->timeout_ms / 1000.0, left;
+	int n = 0;
+	while ((left = deadline - eq_now_s()) > 0 && (n = poll(&p, 1, (int)(left * 1000) + 1)) < 0 && errno == EINTR)
+		n = 0;
+	char tb[32];
 	if (n == 0)
-		return eq_error_set(err, EQ_ERR_NETWORK, "hashserv %s: no connection within %u s", h->addr,
-				    (h->timeout_ms + 999) / 1000);
+		return eq_error_set(err, EQ_ERR_NETWORK, "hashserv %s: no connection within %s", h->addr,
+				    timeout_str(h, tb));
 	int e = 0;
 	socklen_t el = sizeof(e);
 	if (n < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) != 0)

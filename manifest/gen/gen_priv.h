@@ -92,6 +92,26 @@ eq_err eqg_manifest_companions(const char *repo, const char *board, const char *
 			       const char *dir, const char *rdir, const uint8_t *json, size_t json_len,
 			       struct eq_error *err);
 
+/* ---- the repository's own folders (gen_repo.c) ---- */
+
+/*
+ * Refuses (EQ_ERR_UNSAFE, naming it) a symbolic link anywhere in what
+ * eqota-gen writes or removes in @repo (objects/, deltas/, boards/,
+ * root/, .publish.lock, .tmp-*): one there could send a write or a
+ * removal outside the repository (objects/ pointing at the folder of the
+ * signing key). Other entries of @repo are left alone; @repo itself may
+ * be a link, the operator's choice; a missing @repo passes.
+ * Every writer runs it under the publish lock (eqg_lock_repo() does).
+ */
+eq_err eqg_repo_check_links(const char *repo, struct eq_error *err);
+/*
+ * Removes @path ("@repo/..."), a file or a folder with what it holds,
+ * reaching it one component at a time without following a link, so that
+ * a link put there after the check still cannot lead outside; a link on
+ * the way is refused. A missing @path is not an error.
+ */
+eq_err eqg_repo_remove(const char *repo, const char *path, struct eq_error *err);
+
 /* ---- small containers and the cache's byte format (gen_inputs.c) ---- */
 
 /* A growable list of owned strings; zero-initialise, free with

@@ -46,12 +46,7 @@ static eq_err drop(struct prune *p, const char *path, uint64_t size, size_t *cou
 	p->rep->bytes += size;
 	if (p->o->dry_run)
 		return EQ_OK;
-	struct stat st;
-	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return eq_rm_rf(path, err);
-	if (unlink(path) != 0 && errno != ENOENT)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot remove '%s'", path);
-	return EQ_OK;
+	return eqg_repo_remove(p->o->repo, path, err);
 }
 
 /* The objects and deltas @m refers to go to the kept set. */
@@ -136,8 +131,8 @@ static eq_err prune_channel(struct prune *p, const char *cdir, struct eq_error *
 		EQ_AUTOFREE char *hist = eq_asprintf("%s/publisher-history", cdir);
 		if (!hist)
 			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-		else if (unlink(hist) != 0 && errno != ENOENT)
-			r = eq_error_errno(err, EQ_ERR_IO, "cannot remove '%s'", hist);
+		else
+			r = eqg_repo_remove(p->o->repo, hist, err);
 	}
 	return r;
 }

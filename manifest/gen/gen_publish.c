@@ -106,13 +106,46 @@ static eq_err hash_sink_write(void *ctx, const void *data, size_t len, struct eq
 	return eq_write_all(h->fd, data, len, err);
 }
 
-/* Moves @tmp to @dest unless @dest already holds the same content-addressed
- * file (another publisher got there first: same name, same bytes). */
-static eq_err install_file(const char *tmp, const char *dest, struct eq_error *err)
+/* Moves @tmp (whose bytes hash to @sha) to @dest. A @dest already there
+ * with other bytes was planted or damaged (the publish lock keeps other
+ * publishers out): it is replaced, never taken for ours. */
+static eq_err install_file(const char *tmp, const char *dest, const uint8_t sha[EQ_SHA256_LEN], struct eq_error *err)
 {
-	if (link(tmp, dest) != 0 && errno != EEXIST)
+	if (link(tmp, dest) == 0) {
+		(void)unlink(tmp);
+		return EQ_OK;
+	}
+	if (errno != EEXIST)
 		return eq_error_errno(err, EQ_ERR_IO, "cannot create '%s'", dest);
-	(void)unlink(tmp);
+	uint8_t have[EQ_SHA256_LEN];
+	if (eq_sha256_file(dest, have, NULL, NULL) == EQ_OK && !memcmp(have, sha, EQ_SHA256_LEN)) {
+		(void)unlink(tmp);
+		return EQ_OK;
+	}
+	eq_log(EQ_LOG_WARNING, "'%s' existed with other bytes than the ones made for it: replaced", dest);
+	if (rename(tmp, dest) != 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot rename '%s' to '%s'", tmp, dest);
+	return EQ_OK;
+}
+
+/*
+ * Checks that objects/@sha_hex holds the bytes its name says: a file put
+ * there by anyone but this publisher must not be signed as the object.
+ * EQ_ERR_VERIFY naming the file when it does not.
+ */
+static eq_err check_object(struct pub_ctx *c, const char *sha_hex, struct eq_error *err)
+{
+	EQ_AUTOFREE char *path = eq_asprintf("%s/objects/%s", c->o->repo, sha_hex);
+	if (!path)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	uint8_t sha[EQ_SHA256_LEN];
+	char hex[EQ_SHA256_HEX_LEN + 1];
+	eq_err r = eq_sha256_file(path, sha, NULL, err);
+	if (r)
+		return r;
+	eq_hex_encode(sha, sizeof(sha), hex);
+	if (strcmp(hex, sha_hex))
+		return eq_error_set(err, EQ_ERR_VERIFY, "'%s' hashes to %s: not the object its name says", path, hex);
 	return EQ_OK;
 }
 
@@ -151,16 +184,38 @@ static eq_err write_object(struct pub_ctx *c, const char *payload, struct eq_sto
 	EQ_AUTOFREE char *dest = eq_asprintf("%s/objects/%s", c->o->repo, pub->object_sha256);
 	if (!dest)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	r = install_file(tmp, dest, err);
+	r = install_file(tmp, dest, sha, err);
 	if (!r) {
 		st->objects_written++;
 		st->bytes_written += hs.n;
 	}
 	return r;
 }
-/* Decompresses objects/<sha> into a new temporary payload file. */
-static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, uint64_t payload_size, char **ret_path,
-				struct eq_error *err)
+/* A reader that hashes what passes through it. */
+struct hash_src {
+	int fd;
+	struct eq_sha256 sha;
+	uint64_t n;
+};
+static eq_err hash_src_read(void *ctx, void *buf, size_t len, size_t *ret_n, struct eq_error *err)
+{
+	struct hash_src *h = ctx;
+	eq_err r = eq_fd_read(&h->fd, buf, len, ret_n, err);
+	if (!r) {
+		eq_sha256_update(&h->sha, buf, *ret_n);
+		h->n += *ret_n;
+	}
+	return r;
+}
+
+/*
+ * Decompresses objects/<@object_sha> into a new temporary payload file.
+ * The object's bytes must hash to its name and, with @payload_sha, the
+ * payload to that (EQ_ERR_VERIFY naming the file): a file planted there
+ * would otherwise become the reference of a delta, or a promoted payload.
+ */
+static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, const char *payload_sha,
+				uint64_t payload_size, char **ret_path, struct eq_error *err)
 {
 	EQ_AUTOFREE char *src = eq_asprintf("%s/objects/%s", c->o->repo, object_sha);
 	if (!src)
@@ -176,10 +231,33 @@ static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, uint6
 		close(in);
 		return r;
 	}
-	r = eq_object_decompress(eq_fd_read, &in, eq_fd_write, &out, payload_size, 0, err);
+	struct hash_src hsrc = {.fd = in};
+	struct hash_sink hs = {.fd = out};
+	eq_sha256_init(&hsrc.sha);
+	eq_sha256_init(&hs.sha);
+	r = eq_object_decompress(hash_src_read, &hsrc, hash_sink_write, &hs, payload_size, 0, err);
+	/* What decompression left unread counts too. */
+	for (size_t n = 1; !r && n;) {
+		uint8_t rest[4096];
+		r = hash_src_read(&hsrc, rest, sizeof(rest), &n, err);
+	}
 	close(in);
 	if (close(out) != 0 && !r)
 		r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", tmp);
+	uint8_t sha[EQ_SHA256_LEN];
+	char hex[EQ_SHA256_HEX_LEN + 1];
+	if (!r) {
+		eq_sha256_final(&hsrc.sha, sha);
+		eq_hex_encode(sha, sizeof(sha), hex);
+		if (strcmp(hex, object_sha))
+			r = eq_error_set(err, EQ_ERR_VERIFY, "hashes to %s: not the object its name says", hex);
+	}
+	if (!r && payload_sha) {
+		eq_sha256_final(&hs.sha, sha);
+		eq_hex_encode(sha, sizeof(sha), hex);
+		if (strcmp(hex, payload_sha))
+			r = eq_error_set(err, EQ_ERR_VERIFY, "decompresses to payload %s, not %s", hex, payload_sha);
+	}
 	if (r) {
 		eq_error_prefix(err, r, "%s", src);
 		(void)unlink(tmp);
@@ -369,16 +447,8 @@ static void read_one(struct pub_ctx *c, struct prep *p)
  */
 static eq_err promoted_payload(struct pub_ctx *c, struct prep *p, struct eq_error *err)
 {
-	eq_err r = object_to_payload(c, p->pub.object_sha256, p->pub.payload_size, &p->payload, err);
-	uint8_t sha[EQ_SHA256_LEN];
-	char hex[EQ_SHA256_HEX_LEN + 1];
-	if (!r && !(r = eq_sha256_file(p->payload, sha, NULL, err))) {
-		eq_hex_encode(sha, sizeof(sha), hex);
-		if (strcmp(hex, p->pub.payload_sha256))
-			r = eq_error_set(err, EQ_ERR_VERIFY,
-					 "objects/%s decompresses to payload %s, the manifest says %s",
-					 p->pub.object_sha256, hex, p->pub.payload_sha256);
-	}
+	eq_err r = object_to_payload(c, p->pub.object_sha256, p->pub.payload_sha256, p->pub.payload_size, &p->payload,
+				     err);
 	return r ? eq_error_prefix(err, r, "package '%s'", p->in.name) : EQ_OK;
 }
 
@@ -402,6 +472,45 @@ static eq_err ensure_payload(struct pub_ctx *c, struct prep *p, struct eq_error 
 				 "its payload is not the one the input cache recorded for this file (changed without "
 				 "its size or times changing?); publish again with --no-cache");
 	return r;
+}
+
+/* A sink that counts and drops what a delta makes. */
+static eq_err count_write(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	(void)data, (void)err;
+	*(uint64_t *)ctx += len;
+	return EQ_OK;
+}
+
+/*
+ * Checks that the delta in file @path, applied to the reference payload
+ * in file @ref, gives payload @to_sha (hex): EQ_ERR_VERIFY (or the
+ * decoder's error) otherwise. Fills the delta file's hash and size.
+ */
+static eq_err check_delta(const char *path, const char *ref, const char *to_sha, uint8_t ret_sha[EQ_SHA256_LEN],
+			  uint64_t *ret_size, struct eq_error *err)
+{
+	uint8_t want[EQ_SHA256_LEN];
+	if (!eq_hex_decode(to_sha, want, sizeof(want)))
+		return eq_error_set(err, EQ_ERR_INVAL, "payload hash '%s'", to_sha);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", path);
+	struct hash_src hs = {.fd = fd};
+	eq_sha256_init(&hs.sha);
+	uint64_t made = 0;
+	eq_err r = eq_delta_apply(ref, hash_src_read, &hs, count_write, &made, want, err);
+	/* The signed hash covers the whole file, bytes after the delta too. */
+	for (size_t n = 1; !r && n;) {
+		uint8_t rest[4096];
+		r = hash_src_read(&hs, rest, sizeof(rest), &n, err);
+	}
+	close(fd);
+	if (r)
+		return r;
+	eq_sha256_final(&hs.sha, ret_sha);
+	*ret_size = hs.n;
+	return EQ_OK;
 }
 
 /*
@@ -439,26 +548,59 @@ static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *er
 			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		uint8_t sha[EQ_SHA256_LEN];
 		uint64_t size;
-		if (eq_sha256_file(dest, sha, &size, NULL) == EQ_OK) {
-			eq_hex_encode(sha, EQ_SHA256_LEN, d.sha256);
-			d.size = size;
-			dl->v[dl->n++] = d;
+		struct stat dst;
+		bool exists = stat(dest, &dst) == 0;
+		if (!exists && !make)
 			continue;
-		}
-		if (!make)
-			continue;
-		eq_err r = p->stored_payload ? EQ_OK : ensure_payload(c, p, err);
-		if (r)
-			return r;
-		const char *to_path = p->stored_payload ? p->stored_payload : p->payload;
+		/* The reference, checked against its name and its payload hash:
+		 * to make the delta, or to check the one found. */
 		EQ_AUTOFREE char *ref = NULL;
-		r = object_to_payload(c, old->object_sha256, old->payload_size, &ref, err);
+		struct eq_error e;
+		eq_err r = object_to_payload(c, old->object_sha256, old->payload_sha256, old->payload_size, &ref, &e);
 		if (r == EQ_ERR_NOTFOUND) {
-			/* An old object pruned from the repository: no delta from it. */
+			/* An old object pruned from the repository: no delta from it
+			 * can be made, nor one found checked. */
 			continue;
 		}
-		if (r)
+		if (r == EQ_ERR_VERIFY) {
+			eq_log(EQ_LOG_WARNING, "package '%s': no delta from payload %s: %s, continuing", name,
+			       old->payload_sha256, eq_error_msg(&e));
+			continue;
+		}
+		if (r) {
+			*err = e;
 			return eq_error_prefix(err, r, "delta for '%s'", name);
+		}
+		if (exists) {
+			/* Signed only if it really turns the reference into this
+			 * payload: a file planted here would send devices junk. */
+			r = check_delta(dest, ref, to_sha, sha, &size, &e);
+			if (!r) {
+				(void)unlink(ref);
+				eq_hex_encode(sha, EQ_SHA256_LEN, d.sha256);
+				d.size = size;
+				dl->v[dl->n++] = d;
+				continue;
+			}
+			if (r == EQ_ERR_NOMEM) {
+				(void)unlink(ref);
+				*err = e;
+				return r;
+			}
+			eq_log(EQ_LOG_WARNING, "package '%s': '%s' is not a delta from payload %s to %s (%s): %s", name,
+			       dest, old->payload_sha256, to_sha, eq_error_msg(&e),
+			       make ? "made again" : "not offered, continuing");
+			if (!make) {
+				(void)unlink(ref);
+				continue;
+			}
+		}
+		r = p->stored_payload ? EQ_OK : ensure_payload(c, p, err);
+		if (r) {
+			(void)unlink(ref);
+			return r;
+		}
+		const char *to_path = p->stored_payload ? p->stored_payload : p->payload;
 		int out;
 		EQ_AUTOFREE char *tmp = NULL;
 		r = tmp_file(c, "delta", &out, &tmp, err);
@@ -487,7 +629,7 @@ static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *er
 		}
 		eq_hex_encode(sha, EQ_SHA256_LEN, d.sha256);
 		d.size = hs.n;
-		r = install_file(tmp, dest, err);
+		r = install_file(tmp, dest, sha, err);
 		if (r)
 			return r;
 		p->st.deltas_written++;
@@ -549,7 +691,8 @@ static void work_one(struct pub_ctx *c, struct prep *p)
 	struct eq_error *err = &p->err;
 	eq_err r = EQ_OK;
 	if (p->state == EQ_PUB_NOT_REPRODUCIBLE) {
-		r = object_to_payload(c, p->pub.object_sha256, p->pub.payload_size, &p->stored_payload, err);
+		r = object_to_payload(c, p->pub.object_sha256, p->pub.payload_sha256, p->pub.payload_size,
+				      &p->stored_payload, err);
 		if (r) {
 			p->r = eq_error_prefix(
 				err, r, "package '%s' is not reproducible and the object published for its unihash",
@@ -565,9 +708,20 @@ static void work_one(struct pub_ctx *c, struct prep *p)
 			p->r = eq_error_prefix(err, r, "the payload published earlier for package '%s'", p->in.name);
 			return;
 		}
-	} else if (p->write_object) {
-		r = ensure_payload(c, p, err);
-		if (!r)
+	} else {
+		/* An object found in objects/ is signed only once its bytes are
+		 * checked against its name; one that fails is made again. */
+		struct eq_error e;
+		eq_err cr = p->write_object ? EQ_OK : check_object(c, p->pub.object_sha256, &e);
+		if (cr == EQ_ERR_NOMEM) {
+			p->r = eq_error_set(err, cr, "%s", eq_error_msg(&e));
+			return;
+		}
+		if (cr) {
+			eq_log(EQ_LOG_WARNING, "package '%s': %s: made again", p->in.name, eq_error_msg(&e));
+			p->write_object = true;
+		}
+		if (p->write_object && !(r = ensure_payload(c, p, err)))
 			r = write_object(c, p->payload, &p->pub, &p->st, err);
 	}
 	if (!r)
@@ -874,6 +1028,12 @@ static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
 	eq_err r;
+	/* One publisher per repository at a time; the store is shared safely
+	 * by itself, the release numbering is not. The lock also checks that
+	 * no link leads out of the repository, so it comes before any folder
+	 * is made in it. */
+	if ((r = eq_mkdir_p(o->repo, 0755, err)) || (r = eqg_lock_repo(o->repo, &c->lock_fd, err)))
+		return r;
 	const char *sub[] = {"objects", "deltas"};
 	for (size_t i = 0; i < 2; i++) {
 		EQ_AUTOFREE char *p = eq_asprintf("%s/%s", o->repo, sub[i]);
@@ -886,10 +1046,6 @@ static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
 	if (!bdir)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	if ((r = eq_mkdir_p(bdir, 0755, err)))
-		return r;
-	/* One publisher per repository at a time; the store is shared safely
-	 * by itself, the release numbering is not. */
-	if ((r = eqg_lock_repo(o->repo, &c->lock_fd, err)))
 		return r;
 	c->tmpdir = eq_asprintf("%s/.tmp-XXXXXX", o->repo);
 	if (!c->tmpdir)
@@ -1041,7 +1197,12 @@ out:
 /* Phase "work" of a promotion: deltas only, the objects are there. */
 static void promote_one(struct pub_ctx *c, struct prep *p)
 {
-	p->r = make_deltas(c, p, &p->err);
+	/* The object is signed anew: it must be the one its name says. */
+	p->r = check_object(c, p->pub.object_sha256, &p->err);
+	if (p->r)
+		p->r = eq_error_prefix(&p->err, p->r, "package '%s' is not promoted", p->in.name);
+	else
+		p->r = make_deltas(c, p, &p->err);
 }
 
 /*

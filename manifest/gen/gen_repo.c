@@ -1,10 +1,169 @@
+#include "gen_priv.h"
+
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <eq/gen.h>
+
+/* ---- symbolic links inside the repository ------------------------------ */
+
+/* Deeper than boards/B/C/releases/N/manifest.json by far. */
+#define REPO_DEPTH_MAX 32
+
+static eq_err link_refused(const char *repo, const char *rel, struct eq_error *err)
+{
+	return eq_error_set(err, EQ_ERR_UNSAFE,
+			    "'%s/%s' is a symbolic link inside the repository: eqota-gen follows none (it writes "
+			    "and removes only inside '%s'); replace it with the folder or file itself",
+			    repo, rel, repo);
+}
+
+/* What eqota-gen writes or removes at the top of a repository; anything
+ * else there (a web server's index, a link to another repository) is not
+ * its business and is left alone. */
+static bool ours(const char *name)
+{
+	static const char *const top[] = {"objects", "deltas", "boards", "root", ".publish.lock"};
+	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+		if (!strcmp(name, top[i]))
+			return true;
+	return !strncmp(name, ".tmp-", 5);
+}
+
+/* Walks the open folder @dfd (repository path @rel, in a PATH_MAX buffer
+ * of which @len bytes are used); takes @dfd over. */
+static eq_err check_tree(int dfd, const char *repo, char *rel, size_t len, unsigned depth, struct eq_error *err)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		eq_err r = eq_error_errno(err, EQ_ERR_IO, "cannot read '%s/%s'", repo, rel);
+		close(dfd);
+		return r;
+	}
+	eq_err r = EQ_OK;
+	struct dirent *de;
+	while (!r && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || (depth == 0 && !ours(de->d_name)))
+			continue;
+		size_t nl = strlen(de->d_name), at = len ? len + 1 : 0;
+		if (at + nl >= PATH_MAX) {
+			r = eq_error_set(err, EQ_ERR_LIMIT, "'%s/%s/%s': path too long", repo, rel, de->d_name);
+			break;
+		}
+		if (len)
+			rel[len] = '/';
+		memcpy(rel + at, de->d_name, nl + 1);
+		unsigned char type = de->d_type;
+		struct stat st;
+		if (type == DT_UNKNOWN) {
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+			else if (errno != ENOENT)
+				r = eq_error_errno(err, EQ_ERR_IO, "cannot stat '%s/%s'", repo, rel);
+		}
+		if (r) {
+		} else if (type == DT_LNK) {
+			r = link_refused(repo, rel, err);
+		} else if (type == DT_DIR) {
+			int sub = depth < REPO_DEPTH_MAX ? openat(dirfd(d), de->d_name,
+								  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+							 : -2;
+			if (sub == -2)
+				r = eq_error_set(err, EQ_ERR_LIMIT, "'%s/%s': folders nested deeper than %d", repo, rel,
+						 REPO_DEPTH_MAX);
+			else if (sub < 0 && (errno == ELOOP || errno == ENOTDIR))
+				r = link_refused(repo, rel, err); /* swapped for a link meanwhile */
+			else if (sub < 0 && errno != ENOENT)
+				r = eq_error_errno(err, EQ_ERR_IO, "cannot open '%s/%s'", repo, rel);
+			else if (sub >= 0)
+				r = check_tree(sub, repo, rel, at + nl, depth + 1, err);
+		}
+		rel[len] = '\0';
+	}
+	closedir(d);
+	return r;
+}
+
+eq_err eqg_repo_check_links(const char *repo, struct eq_error *err)
+{
+	int fd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? EQ_OK : eq_error_errno(err, EQ_ERR_IO, "cannot open repository '%s'", repo);
+	char *rel = eq_malloc(PATH_MAX);
+	if (!rel) {
+		close(fd);
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	}
+	rel[0] = '\0';
+	eq_err r = check_tree(fd, repo, rel, 0, 0, err);
+	eq_free(rel);
+	return r;
+}
+
+/*
+ * Opens the folder holding @path (which starts with "@repo/") one
+ * component at a time, following no link: a component swapped for a link
+ * fails here rather than leading outside. *ret_name points into @path.
+ */
+static eq_err open_parent(const char *repo, const char *path, int *ret_fd, const char **ret_name, struct eq_error *err)
+{
+	size_t rl = strlen(repo);
+	if (strncmp(path, repo, rl) || path[rl] != '/' || !path[rl + 1])
+		return eq_error_set(err, EQ_ERR_UNSAFE, "'%s' is not inside repository '%s'", path, repo);
+	EQ_AUTOFREE char *rel = eq_strdup(path + rl + 1);
+	if (!rel)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	int fd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open repository '%s'", repo);
+	char *comp = rel, *slash;
+	while ((slash = strchr(comp, '/'))) {
+		*slash = '\0';
+		if (!*comp || !strcmp(comp, "..")) {
+			close(fd);
+			return eq_error_set(err, EQ_ERR_UNSAFE, "'%s': an empty or '..' component", path);
+		}
+		int sub = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(fd);
+		if (sub < 0 && (e == ELOOP || e == ENOTDIR))
+			return link_refused(repo, rel, err);
+		if (sub < 0) {
+			errno = e;
+			return eq_error_errno(err, e == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open '%s/%s'",
+					      repo, rel);
+		}
+		fd = sub;
+		*slash = '/';
+		comp = slash + 1;
+	}
+	*ret_fd = fd;
+	*ret_name = path + rl + 1 + (size_t)(comp - rel);
+	return EQ_OK;
+}
+
+eq_err eqg_repo_remove(const char *repo, const char *path, struct eq_error *err)
+{
+	int fd = -1;
+	const char *name = NULL;
+	eq_err r = open_parent(repo, path, &fd, &name, err);
+	if (r)
+		return r == EQ_ERR_NOTFOUND ? EQ_OK : r;
+	struct stat st;
+	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		r = link_refused(repo, path + strlen(repo) + 1, err);
+	else
+		r = eq_rm_rf_at(fd, name, path, err);
+	close(fd);
+	return r;
+}
 
 
 static int cmp_release(const void *a, const void *b)

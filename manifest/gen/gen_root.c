@@ -284,6 +284,9 @@ eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_
 					cur ? "a threshold of the old root role and of the new one"
 					    : "the new root role's keys");
 	}
+	/* root/ too must be the repository's own folder, not a link. */
+	if (!r)
+		r = eqg_repo_check_links(o->repo, err);
 	if (!r)
 		r = eq_mkdir_p(rdir, 0755, err);
 	if (!r) {
@@ -306,11 +309,18 @@ eq_err eqg_lock_repo(const char *repo, int *ret_fd, struct eq_error *err)
 	EQ_AUTOFREE char *lock = eq_asprintf("%s/.publish.lock", repo);
 	if (!lock)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", lock);
 	if (flock(fd, LOCK_EX) != 0) {
 		eq_err r = eq_error_errno(err, EQ_ERR_IO, "cannot lock '%s'", lock);
+		close(fd);
+		return r;
+	}
+	/* Every writer comes here before its first write: none may follow a
+	 * link out of the repository. */
+	eq_err r = eqg_repo_check_links(repo, err);
+	if (r) {
 		close(fd);
 		return r;
 	}

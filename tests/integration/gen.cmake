@@ -27,6 +27,14 @@ if(TARGET eqota-gen)
   # eqota-gen prune (issue 16).
   add_test(NAME integration.gen_prune COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_prune.sh $<TARGET_FILE:eqota-gen>)
   set_tests_properties(integration.gen_prune PROPERTIES LABELS integration TIMEOUT 300)
+  # No writer follows a symbolic link out of the repository (issue 29).
+  add_test(NAME integration.gen_repo_symlinks
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_repo_symlinks.sh $<TARGET_FILE:eqota-gen>)
+  set_tests_properties(integration.gen_repo_symlinks PROPERTIES LABELS integration TIMEOUT 300)
+  # Nothing found in the repository is signed unchecked (issue 29).
+  add_test(NAME integration.gen_repo_planted
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_repo_planted.sh $<TARGET_FILE:eqota-gen> $<TARGET_FILE:eq-delta>)
+  set_tests_properties(integration.gen_repo_planted PROPERTIES LABELS integration TIMEOUT 300)
   # The fleet page in a real headless browser (Debian's chromium).
   add_test(NAME integration.fleet_html COMMAND ${CMAKE_CURRENT_LIST_DIR}/fleet_html.sh $<TARGET_FILE:eqota-gen>
     ${PROJECT_SOURCE_DIR})

@@ -41,6 +41,8 @@ enum behaviour {
 	GET_JUNK,     /* get-stream answers a malformed unihash */
 	AUTH,         /* wants a login: user "u", token "t" */
 	HUGE_CHUNKS,  /* a chunk-stream message over the cap */
+	TRICKLE_PING, /* answers ping one byte every 100 ms */
+	TRICKLE_GET,  /* answers get-stream lines one byte every 20 ms */
 };
 
 struct fx {
@@ -87,6 +89,15 @@ static void srv_send(const void *p, size_t n)
 			_exit(0);
 		c += w;
 		n -= (size_t)w;
+	}
+}
+
+/* Sends @s one byte at a time, @ms apart: alive, but never done in time. */
+static void srv_trickle(const char *s, unsigned ms)
+{
+	for (; *s; s++) {
+		srv_send(s, 1);
+		usleep(ms * 1000);
 	}
 }
 
@@ -170,6 +181,8 @@ static void serve(enum behaviour b, int conn_no)
 				srv_send("\n", 1);
 			} else if (b == NUL_BYTE) {
 				srv_send("{\"alive\": tr\0ue}\n", 17);
+			} else if (b == TRICKLE_PING) {
+				srv_trickle("{\"alive\": true}\n", 100);
 			} else if (b == HUGE_LINE) {
 				char big[65536];
 				memset(big, 'z', sizeof(big));
@@ -211,7 +224,11 @@ static void serve(enum behaviour b, int conn_no)
 				const char *sp = strchr(l, ' ');
 				if (b == GET_JUNK)
 					srv_sendf("XYZ\n");
-				else if (sp && sp[1] == 'a')
+				else if (b == TRICKLE_GET && sp) {
+					char a[80];
+					snprintf(a, sizeof(a), "%s\n", sp + 1);
+					srv_trickle(a, 20);
+				} else if (sp && sp[1] == 'a')
 					srv_sendf("%s\n", sp + 1);
 				else
 					srv_sendf("\n");
@@ -288,6 +305,8 @@ SETUP(nul, NUL_BYTE)
 SETUP(get_junk, GET_JUNK)
 SETUP(auth, AUTH)
 SETUP(huge_chunks, HUGE_CHUNKS)
+SETUP(trickle_ping, TRICKLE_PING)
+SETUP(trickle_get, TRICKLE_GET)
 
 static const char *hx(char c, int n, char out[65])
 {
@@ -438,6 +457,37 @@ static void test_mute(void **state)
 	open_expect(*state, &o, EQ_ERR_NETWORK, "no answer from hashserv");
 }
 
+/*
+ * A server that trickles its answer (16 bytes, one every 100 ms) must not
+ * keep the client past its deadline (400 ms): bytes do not extend it.
+ */
+static void test_trickle_ping(void **state)
+{
+	struct eq_hashserv_opts o = {.timeout_ms = 400};
+	double t0 = eq_now_s();
+	open_expect(*state, &o, EQ_ERR_NETWORK, "within 400 ms");
+	assert_true(eq_now_s() - t0 < 1.2);
+}
+
+/* In stream mode each answer is a line: 65 bytes, one every 20 ms. */
+static void test_trickle_get(void **state)
+{
+	struct fx *f = *state;
+	struct eq_hashserv_opts o = {.timeout_ms = 400};
+	struct eq_hashserv *h = open_expect(f, &o, EQ_OK, NULL);
+	char t[65], got[1][65];
+	const char *p[1] = {hx('a', 1, t)};
+	struct eq_error e;
+	eq_error_clear(&e);
+	double t0 = eq_now_s();
+	assert_int_equal(eq_hashserv_get_many(h, M, p, 1, got, &e), EQ_ERR_NETWORK);
+	assert_true(eq_now_s() - t0 < 1.0);
+	assert_non_null(strstr(e.msg, "no answer from hashserv"));
+	assert_non_null(strstr(e.msg, f->dir));
+	assert_non_null(strstr(e.msg, "400 ms"));
+	eq_hashserv_close(h);
+}
+
 static void test_nul(void **state)
 {
 	open_expect(*state, NULL, EQ_ERR_PARSE, "NUL byte");
@@ -505,6 +555,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_invoke_error, setup_invoke_error, teardown),
 		cmocka_unit_test_setup_teardown(test_mute, setup_mute, teardown),
 		cmocka_unit_test_setup_teardown(test_nul, setup_nul, teardown),
+		cmocka_unit_test_setup_teardown(test_trickle_ping, setup_trickle_ping, teardown),
+		cmocka_unit_test_setup_teardown(test_trickle_get, setup_trickle_get, teardown),
 		cmocka_unit_test_setup_teardown(test_get_junk, setup_get_junk, teardown),
 		cmocka_unit_test_setup_teardown(test_auth, setup_auth, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_arguments, setup_good, teardown),

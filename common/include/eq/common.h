@@ -178,6 +178,11 @@ EQ_API eq_err eq_mkdir_p(const char *path, mode_t mode, struct eq_error *err) EQ
 /* rm -rf; a missing @path is not an error. */
 EQ_API eq_err eq_rm_rf(const char *path, struct eq_error *err) EQ_MUST_CHECK;
 
+/* rm -rf of entry @name of the open folder @dirfd, following no symbolic
+ * link (a link is removed, not what it points to); @shown names it in
+ * messages. A missing entry is not an error. */
+EQ_API eq_err eq_rm_rf_at(int dirfd, const char *name, const char *shown, struct eq_error *err) EQ_MUST_CHECK;
+
 /*
  * The numbers that name entries of @dir, ascending: names made of decimal
  * digits (exactly @width of them when @width > 0) followed by @suffix
