@@ -1110,7 +1110,13 @@ static int cmd_rollout(const struct opts *o)
 	bool halt = o->halt;
 	if (o->auto_halt_given) {
 		struct eq_fleet *f = NULL;
-		if (eq_fleet_read(o->reports, o->n_reports, &o->fleet, &f, &e))
+		/* Only this release's reports: a device that invents thousands
+		 * of boards, channels or releases fills no cap this reads. */
+		struct eq_fleet_opts fo = o->fleet;
+		fo.board = o->board;
+		fo.channel = o->channel;
+		fo.number = h.number;
+		if (eq_fleet_read(o->reports, o->n_reports, &fo, &f, &e))
 			return fail(&e);
 		const struct eq_fleet_release *fr = eq_fleet_find(f, o->board, o->channel, h.number);
 		double share = fr ? eq_fleet_rollback_share(fr) : 0.0;

@@ -350,6 +350,12 @@ static eq_err read_line(struct reader *rd, const char *file, size_t line, const 
 		return EQ_OK;
 	}
 	f->reports++;
+	const struct eq_fleet_opts *o = rd->o;
+	if ((o->board && strcmp(rep.board, o->board) != 0) || (o->channel && strcmp(rep.channel, o->channel) != 0) ||
+	    (o->number && rep.to != o->number)) {
+		cJSON_Delete(j);
+		return EQ_OK;
+	}
 	struct event ev;
 	memset(&ev, 0, sizeof(ev));
 	ev.time = rep.time;

@@ -417,6 +417,20 @@ static void test_caps(void **state)
 	assert_int_equal(f->bad, 1100 - 1024);
 	assert_non_null(strstr(f->errors[0], ":1025: more than 1024 board/channel pairs, ignoring"));
 	eq_fleet_free(f);
+	/* One device with a certificate that fills the caps first cannot hide
+	 * a release from --auto-halt, which reads only its own. */
+	a = fopen(f1, "a");
+	for (int i = 0; i < 10; i++)
+		evx(a, 5000 + i, i ? "device-2" : "device-3", 2, "c1099", "rolled_back", 2);
+	fclose(a);
+	struct eq_fleet_opts o = {.board = "qemux86-64", .channel = "c1099", .number = 2};
+	assert_int_equal(eq_fleet_read(files, 1, &o, &f, &e), EQ_OK);
+	assert_int_equal(f->bad, 0);
+	assert_int_equal(f->n_channels, 1);
+	const struct eq_fleet_release *r = eq_fleet_find(f, "qemux86-64", "c1099", 2);
+	assert_non_null(r);
+	assert_int_equal(r->rolled_back, 2);
+	eq_fleet_free(f);
 }
 
 int main(int argc, char **argv)

@@ -1078,6 +1078,11 @@ struct eq_fleet_opts {
 	 * reports of these ("auth", or "device" for unauthenticated ones).
 	 * NULL: every identity. */
 	const char *inventory;
+	/* Read only the reports on this board, channel and release number
+	 * (NULL, NULL, 0: all): what `rollout --auto-halt` needs, and names
+	 * other reports invent then fill no cap. */
+	const char *board, *channel;
+	uint64_t number;
 };
 
 /* Reads every file of @files (at most 20 million reports in all; a file
