@@ -81,23 +81,27 @@ PY
   printf ' %10d\n' "$(($(stat -c %s f.html) / 1024))"
 done
 
-printf '\n%9s %10s %9s %8s %8s %8s %8s %8s %8s %8s %8s %10s\n' hostile lines file_MB text_s text_MB \
+printf '\n%9s %10s %9s %8s %8s %8s %8s %8s %8s %8s %8s %10s\n' hostile/shape lines file_MB text_s text_MB \
   json_s json_MB html_s html_MB halt_s halt_MB html_KB
-for n in ${EQ_BENCH_HOSTILE:-40000 1000000}; do
-  python3 - "$w/h.jsonl" "$n" <<'PY'
+# Shape "all": every line its own board, channel, release, reason and id
+# (past the caps: bad lines). Shape "rel": one board and channel, every line
+# its own release (up to the cap of 65536), reason and id.
+for n in ${EQ_BENCH_HOSTILE:-40000 1000000}; do for shape in all rel; do
+  python3 - "$w/h.jsonl" "$n" "$shape" <<'PY'
 import sys
-path, n = sys.argv[1], int(sys.argv[2])
+path, n, shape = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 with open(path, "w") as f:
     for i in range(n):
-        f.write('{"schema":"eqota-report/1","time":%d,"device":"%032x","board":"b%d","channel":"c%d",'
+        b, c = ("b%d" % i, "c%d" % i) if shape == "all" else ("qemuarm64", "stable")
+        f.write('{"schema":"eqota-report/1","time":%d,"device":"%032x","board":"%s","channel":"%s",'
                 '"event":"rolled_back","from":null,"to":{"release":"r%d","number":%d},"reason":"why %d",'
-                '"bytes":%d,"seconds":1.0,"agent":"x"}\n' % (1796515200 + i, i, i, i, i, i + 1, i, i))
+                '"bytes":%d,"seconds":1.0,"agent":"x"}\n' % (1796515200 + i, i, b, c, i, i + 1, i, i))
 PY
-  printf '%9s %10d %9.1f' "$n" "$(wc -l <h.jsonl)" "$(awk -v b="$(stat -c %s h.jsonl)" 'BEGIN { print b / 1048576 }')"
+  printf '%9s %10d %9.1f' "$n/$shape" "$(wc -l <h.jsonl)" "$(awk -v b="$(stat -c %s h.jsonl)" 'BEGIN { print b / 1048576 }')"
   run text "$gen" fleet --unauthenticated --reports h.jsonl
   run json "$gen" fleet --unauthenticated --reports h.jsonl --json
   run html "$gen" fleet --unauthenticated --reports h.jsonl --html --out "$w/f.html"
   run halt "$gen" rollout --repo repo --board qemuarm64 --channel stable --auto-halt 0.5 --unauthenticated \
     --reports h.jsonl --key T.key
   printf ' %10d\n' "$(($(stat -c %s f.html) / 1024))"
-done
+done; done

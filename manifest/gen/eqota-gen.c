@@ -337,12 +337,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return usage_error("too many --reports options (at most 64)%s", "");
 			o->reports[o->n_reports++] = optarg;
 			break;
-		case O_INVENTORY:
-			o->fleet.inventory = optarg;
-			break;
-		case O_UNAUTHENTICATED:
-			o->fleet.unauthenticated = true;
-			break;
+		case O_INVENTORY: o->fleet.inventory = optarg; break;
+		case O_UNAUTHENTICATED: o->fleet.unauthenticated = true; break;
 		case O_AUTO_HALT: {
 			char *end;
 			double d = strtod(optarg, &end);

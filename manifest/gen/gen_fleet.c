@@ -54,7 +54,7 @@ struct reader {
 	struct eqg_names releases; /* channel index and number, 12 bytes */
 	uint32_t *rel_index;       /* per entry of releases: its index in the channel */
 	size_t rel_cap;
-	struct eqg_names who;      /* 'a' + authenticated identity, or 'd' + device id */
+	struct eqg_names who; /* 'a' + authenticated identity, or 'd' + device id */
 	struct eqg_names reasons;
 	struct eqg_names inventory;
 	struct event *ev;
@@ -238,10 +238,11 @@ eq_err eq_fleet_collect(const char *body, size_t len, const char *identity, char
 				 "'" EQ_FLEET_AUTH_MEMBER "' is set by the collector from the client certificate, "
 				 "never by a device");
 	else if (identity && !eq_fleet_identity_ok(identity, strlen(identity)))
-		r = eq_error_set(err, EQ_ERR_VERIFY,
-				 "the client certificate's name is not an identity (1 to %u printable ASCII characters, "
-				 "no quote or backslash)",
-				 EQ_FLEET_IDENTITY_MAX);
+		r = eq_error_set(
+			err, EQ_ERR_VERIFY,
+			"the client certificate's name is not an identity (1 to %u printable ASCII characters, "
+			"no quote or backslash)",
+			EQ_FLEET_IDENTITY_MAX);
 	else if (identity && !cJSON_AddStringToObject(j, EQ_FLEET_AUTH_MEMBER, identity))
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	/* Printed again from the checked document: what is stored is one line
@@ -430,8 +431,7 @@ out:
 
 /* Reads @file's lines (at most 4096 bytes each) and hands each non-empty
  * one to @fn; a longer line goes to @fn with @text NULL. */
-typedef eq_err (*line_fn)(void *ctx, const char *file, size_t line, const char *text, size_t len,
-			  struct eq_error *err);
+typedef eq_err (*line_fn)(void *ctx, const char *file, size_t line, const char *text, size_t len, struct eq_error *err);
 
 static eq_err each_line(const char *file, line_fn fn, void *ctx, struct eq_error *err)
 {
@@ -469,8 +469,7 @@ static eq_err each_line(const char *file, line_fn fn, void *ctx, struct eq_error
 	return r;
 }
 
-static eq_err report_line(void *ctx, const char *file, size_t line, const char *text, size_t len,
-			  struct eq_error *err)
+static eq_err report_line(void *ctx, const char *file, size_t line, const char *text, size_t len, struct eq_error *err)
 {
 	struct reader *rd = ctx;
 	rd->f->lines++;
@@ -489,10 +488,11 @@ static eq_err inventory_line(void *ctx, const char *file, size_t line, const cha
 	if (text && text[0] == '#')
 		return EQ_OK;
 	if (!text || !eq_fleet_identity_ok(text, len))
-		return eq_error_set(err, EQ_ERR_PARSE,
-				    "%s:%zu: expected one device identity per line (1 to %u printable ASCII characters, "
-				    "no quote or backslash), or a # comment",
-				    file, line, EQ_FLEET_IDENTITY_MAX);
+		return eq_error_set(
+			err, EQ_ERR_PARSE,
+			"%s:%zu: expected one device identity per line (1 to %u printable ASCII characters, "
+			"no quote or backslash), or a # comment",
+			file, line, EQ_FLEET_IDENTITY_MAX);
 	eq_err r = eqg_names_add(&rd->inventory, text, len, &idx, err);
 	if (r == EQ_ERR_LIMIT)
 		eq_error_prefix(err, r, "%s:%zu: identities", file, line);
@@ -780,8 +780,8 @@ void eq_fleet_free(struct eq_fleet *f)
 	eq_free(f);
 }
 
-eq_err eq_fleet_read(const char *const *files, size_t n_files, const struct eq_fleet_opts *opts,
-		    struct eq_fleet **ret, struct eq_error *err)
+eq_err eq_fleet_read(const char *const *files, size_t n_files, const struct eq_fleet_opts *opts, struct eq_fleet **ret,
+		     struct eq_error *err)
 {
 	static const struct eq_fleet_opts defaults = {0};
 	struct eq_fleet *f = eq_calloc(1, sizeof(*f));

@@ -140,8 +140,8 @@ static void write_json(const struct eq_fleet *f, int64_t now, FILE *out)
 	fprintf(out,
 		"{\"schema\":\"" EQ_FLEET_JSON_SCHEMA "\",\"generated\":%lld,\"lines\":%zu,\"reports\":%zu,\"bad\":%zu,"
 		"\"anonymous\":%zu,\"unauthenticated\":%zu,\"uninventoried\":%zu,\"devices\":%zu,\"first\":%lld,\"last\":%lld,\"errors\":[",
-		(long long)now, f->lines, f->reports, f->bad, f->anonymous, f->unauthenticated, f->uninventoried, f->devices, (long long)f->first,
-		(long long)f->last);
+		(long long)now, f->lines, f->reports, f->bad, f->anonymous, f->unauthenticated, f->uninventoried,
+		f->devices, (long long)f->first, (long long)f->last);
 	for (size_t i = 0; i < f->n_errors; i++) {
 		fputs(i ? "," : "", out);
 		eq_json_put_str(out, f->errors[i]);
@@ -319,7 +319,8 @@ static void write_html(const struct eq_fleet *f, int64_t now, FILE *out)
 	if (f->bad)
 		fprintf(out, " <span class=\"bad\">%zu lines were not reports.</span>", f->bad);
 	if (f->unauthenticated)
-		fprintf(out, " <span class=\"bad\">%zu reports without an authenticated device identity, not counted.</span>",
+		fprintf(out,
+			" <span class=\"bad\">%zu reports without an authenticated device identity, not counted.</span>",
 			f->unauthenticated);
 	if (f->uninventoried)
 		fprintf(out, " %zu reports of identities not in the inventory, not counted.", f->uninventoried);

@@ -211,7 +211,7 @@ eq_err eqg_input_cache_commit(struct eqg_input_cache *c, struct eq_error *err);
  * Open addressing with a seeded hash, so lookups stay O(1) whatever names
  * a report file holds; at most @max names (the cap on hostile input). */
 struct eqg_names {
-	char **keys;  /* owned, NUL-terminated copies; keys[i] has lens[i] bytes */
+	char **keys; /* owned, NUL-terminated copies; keys[i] has lens[i] bytes */
 	size_t *lens;
 	size_t n, cap, max;
 	uint32_t *slots; /* 0: empty, else index + 1 */
@@ -223,7 +223,8 @@ void eqg_names_init(struct eqg_names *t, size_t max);
 void eqg_names_done(struct eqg_names *t);
 /* The number of @key in @t, added when new: EQ_ERR_LIMIT (message set)
  * when it is new and @t holds @max names already, EQ_ERR_NOMEM. */
-eq_err eqg_names_add(struct eqg_names *t, const void *key, size_t len, uint32_t *ret, struct eq_error *err) EQ_MUST_CHECK;
+eq_err eqg_names_add(struct eqg_names *t, const void *key, size_t len, uint32_t *ret,
+		     struct eq_error *err) EQ_MUST_CHECK;
 /* true and *ret when @key is in @t. */
 bool eqg_names_find(const struct eqg_names *t, const void *key, size_t len, uint32_t *ret);
 

@@ -273,8 +273,8 @@ static void evx(FILE *f, long t, const char *auth, unsigned dev, const char *cha
 		"{\"schema\":\"eqota-report/1\",\"time\":%ld,\"device\":\"%032x\",\"board\":\"qemux86-64\",\"channel\":"
 		"\"%s\",\"event\":\"%s\",\"from\":null,\"to\":{\"release\":\"r%d\",\"number\":%d},\"reason\":%s,"
 		"\"bytes\":0,\"seconds\":1.5,\"agent\":\"0.1.0\"%s%s%s}\n",
-		t, dev, channel, event, to, to, strcmp(event, "rolled_back") ? "null" : "\"health\"", auth ? ",\"auth\":\"" : "",
-		auth ? auth : "", auth ? "\"" : "");
+		t, dev, channel, event, to, to, strcmp(event, "rolled_back") ? "null" : "\"health\"",
+		auth ? ",\"auth\":\"" : "", auth ? auth : "", auth ? "\"" : "");
 }
 
 /* The forgeries of issue 29 (finding 4): lines without a verified identity

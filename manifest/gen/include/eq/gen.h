@@ -1055,13 +1055,13 @@ struct eq_fleet_channel {
 };
 
 struct eq_fleet {
-	size_t lines;     /* non-empty lines read */
-	size_t reports;   /* lines that were reports */
-	size_t bad;       /* lines that were not */
-	size_t anonymous; /* reports without a device id (counted nowhere else) */
+	size_t lines;           /* non-empty lines read */
+	size_t reports;         /* lines that were reports */
+	size_t bad;             /* lines that were not */
+	size_t anonymous;       /* reports without a device id (counted nowhere else) */
 	size_t unauthenticated; /* reports without "auth", not counted (opts.unauthenticated unset) */
 	size_t uninventoried;   /* reports whose identity is not in opts.inventory, not counted */
-	size_t devices;   /* distinct device ids per board and channel */
+	size_t devices;         /* distinct device ids per board and channel */
 	int64_t first, last;
 	char errors[EQ_FLEET_MAX_ERRORS][320];
 	size_t n_errors;
