@@ -112,13 +112,13 @@ int main(void)
 	bool ok = fd >= 0 && flock(fd, LOCK_EX) == 0;
 	size_t n = strlen(line);
 	if (ok) {
-		char *buf = malloc(n + 1);
+		char *buf = eq_malloc(n + 1);
 		ok = buf != NULL;
 		if (ok) {
 			memcpy(buf, line, n);
 			buf[n] = '\n';
 			ok = write_all(fd, buf, n + 1);
-			free(buf);
+			eq_free(buf);
 		}
 	}
 	if (fd >= 0)

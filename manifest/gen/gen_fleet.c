@@ -266,16 +266,15 @@ static void bad_line(struct eq_fleet *f, const char *file, size_t line, const ch
 }
 
 /* A set's cap reached is a bad line; any other failure ends the read. */
-static eq_err capped(struct eq_fleet *f, eq_err r, const char *file, size_t line, const char *what,
-		     struct eq_error *err)
+static eq_err capped(struct eq_fleet *f, eq_err r, const char *file, size_t line, const char *what)
 {
 	if (r != EQ_ERR_LIMIT)
 		return r;
 	char why[96];
 	snprintf(why, sizeof(why), "more than %s, ignoring", what);
+	f->reports--; /* a bad line now, not a report */
 	bad_line(f, file, line, why);
 	return EQ_OK;
-	(void)err;
 }
 
 static eq_err add_channel(struct reader *rd, const struct report *rep, uint32_t *ret, struct eq_error *err)
@@ -389,11 +388,11 @@ static eq_err read_line(struct reader *rd, const char *file, size_t line, const 
 	if (!wl)
 		goto out;
 	if ((r = add_channel(rd, &rep, &ev.chan, err))) {
-		r = capped(f, r, file, line, "1024 board/channel pairs", err);
+		r = capped(f, r, file, line, "1024 board/channel pairs");
 		goto out;
 	}
 	if ((r = add_release(rd, ev.chan, &rep, &ev.rel, err))) {
-		r = capped(f, r, file, line, "65536 releases", err);
+		r = capped(f, r, file, line, "65536 releases");
 		goto out;
 	}
 	if ((r = eqg_names_add(&rd->who, who, wl + 1, &ev.who, err)))

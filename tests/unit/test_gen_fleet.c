@@ -415,6 +415,7 @@ static void test_caps(void **state)
 	assert_int_equal(eq_fleet_read(files, 1, NULL, &f, &e), EQ_OK);
 	assert_int_equal(f->n_channels, 1024);
 	assert_int_equal(f->bad, 1100 - 1024);
+	assert_int_equal(f->reports, 1024);
 	assert_non_null(strstr(f->errors[0], ":1025: more than 1024 board/channel pairs, ignoring"));
 	eq_fleet_free(f);
 	/* One device with a certificate that fills the caps first cannot hide
