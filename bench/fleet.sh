@@ -5,7 +5,14 @@
 # text, JSON and HTML, and read by `rollout --auto-halt` (which halts
 # nothing at a 0.5 ratio); prints the file
 # size, the wall time and the peak RSS of each, and the HTML page's size.
+# The reports carry "auth" as eqota-report.cgi stores them for devices with
+# a client certificate.
+# Then the hostile rows (issue 29, finding 6): N lines without "auth", each
+# with its own board, channel, release and device id, read with
+# --unauthenticated (else they are not even looked at): the names a sender
+# chooses must cost linear time and capped memory.
 # Usage: bench/fleet.sh [BUILD_DIR] [N ...]   (default: build 10000 100000 500000)
+#        EQ_BENCH_HOSTILE="40000 1000000" (the default) sets the hostile rows' N.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
@@ -54,7 +61,7 @@ with open(path, "w") as f:
         t = t0 + int(rnd.random() ** 2 * 172800)
         base = {"schema": "eqota-report/1", "device": dev, "board": "qemuarm64", "channel": "stable",
                 "from": {"release": "2026.11.1", "number": 4}, "to": {"release": "2026.12.1", "number": 5},
-                "seconds": 41.0, "agent": "0.1.0"}
+                "seconds": 41.0, "agent": "0.1.0", "auth": "device-%d" % i}
         f.write(json.dumps(dict(base, time=t, event="installed", reason=None,
                                 bytes=rnd.randint(200000, 900000)), separators=(",", ":")) + "\n")
         if i % 25 == 3:
@@ -74,3 +81,28 @@ PY
     --key T.key --trusted-root pinned.root.json
   printf ' %10d\n' "$(($(stat -c %s f.html) / 1024))"
 done
+
+printf '\n%9s %10s %9s %8s %8s %8s %8s %8s %8s %8s %8s %10s\n' hostile/shape lines file_MB text_s text_MB \
+  json_s json_MB html_s html_MB halt_s halt_MB html_KB
+# Shape "all": every line its own board, channel, release, reason and id
+# (past the caps: bad lines). Shape "rel": one board and channel, every line
+# its own release (up to the cap of 65536), reason and id.
+for n in ${EQ_BENCH_HOSTILE:-40000 1000000}; do for shape in all rel; do
+  python3 - "$w/h.jsonl" "$n" "$shape" <<'PY'
+import sys
+path, n, shape = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with open(path, "w") as f:
+    for i in range(n):
+        b, c = ("b%d" % i, "c%d" % i) if shape == "all" else ("qemuarm64", "stable")
+        f.write('{"schema":"eqota-report/1","time":%d,"device":"%032x","board":"%s","channel":"%s",'
+                '"event":"rolled_back","from":null,"to":{"release":"r%d","number":%d},"reason":"why %d",'
+                '"bytes":%d,"seconds":1.0,"agent":"x"}\n' % (1796515200 + i, i, b, c, i, i + 1, i, i))
+PY
+  printf '%9s %10d %9.1f' "$n/$shape" "$(wc -l <h.jsonl)" "$(awk -v b="$(stat -c %s h.jsonl)" 'BEGIN { print b / 1048576 }')"
+  run text "$gen" fleet --unauthenticated --reports h.jsonl
+  run json "$gen" fleet --unauthenticated --reports h.jsonl --json
+  run html "$gen" fleet --unauthenticated --reports h.jsonl --html --out "$w/f.html"
+  run halt "$gen" rollout --repo repo --board qemuarm64 --channel stable --auto-halt 0.5 --unauthenticated \
+    --reports h.jsonl --key T.key
+  printf ' %10d\n' "$(($(stat -c %s f.html) / 1024))"
+done; done

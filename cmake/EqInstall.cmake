@@ -47,9 +47,6 @@ install(FILES ${_agent_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT agent
 install(FILES ${PROJECT_SOURCE_DIR}/agent/eqota.conf.example
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples RENAME eqota.conf COMPONENT agent)
 install(FILES ${_gen_docs} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/eqota-gen COMPONENT gen)
-# The report collector for a fleet's web server (docs/fleet.md, "Reports").
-install(PROGRAMS ${PROJECT_SOURCE_DIR}/packaging/collector/eqota-report.cgi
-  DESTINATION ${CMAKE_INSTALL_DATADIR}/eqota-gen/collector COMPONENT gen)
 if(EXISTS ${PROJECT_SOURCE_DIR}/docs/schemas)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/schemas/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/schemas COMPONENT agent
     FILES_MATCHING PATTERN "eqota-*.schema.json" PATTERN "eqota-gen-*" EXCLUDE)

@@ -36,8 +36,10 @@ static const char usage_text[] =
 	"  prune   --repo DIR --keep N [--grace-hours H] [--dry-run]\n"
 	"  rollout --repo DIR --board B --channel C --trusted-root FILE|SHA256 [--release R]\n"
 	"          [--percent N] [--halt | --resume] --key T.key ... [--expires-hours H]\n"
-	"          [--auto-halt RATIO --reports FILE ...]   (no change given: print the rollout)\n"
-	"  fleet   --reports FILE ... [--json | --html] [--out FILE]   where the fleet stands\n"
+	"          [--auto-halt RATIO --reports FILE ... [--inventory FILE] [--unauthenticated]]\n"
+	"          (no change given: print the rollout)\n"
+	"  fleet   --reports FILE ... [--inventory FILE] [--unauthenticated] [--json | --html] [--out FILE]\n"
+	"          where the fleet stands\n"
 	"  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
 	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
 	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
@@ -112,6 +114,7 @@ struct opts {
 	bool percent_given, halt, resume;
 	const char *reports[64];
 	size_t n_reports;
+	struct eq_fleet_opts fleet;
 	bool html;
 	double auto_halt;
 	bool auto_halt_given;
@@ -162,6 +165,8 @@ enum {
 	O_HALT,
 	O_RESUME,
 	O_REPORTS,
+	O_INVENTORY,
+	O_UNAUTHENTICATED,
 	O_HTML,
 	O_AUTO_HALT,
 	O_TRUSTED_ROOT,
@@ -192,6 +197,8 @@ static const struct option long_opts[] = {
 	{"halt", no_argument, NULL, O_HALT},
 	{"resume", no_argument, NULL, O_RESUME},
 	{"reports", required_argument, NULL, O_REPORTS},
+	{"inventory", required_argument, NULL, O_INVENTORY},
+	{"unauthenticated", no_argument, NULL, O_UNAUTHENTICATED},
 	{"html", no_argument, NULL, O_HTML},
 	{"auto-halt", required_argument, NULL, O_AUTO_HALT},
 	{"to-channel", required_argument, NULL, O_TO_CHANNEL},
@@ -345,6 +352,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return usage_error("too many --reports options (at most 64)%s", "");
 			o->reports[o->n_reports++] = optarg;
 			break;
+		case O_INVENTORY: o->fleet.inventory = optarg; break;
+		case O_UNAUTHENTICATED: o->fleet.unauthenticated = true; break;
 		case O_AUTO_HALT: {
 			char *end;
 			double d = strtod(optarg, &end);
@@ -1104,6 +1113,17 @@ static eq_err current_release(const struct opts *o, struct current *ret, struct 
 	return r;
 }
 
+/* Reports read but not counted: say so, so a forged flood is seen. */
+static void print_uncounted(const struct eq_fleet *f)
+{
+	if (f->unauthenticated)
+		printf("not counted: %zu reports without an authenticated device identity (anyone who reaches the "
+		       "collector can write those; --unauthenticated counts them)\n",
+		       f->unauthenticated);
+	if (f->uninventoried)
+		printf("not counted: %zu reports of identities not in the inventory\n", f->uninventoried);
+}
+
 static int cmd_rollout(const struct opts *o)
 {
 	NEED(repo, "--repo DIR");
@@ -1129,7 +1149,13 @@ static int cmd_rollout(const struct opts *o)
 	bool halt = o->halt;
 	if (o->auto_halt_given) {
 		struct eq_fleet *f = NULL;
-		if (eq_fleet_read(o->reports, o->n_reports, &f, &e))
+		/* Only this release's reports: a device that invents thousands
+		 * of boards, channels or releases fills no cap this reads. */
+		struct eq_fleet_opts fo = o->fleet;
+		fo.board = o->board;
+		fo.channel = o->channel;
+		fo.number = h.number;
+		if (eq_fleet_read(o->reports, o->n_reports, &fo, &f, &e))
 			return fail(&e);
 		const struct eq_fleet_release *fr = eq_fleet_find(f, o->board, o->channel, h.number);
 		double share = fr ? eq_fleet_rollback_share(fr) : 0.0;
@@ -1137,6 +1163,7 @@ static int cmd_rollout(const struct opts *o)
 		       "the limit is %.1f %%\n",
 		       h.release, h.number, fr ? fr->rolled_back : 0, fr ? fr->devices : 0, 100.0 * share,
 		       100.0 * o->auto_halt);
+		print_uncounted(f);
 		eq_fleet_free(f);
 		if (share <= o->auto_halt && !o->percent_given && !o->halt && !o->resume)
 			return 0;
@@ -1192,7 +1219,7 @@ static int cmd_fleet(const struct opts *o)
 		return usage_error("--json and --html exclude each other%s", "");
 	struct eq_error e;
 	struct eq_fleet *f = NULL;
-	if (eq_fleet_read(o->reports, o->n_reports, &f, &e))
+	if (eq_fleet_read(o->reports, o->n_reports, &o->fleet, &f, &e))
 		return fail(&e);
 	FILE *out = stdout;
 	EQ_AUTOFREE char *tmp = o->out ? eq_asprintf("%s.tmp", o->out) : NULL;

@@ -88,6 +88,13 @@ static void write_text(const struct eq_fleet *f, FILE *out)
 	if (f->anonymous)
 		fprintf(out, "; %zu without a device id", f->anonymous);
 	fputc('\n', out);
+	if (f->unauthenticated)
+		fprintf(out,
+			"%zu reports not counted: no authenticated device identity (anyone who reaches the collector "
+			"can write those; --unauthenticated counts them)\n",
+			f->unauthenticated);
+	if (f->uninventoried)
+		fprintf(out, "%zu reports not counted: identity not in the inventory\n", f->uninventoried);
 	if (f->bad) {
 		fprintf(out, "%zu lines were not reports, e.g.:\n", f->bad);
 		for (size_t i = 0; i < f->n_errors; i++) {
@@ -132,9 +139,9 @@ static void write_json(const struct eq_fleet *f, int64_t now, FILE *out)
 {
 	fprintf(out,
 		"{\"schema\":\"" EQ_FLEET_JSON_SCHEMA "\",\"generated\":%lld,\"lines\":%zu,\"reports\":%zu,\"bad\":%zu,"
-		"\"anonymous\":%zu,\"devices\":%zu,\"first\":%lld,\"last\":%lld,\"errors\":[",
-		(long long)now, f->lines, f->reports, f->bad, f->anonymous, f->devices, (long long)f->first,
-		(long long)f->last);
+		"\"anonymous\":%zu,\"unauthenticated\":%zu,\"uninventoried\":%zu,\"devices\":%zu,\"first\":%lld,\"last\":%lld,\"errors\":[",
+		(long long)now, f->lines, f->reports, f->bad, f->anonymous, f->unauthenticated, f->uninventoried,
+		f->devices, (long long)f->first, (long long)f->last);
 	for (size_t i = 0; i < f->n_errors; i++) {
 		fputs(i ? "," : "", out);
 		eq_json_put_str(out, f->errors[i]);
@@ -311,6 +318,12 @@ static void write_html(const struct eq_fleet *f, int64_t now, FILE *out)
 		css, f->reports, f->devices, a, b, g);
 	if (f->bad)
 		fprintf(out, " <span class=\"bad\">%zu lines were not reports.</span>", f->bad);
+	if (f->unauthenticated)
+		fprintf(out,
+			" <span class=\"bad\">%zu reports without an authenticated device identity, not counted.</span>",
+			f->unauthenticated);
+	if (f->uninventoried)
+		fprintf(out, " %zu reports of identities not in the inventory, not counted.", f->uninventoried);
 	fputs("</p>\n", out);
 	for (size_t c = 0; c < f->n_channels; c++) {
 		const struct eq_fleet_channel *ch = &f->channels[c];

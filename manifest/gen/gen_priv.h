@@ -227,4 +227,25 @@ eq_err eqg_input_cache_put(struct eqg_input_cache *c, const uint8_t key[EQ_SHA25
 eq_err eqg_input_cache_begin(struct eqg_input_cache *c, struct eq_error *err);
 eq_err eqg_input_cache_commit(struct eqg_input_cache *c, struct eq_error *err);
 
+/* ---- gen_names.c: a set of byte strings, each numbered in the order added.
+ * Open addressing with a seeded hash, so lookups stay O(1) whatever names
+ * a report file holds; at most @max names (the cap on hostile input). */
+struct eqg_names {
+	char **keys; /* owned, NUL-terminated copies; keys[i] has lens[i] bytes */
+	size_t *lens;
+	size_t n, cap, max;
+	uint32_t *slots; /* 0: empty, else index + 1 */
+	size_t n_slots;  /* a power of two, or 0 */
+	uint64_t seed;
+};
+/* Cannot fail; @max at most UINT32_MAX - 1. Free with eqg_names_done(). */
+void eqg_names_init(struct eqg_names *t, size_t max);
+void eqg_names_done(struct eqg_names *t);
+/* The number of @key in @t, added when new: EQ_ERR_LIMIT (message set)
+ * when it is new and @t holds @max names already, EQ_ERR_NOMEM. */
+eq_err eqg_names_add(struct eqg_names *t, const void *key, size_t len, uint32_t *ret,
+		     struct eq_error *err) EQ_MUST_CHECK;
+/* true and *ret when @key is in @t. */
+bool eqg_names_find(const struct eqg_names *t, const void *key, size_t len, uint32_t *ret);
+
 #endif

@@ -17,6 +17,9 @@
 
 #include <eq/gen.h>
 
+/* Lines without "auth" counted, by the sender's device id. */
+static const struct eq_fleet_opts unauth = {.unauthenticated = true};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check(bool ok)
@@ -36,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct eq_fleet *f = NULL;
 	struct eq_error e;
 	const char *files[] = {path};
-	if (ok && eq_fleet_read(files, 1, &f, &e) == EQ_OK) {
+	if (ok && eq_fleet_read(files, 1, &unauth, &f, &e) == EQ_OK) {
 		check(f->reports + f->bad <= f->lines);
 		for (size_t c = 0; c < f->n_channels; c++) {
 			for (size_t k = 0; k < f->channels[c].n_releases; k++) {

@@ -13,3 +13,7 @@ eq_add_fuzz_target(hashserv LIBS eq_gen)
 # The fleet summary's report reader (gen_fleet.c): a report file as a
 # collector stored it, whatever devices sent.
 eq_add_fuzz_target(fleet LIBS eq_gen)
+# The collector's check of a POST body (eq_fleet_collect, what
+# eqota-report.cgi runs): what it stores must read back as one report,
+# counted under the verified identity only.
+eq_add_fuzz_target(fleet_collect LIBS eq_gen)

@@ -84,7 +84,7 @@ ssl.privkey = \"$w/good.key\"
 ssl.ca-file = \"$w/ca.pem\"
 ssl.verifyclient.activate = \"enable\"
 ssl.verifyclient.enforce = \"enable\"
-$(httpd_collector_conf /report "$w/reports.jsonl" "$src")" httpd_start "$w/www" "$w/logs"
+$(httpd_collector_conf /report "$w/reports.jsonl" "$(dirname "$gen")/eqota-report.cgi")" httpd_start "$w/www" "$w/logs"
 reporting() { # DIR [CERTNAME]
   simdevice_make "$1" "file://$w/repo" qemux86-64 "$w/rel.pub" "report.url=https://127.0.0.1:$HTTPD_PORT/report" \
     "report.ca-file=$w/ca.pem" "report.client-cert=${2:+$w/$2.pem}" "report.client-key=${2:+$w/$2.key}"
@@ -96,6 +96,9 @@ reporting "$w/d4" device
 rc=0; "$eqota" --config "$w/d4/eqota.conf" update >out.txt 2>&1 || rc=$?
 [ $rc -eq 3 ] && [ "$(wc -l < "$w/reports.jsonl" 2>/dev/null || echo 0)" -eq 1 ] && [ -z "$(ls "$w/d4/data/reports")" ] &&
   pass "a report over TLS with the device's client certificate arrived" || fail "client certificate: exit $rc, $(cat out.txt)"
+python3 -c 'import json, sys; r = json.loads(open(sys.argv[1]).readline()); assert r["auth"] == "device", r' \
+  "$w/reports.jsonl" && pass "the collector stored the certificate's CN as the report's identity (\"auth\")" ||
+  fail "no auth: $(cat "$w/reports.jsonl")"
 reporting "$w/d5"
 rc=0; "$eqota" --config "$w/d5/eqota.conf" -v update >out.txt 2>&1 || rc=$?
 [ $rc -eq 3 ] && [ "$(wc -l < "$w/reports.jsonl")" -eq 1 ] && [ "$(ls "$w/d5/data/reports" | wc -l)" -eq 1 ] &&

@@ -36,7 +36,7 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"schema": "eqota-report/1", "time": t, "device": dev, "board": "qemuarm64",
                             "channel": "stable", "event": ev, "from": {"release": "2026.11.1", "number": 4},
                             "to": {"release": "2026.12.1", "number": 5}, "reason": why, "bytes": b,
-                            "seconds": 3.5, "agent": "0.1.0"}) + "\n")
+                            "seconds": 3.5, "agent": "0.1.0", "auth": "device-" + dev}) + "\n")
     for i in range(300):
         dev = hashlib.sha256(b"device-%d" % i).hexdigest()[:32]
         t = t0 + int(rnd.random() ** 2 * 172800)   # more devices late: a ramp

@@ -39,6 +39,11 @@ if(TARGET eqota-gen)
   add_test(NAME integration.fleet_html COMMAND ${CMAKE_CURRENT_LIST_DIR}/fleet_html.sh $<TARGET_FILE:eqota-gen>
     ${PROJECT_SOURCE_DIR})
   set_tests_properties(integration.fleet_html PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
+  # Forged fleet reports against the real collector behind TLS with client
+  # certificates (issue 29, finding 4).
+  add_test(NAME integration.fleet_forgery COMMAND ${CMAKE_CURRENT_LIST_DIR}/fleet_forgery.sh $<TARGET_FILE:eqota-gen>
+    $<TARGET_FILE:eqota-report> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(integration.fleet_forgery PROPERTIES LABELS integration TIMEOUT 300)
   # Root of trust, rotation, revocation and timestamps on the publisher's side.
   add_test(NAME integration.gen_trust
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_trust.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})

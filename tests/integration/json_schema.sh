@@ -157,7 +157,8 @@ doc "show --release r1" eqota-gen-manifest-1.schema.json "$gen" show --repo repo
 doc "equiv import" eqota-gen-equiv-import-1.schema.json "$gen" equiv import --repo repo --root repo/root/1.root.json \
   --store "$w/imported.db" --json
 
-# The fleet summary, over reports shaped as devices send them (one bad line).
+# The fleet summary, over reports as the collector stores them for a device
+# with a client certificate ("auth"), one without, and one bad line.
 python3 - "$w/reports.jsonl" <<'PY'
 import json, sys
 with open(sys.argv[1], "w") as f:
@@ -166,7 +167,10 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"schema": "eqota-report/1", "time": 1796515200 + i, "device": "ab" * 16, "board": "tb",
                             "channel": "stable", "event": ev, "from": {"release": "r1", "number": 1},
                             "to": {"release": "r%d" % to, "number": to}, "reason": why, "bytes": 100,
-                            "seconds": 1.0, "agent": "0.1.0"}) + "\n")
+                            "seconds": 1.0, "agent": "0.1.0", "auth": "device-1"}) + "\n")
+    f.write(json.dumps({"schema": "eqota-report/1", "time": 1796515300, "device": "cd" * 16, "board": "tb",
+                        "channel": "stable", "event": "committed", "from": None,
+                        "to": {"release": "r3", "number": 3}, "reason": None, "bytes": 0}) + "\n")
     f.write("not a report\n")
 PY
 doc "fleet" eqota-gen-fleet-1.schema.json "$gen" fleet --reports "$w/reports.jsonl" --json

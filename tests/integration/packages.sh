@@ -50,7 +50,7 @@ want_agent=(/usr/bin/eqota /lib/systemd/system/eqota.service /lib/systemd/system
 want_gen=(/usr/bin/eqota-gen /usr/share/man/man1/eqota-gen.1.gz /usr/share/doc/eqota-gen/copyright
   /usr/share/doc/eqota-gen/eqota-gen.md /usr/share/bash-completion/completions/eqota-gen
   /usr/share/doc/eqota-gen/schemas/eqota-gen-diff-1.schema.json /usr/share/doc/eqota-gen/schemas/eqota-gen-manifest-1.schema.json
-  /usr/share/doc/eqota-gen/fleet.md /usr/share/eqota-gen/collector/eqota-report.cgi
+  /usr/share/doc/eqota-gen/fleet.md /usr/libexec/eqota-gen/eqota-report.cgi
   /usr/share/doc/eqota-gen/schemas/eqota-gen-fleet-1.schema.json)
 check_files() { # DEB FILE...
   local d=$1 missing="" f list; shift

@@ -21,6 +21,9 @@
 
 #include <eq/gen.h>
 
+/* Lines without "auth" counted, by the sender's device id. */
+static const struct eq_fleet_opts unauth = {.unauthenticated = true};
+
 static char dir[64], f1[96], f2[96];
 
 static int setup(void **state)
@@ -100,7 +103,7 @@ static void test_sum(void **state)
 	const char *files[] = {f1, f2};
 	struct eq_fleet *f = NULL;
 	struct eq_error e;
-	assert_int_equal(eq_fleet_read(files, 2, &f, &e), EQ_OK);
+	assert_int_equal(eq_fleet_read(files, 2, &unauth, &f, &e), EQ_OK);
 	if (f->bad)
 		fail_msg("%zu bad lines, first: %s", f->bad, f->errors[0]);
 	assert_int_equal(f->reports, 32);
@@ -193,7 +196,7 @@ static void test_bad_lines(void **state)
 	const char *files[] = {f1};
 	struct eq_fleet *f = NULL;
 	struct eq_error e;
-	assert_int_equal(eq_fleet_read(files, 1, &f, &e), EQ_OK);
+	assert_int_equal(eq_fleet_read(files, 1, &unauth, &f, &e), EQ_OK);
 	size_t n_bad = sizeof(bad) / sizeof(bad[0]) + 3;
 	assert_int_equal(f->bad, n_bad);
 	assert_int_equal(f->reports, 1);
@@ -211,13 +214,13 @@ static void test_bad_lines(void **state)
 		a = fopen(f1, "w");
 		fprintf(a, "%s\n", bad[i].line);
 		fclose(a);
-		assert_int_equal(eq_fleet_read(files, 1, &f, &e), EQ_OK);
+		assert_int_equal(eq_fleet_read(files, 1, &unauth, &f, &e), EQ_OK);
 		if (f->bad != 1 || !strstr(f->errors[0], bad[i].why))
 			fail_msg("line %zu: %zu bad, '%s'", i, f->bad, f->n_errors ? f->errors[0] : "");
 		eq_fleet_free(f);
 	}
 	const char *missing[] = {"/nonexistent/reports.jsonl"};
-	assert_int_equal(eq_fleet_read(missing, 1, &f, &e), EQ_ERR_NOTFOUND);
+	assert_int_equal(eq_fleet_read(missing, 1, &unauth, &f, &e), EQ_ERR_NOTFOUND);
 	assert_non_null(strstr(e.msg, "/nonexistent/reports.jsonl"));
 }
 
@@ -243,7 +246,7 @@ static void test_escaping(void **state)
 	const char *files[] = {f1};
 	struct eq_fleet *f = NULL;
 	struct eq_error e;
-	assert_int_equal(eq_fleet_read(files, 1, &f, &e), EQ_OK);
+	assert_int_equal(eq_fleet_read(files, 1, &unauth, &f, &e), EQ_OK);
 	char *html = write_all(f, EQ_FLEET_HTML);
 	assert_null(strstr(html, "<script"));
 	assert_non_null(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;q&quot; &#xfffd;&#xfffd;"));
@@ -262,12 +265,184 @@ static void test_escaping(void **state)
 	eq_fleet_free(f);
 }
 
+/* A report as the collector stores it: "auth" is the verified identity
+ * (NULL: none), dev the sender's device id (any 32 hex digits). */
+static void evx(FILE *f, long t, const char *auth, unsigned dev, const char *channel, const char *event, int to)
+{
+	fprintf(f,
+		"{\"schema\":\"eqota-report/1\",\"time\":%ld,\"device\":\"%032x\",\"board\":\"qemux86-64\",\"channel\":"
+		"\"%s\",\"event\":\"%s\",\"from\":null,\"to\":{\"release\":\"r%d\",\"number\":%d},\"reason\":%s,"
+		"\"bytes\":0,\"seconds\":1.5,\"agent\":\"0.1.0\"%s%s%s}\n",
+		t, dev, channel, event, to, to, strcmp(event, "rolled_back") ? "null" : "\"health\"",
+		auth ? ",\"auth\":\"" : "", auth ? auth : "", auth ? "\"" : "");
+}
+
+/* The forgeries of issue 29 (finding 4): lines without a verified identity
+ * are not counted by default, and one identity counts once per release
+ * whatever device ids it writes. */
+static void test_forged(void **state)
+{
+	(void)state;
+	FILE *a = fopen(f1, "w");
+	assert_non_null(a);
+	char id[32];
+	/* A healthy release 2: 100 devices committed it. */
+	for (int i = 0; i < 100; i++) {
+		snprintf(id, sizeof(id), "device-%d", i);
+		evx(a, 100 + i, id, (unsigned)i, "stable", "installed", 2);
+		evx(a, 200 + i, id, (unsigned)i, "stable", "committed", 2);
+	}
+	/* Ten invented rollbacks, no identity: 9.1 % if counted. */
+	for (int i = 0; i < 10; i++)
+		evx(a, 300 + i, NULL, 1000u + (unsigned)i, "stable", "rolled_back", 2);
+	/* A bad release 3: 10 of 100 devices roll back... */
+	for (int i = 0; i < 100; i++) {
+		snprintf(id, sizeof(id), "device-%d", i);
+		evx(a, 400 + i, id, (unsigned)i, "stable", "installed", 3);
+		evx(a, 500 + i, id, (unsigned)i, "stable", i < 10 ? "rolled_back" : "committed", 3);
+	}
+	/* ...150 invented commits would dilute it to 4 %... */
+	for (int i = 0; i < 150; i++) {
+		evx(a, 600 + i, NULL, 2000u + (unsigned)i, "stable", "installed", 3);
+		evx(a, 601 + i, NULL, 2000u + (unsigned)i, "stable", "committed", 3);
+	}
+	/* ...and one device with a certificate writing ten device ids counts
+	 * once, by its last word. */
+	for (int i = 0; i < 10; i++)
+		evx(a, 700 + i, "device-1", 3000u + (unsigned)i, "stable", i == 9 ? "rolled_back" : "committed", 2);
+	fclose(a);
+	const char *files[] = {f1};
+	struct eq_fleet *f = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_fleet_read(files, 1, NULL, &f, &e), EQ_OK);
+	assert_int_equal(f->bad, 0);
+	assert_int_equal(f->unauthenticated, 310);
+	assert_int_equal(f->devices, 100);
+	const struct eq_fleet_release *r2 = rel(f, 2), *r3 = rel(f, 3);
+	assert_int_equal(r2->devices, 100);
+	assert_int_equal(r2->rolled_back, 1); /* device-1's last word */
+	assert_int_equal(r3->devices, 100);
+	assert_int_equal(r3->rolled_back, 10);
+	assert_true(eq_fleet_rollback_share(r2) <= 0.05);
+	assert_true(eq_fleet_rollback_share(r3) > 0.05);
+	eq_fleet_free(f);
+
+	/* Counted on request: then the forgeries do what the issue says. */
+	assert_int_equal(eq_fleet_read(files, 1, &unauth, &f, &e), EQ_OK);
+	assert_true(eq_fleet_rollback_share(rel(f, 2)) > 0.05);
+	assert_true(eq_fleet_rollback_share(rel(f, 3)) < 0.05);
+	eq_fleet_free(f);
+
+	/* An inventory of 50 identities: the others are not counted. */
+	a = fopen(f2, "w");
+	fputs("# the fleet\n", a);
+	for (int i = 0; i < 50; i++)
+		fprintf(a, "device-%d\n", i);
+	fclose(a);
+	struct eq_fleet_opts o = {.inventory = f2};
+	assert_int_equal(eq_fleet_read(files, 1, &o, &f, &e), EQ_OK);
+	assert_int_equal(rel(f, 3)->devices, 50);
+	assert_int_equal(f->uninventoried, 50 * 4); /* the 310 without identity stay "unauthenticated" */
+	eq_fleet_free(f);
+	a = fopen(f2, "w");
+	fputs("device-1\n\"quoted\"\n", a);
+	fclose(a);
+	assert_int_equal(eq_fleet_read(files, 1, &o, &f, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, ":2: expected one device identity per line"));
+}
+
+/* The collector's check: what it stores is one line the reader counts,
+ * "auth" is its own, and a device that sends one is refused. */
+static void test_collect(void **state)
+{
+	(void)state;
+	static const char body[] =
+		"{\"schema\":\"eqota-report/1\",\"time\":5,\"device\":null,\"board\":\"b\",\"channel\":\"c\","
+		"\"event\":\"rolled_back\",\"from\":null,\"to\":{\"release\":\"r1\",\"number\":1},"
+		"\"reason\":\"line\\nbreak \\u2028\",\"bytes\":0}";
+	char *line = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_fleet_collect(body, strlen(body), "device-7", &line, &e), EQ_OK);
+	assert_null(strchr(line, '\n'));
+	assert_non_null(strstr(line, ",\"auth\":\"device-7\"}"));
+	FILE *a = fopen(f1, "w");
+	fprintf(a, "%s\n", line);
+	fclose(a);
+	eq_free(line);
+	const char *files[] = {f1};
+	struct eq_fleet *f = NULL;
+	assert_int_equal(eq_fleet_read(files, 1, NULL, &f, &e), EQ_OK);
+	assert_int_equal(f->devices, 1);
+	assert_int_equal(f->unauthenticated, 0);
+	eq_fleet_free(f);
+	/* no identity: stored without "auth" */
+	assert_int_equal(eq_fleet_collect(body, strlen(body), NULL, &line, &e), EQ_OK);
+	assert_null(strstr(line, "\"auth\""));
+	eq_free(line);
+
+	static const char forged[] =
+		"{\"schema\":\"eqota-report/1\",\"time\":5,\"device\":null,\"board\":\"b\",\"channel\":\"c\","
+		"\"event\":\"committed\",\"from\":null,\"to\":{\"release\":\"r1\",\"number\":1},"
+		"\"reason\":null,\"bytes\":0,\"auth\":\"device-8\"}";
+	assert_int_equal(eq_fleet_collect(forged, strlen(forged), "device-7", &line, &e), EQ_ERR_VERIFY);
+	assert_non_null(strstr(e.msg, "'auth' is set by the collector"));
+	assert_int_equal(eq_fleet_collect(forged, strlen(forged), NULL, &line, &e), EQ_ERR_VERIFY);
+	assert_int_equal(eq_fleet_collect(body, strlen(body), "bad\"name", &line, &e), EQ_ERR_VERIFY);
+	assert_int_equal(eq_fleet_collect(body, strlen(body), "", &line, &e), EQ_ERR_VERIFY);
+	/* two "device" members: which one counts would be the forger's pick */
+	static const char twice[] = "{\"schema\":\"eqota-report/1\",\"schema\":\"eqota-report/1\"}";
+	assert_int_equal(eq_fleet_collect(twice, strlen(twice), NULL, &line, &e), EQ_ERR_PARSE);
+	assert_non_null(strstr(e.msg, "a member named twice"));
+	assert_int_equal(eq_fleet_collect("{}", 2, NULL, &line, &e), EQ_ERR_PARSE);
+	assert_int_equal(eq_fleet_collect("{\"a\"\0}", 6, NULL, &line, &e), EQ_ERR_PARSE);
+}
+
+/* Names any sender chooses are capped (finding 6): the 1025th board and
+ * channel pair is a bad line, not a new entry to keep. */
+static void test_caps(void **state)
+{
+	(void)state;
+	FILE *a = fopen(f1, "w");
+	char ch[32];
+	for (int i = 0; i < 1100; i++) {
+		snprintf(ch, sizeof(ch), "c%d", i);
+		evx(a, 100 + i, "device-1", 1, ch, "committed", 2);
+	}
+	fclose(a);
+	const char *files[] = {f1};
+	struct eq_fleet *f = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_fleet_read(files, 1, NULL, &f, &e), EQ_OK);
+	assert_int_equal(f->n_channels, 1024);
+	assert_int_equal(f->bad, 1100 - 1024);
+	assert_int_equal(f->reports, 1024);
+	assert_non_null(strstr(f->errors[0], ":1025: more than 1024 board/channel pairs, ignoring"));
+	eq_fleet_free(f);
+	/* One device with a certificate that fills the caps first cannot hide
+	 * a release from --auto-halt, which reads only its own. */
+	a = fopen(f1, "a");
+	for (int i = 0; i < 10; i++)
+		evx(a, 5000 + i, i ? "device-2" : "device-3", 2, "c1099", "rolled_back", 2);
+	fclose(a);
+	struct eq_fleet_opts o = {.board = "qemux86-64", .channel = "c1099", .number = 2};
+	assert_int_equal(eq_fleet_read(files, 1, &o, &f, &e), EQ_OK);
+	assert_int_equal(f->bad, 0);
+	assert_int_equal(f->n_channels, 1);
+	const struct eq_fleet_release *r = eq_fleet_find(f, "qemux86-64", "c1099", 2);
+	assert_non_null(r);
+	assert_int_equal(r->rolled_back, 2);
+	eq_fleet_free(f);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_sum, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_lines, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_escaping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_collect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_caps, setup, teardown),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -15,10 +15,10 @@
 #   httpd_stop               stops the server started by httpd_start (by
 #                            its PID only) and waits for it to go.
 #   httpd_free_port          prints a port that was free a moment ago.
-#   httpd_collector_conf URL-PATH FILE SOURCE_DIR
+#   httpd_collector_conf URL-PATH FILE CGI
 #                            prints the lighttpd lines (for HTTPD_EXTRA_CONF)
-#                            that run the report collector of SOURCE_DIR
-#                            (packaging/collector/eqota-report.cgi) at
+#                            that run the report collector CGI (the built
+#                            eqota-report.cgi, beside eqota-gen) at
 #                            URL-PATH, appending to FILE.
 #   httpd_log_flush          makes lighttpd write out its access log now
 #                            (it buffers lines for up to 4 s): SIGHUP to
@@ -41,7 +41,7 @@
 httpd_collector_conf() {
 	cat <<CONF
 server.modules += ( "mod_alias", "mod_cgi", "mod_setenv" )
-alias.url = ( "$1" => "$3/packaging/collector/eqota-report.cgi" )
+alias.url = ( "$1" => "$3" )
 \$HTTP["url"] == "$1" {
   cgi.assign = ( "" => "" )
   setenv.add-environment = ( "EQOTA_REPORTS" => "$2" )

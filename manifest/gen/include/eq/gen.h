@@ -1030,9 +1030,18 @@ EQ_API eq_err eq_path_table_check(struct eq_path_table *t, eq_path_note_fn note,
  * board, channel and release. Each line is checked; one that is not a
  * report is counted in `bad` (the first EQ_FLEET_MAX_ERRORS named as
  * "FILE:LINE: why") and changes nothing else.
+ *
+ * Who a report counts as: the "auth" member, which the collector
+ * (eq_fleet_collect) writes from the TLS client certificate it verified and
+ * which a device cannot set. The "device" member is chosen by the sender;
+ * reports without "auth" are counted only with eq_fleet_opts.unauthenticated.
+ * Each identity counts once per board, channel and release, by its last
+ * report on it, however many device ids it writes.
  */
 #define EQ_FLEET_REPORT_SCHEMA "eqota-report/1"
 #define EQ_FLEET_DEVICE_LEN 32u
+#define EQ_FLEET_AUTH_MEMBER "auth"
+#define EQ_FLEET_IDENTITY_MAX 128u
 #define EQ_FLEET_MAX_ERRORS 5u
 #define EQ_FLEET_MAX_REASONS 5u
 
@@ -1076,11 +1085,13 @@ struct eq_fleet_channel {
 };
 
 struct eq_fleet {
-	size_t lines;     /* non-empty lines read */
-	size_t reports;   /* lines that were reports */
-	size_t bad;       /* lines that were not */
-	size_t anonymous; /* reports without a device id (counted nowhere else) */
-	size_t devices;   /* distinct device ids per board and channel */
+	size_t lines;           /* non-empty lines read */
+	size_t reports;         /* lines that were reports */
+	size_t bad;             /* lines that were not */
+	size_t anonymous;       /* reports without a device id (counted nowhere else) */
+	size_t unauthenticated; /* reports without "auth", not counted (opts.unauthenticated unset) */
+	size_t uninventoried;   /* reports whose identity is not in opts.inventory, not counted */
+	size_t devices;         /* distinct device ids per board and channel */
 	int64_t first, last;
 	char errors[EQ_FLEET_MAX_ERRORS][320];
 	size_t n_errors;
@@ -1088,10 +1099,42 @@ struct eq_fleet {
 	size_t n_channels;
 };
 
+struct eq_fleet_opts {
+	/* Count reports without "auth" too, each under its "device" id: for a
+	 * collector without client certificates, where anyone who reaches it
+	 * can invent devices and their outcomes. */
+	bool unauthenticated;
+	/* A file of identities, one per line ('#' starts a comment): count only
+	 * reports of these ("auth", or "device" for unauthenticated ones).
+	 * NULL: every identity. */
+	const char *inventory;
+	/* Read only the reports on this board, channel and release number
+	 * (NULL, NULL, 0: all): what `rollout --auto-halt` needs, and names
+	 * other reports invent then fill no cap. */
+	const char *board, *channel;
+	uint64_t number;
+};
+
 /* Reads every file of @files (at most 20 million reports in all; a file
- * that cannot be read is an error naming it). Free with eq_fleet_free(). */
-EQ_API eq_err eq_fleet_read(const char *const *files, size_t n_files, struct eq_fleet **ret,
-			    struct eq_error *err) EQ_MUST_CHECK;
+ * that cannot be read is an error naming it). @opts NULL: the defaults
+ * (authenticated reports only, no inventory). The names a file can make
+ * it hold are capped (1024 board/channel pairs, 65536 releases, 65536
+ * distinct reasons kept, the rest counted as one): a line past a cap is a
+ * bad line. EQ_ERR_PARSE for a bad inventory line. Free with eq_fleet_free(). */
+EQ_API eq_err eq_fleet_read(const char *const *files, size_t n_files, const struct eq_fleet_opts *opts,
+			    struct eq_fleet **ret, struct eq_error *err) EQ_MUST_CHECK;
+/* The collector's check of one POSTed report (@body, @len bytes): it must
+ * be a report eq_fleet_read() counts, without an "auth" member. Fills
+ * *ret_line with the line to append (no newline; free with eq_free()): the
+ * report printed again as one line of JSON, with "auth": @identity when
+ * @identity is not NULL (the verified client certificate's name).
+ * EQ_ERR_PARSE (not a report: why), EQ_ERR_VERIFY ("auth" sent by the
+ * device, or @identity not 1 to EQ_FLEET_IDENTITY_MAX printable ASCII
+ * characters without '"' or '\\'), EQ_ERR_LIMIT (over 4096 bytes), EQ_ERR_NOMEM. */
+EQ_API eq_err eq_fleet_collect(const char *body, size_t len, const char *identity, char **ret_line,
+			       struct eq_error *err) EQ_MUST_CHECK;
+/* Whether @s (@len bytes) may be an identity: see eq_fleet_collect(). */
+EQ_API bool eq_fleet_identity_ok(const char *s, size_t len);
 EQ_API void eq_fleet_free(struct eq_fleet *f);
 /* The release, NULL when no report names it. */
 EQ_API const struct eq_fleet_release *eq_fleet_find(const struct eq_fleet *f, const char *board, const char *channel,
