@@ -43,9 +43,11 @@ done
 # `rollout` may halt it.
 for k in R K T; do "$gen" keygen --out "$k" >/dev/null; done
 "$gen" root init --repo repo --key R.key --root-pub R.pub --release-pub K.pub --timestamp-pub T.pub >/dev/null
+# The operator's pin, kept outside the repository (docs/eqota-gen.md).
+cp repo/root/1.root.json pinned.root.json
 mkdir p && tarpkg p/app_1.tar usr/share/app "app 1"
 "$gen" -q publish --repo repo --board qemuarm64 --channel stable --release 2026.12.1 --packages p \
-  --key K.key --timestamp-key T.key --store s.db --level 1 >/dev/null
+  --key K.key --timestamp-key T.key --store s.db --level 1 --trusted-root pinned.root.json >/dev/null
 
 collector() { # FILE
   httpd_stop
@@ -94,7 +96,7 @@ statuses() { sort | uniq -c | awk '{ printf "%s%s x %s", sep, $1, $2; sep = ", "
 halt() { # REPO FILE [OPTIONS]: the first line of --auto-halt 0.05
   local repo=$1 file=$2; shift 2
   "$gen" -q rollout --repo "$repo" --board qemuarm64 --channel stable --key T.key --auto-halt 0.05 \
-    --reports "$file" "$@" | head -n1
+    --trusted-root pinned.root.json --reports "$file" "$@" | head -n1
 }
 halted() { "$gen" -q rollout --repo "$1" --board qemuarm64 --channel stable | grep -q "halted"; }
 
