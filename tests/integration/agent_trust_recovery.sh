@@ -41,8 +41,8 @@ refused() { # NAME MESSAGE CMD...: exit 1 and MESSAGE in the output
   fi
 }
 
-# The names of docs/security.md: root-a (offline), release and timestamp.
-for k in root-a release timestamp; do "$gen" keygen --out "$k" >/dev/null; done
+# The keys and the root of docs/security.md, "Start": 2 of 3 root keys.
+for k in root-a root-b root-c release timestamp; do "$gen" keygen --out "$k" >/dev/null; done
 pub() { # RELEASE KEY [OPTIONS]
   local rel=$1 key=$2; shift 2
   mkdir -p "p-$rel"
@@ -51,8 +51,9 @@ pub() { # RELEASE KEY [OPTIONS]
   "$gen" -q publish --repo repo --board tb --channel stable --release "$rel" --packages "p-$rel" --key "$key" \
     --store s.db --level 1 "$@" >/dev/null
 }
-"$gen" root init --repo repo --key root-a.key --root-pub root-a.pub --release-pub release.pub \
-  --timestamp-pub timestamp.pub >/dev/null
+"$gen" root init --repo repo --key root-a.key --key root-b.key \
+    --root-pub root-a.pub --root-pub root-b.pub --root-pub root-c.pub --root-threshold 2 \
+    --release-pub release.pub --timestamp-pub timestamp.pub >/dev/null
 pub r1 release.key --timestamp-key timestamp.key
 mkdir -p logs image
 cp repo/root/1.root.json repo/root/1.root.json.sig image/
@@ -115,7 +116,8 @@ refused "dev frozen after a reboot" "older than the version 9007199254740992" eq
 
 # ---- docs/security.md, "Revoke a stolen key (unplanned)", the timestamp key
 "$gen" keygen --out timestamp2
-"$gen" root rotate --repo repo --key root-a.key --timestamp-pub timestamp2.pub
+"$gen" root rotate --repo repo --key root-a.key --key root-b.key \
+    --timestamp-pub timestamp2.pub
 "$gen" timestamp --repo repo --board tb --channel stable --key timestamp2.key
 
 # ---- both devices update on their next poll
@@ -138,8 +140,9 @@ serve "$w/repo"
 cp -a repo evil-release
 "$gen" keygen --out release2
 "$gen" keygen --out timestamp3
-"$gen" root rotate --repo repo --key root-a.key --release-pub release2.pub --timestamp-pub timestamp3.pub
-pub r3 release2.key --timestamp-key timestamp3.key
+"$gen" root rotate --repo repo --key root-a.key --key root-b.key \
+    --release-pub release2.pub --timestamp-pub timestamp3.pub
+pub r3 release2.key --timestamp-key timestamp3.key # eqota-gen publish ... --key release2.key --timestamp-key timestamp3.key
 run "dev after the release key rotation" 3 eq "$dev" update && grep -q "r3" <<<"$out" &&
   pass "release 3, signed by the new release key, installs" || fail "dev r3: $out"
 [ "$(boot "$dev")" = A ] && run "dev mark-good r3" 0 eq "$dev" mark-good || fail "dev did not try A"
