@@ -37,12 +37,19 @@ static const int64_t ISSUED[] = {FT_T0, FT_T0 + 12 * FT_HOUR, FT_T0 + FT_DAY + F
 #define N_POOL (N_V * N_I * 2 * 2)
 static struct entry pool[N_POOL];
 static size_t n_pool;
-static const int64_t CLOCKS[] = {0, FT_T0 + FT_HOUR, FT_T0 + FT_DAY + 2 * FT_HOUR, FT_T0 + 3 * FT_DAY, FT_T0 + 5 * FT_DAY,
-				 FT_T0 - FT_DAY, FT_9999 + FT_HOUR, FT_T0 + 2 * FT_DAY};
+static const int64_t CLOCKS[] = {0,
+				 FT_T0 + FT_HOUR,
+				 FT_T0 + FT_DAY + 2 * FT_HOUR,
+				 FT_T0 + 3 * FT_DAY,
+				 FT_T0 + 5 * FT_DAY,
+				 FT_T0 - FT_DAY,
+				 FT_9999 + FT_HOUR,
+				 FT_T0 + 2 * FT_DAY};
 #define N_CLOCKS (sizeof(CLOCKS) / sizeof(CLOCKS[0]))
 
 enum { ROOT1, ROOT2A, ROOT2B, ROOT3B, N_ROOTS };
 static struct ft_doc roots[N_ROOTS], manifest;
+static const uint64_t ROOT_VERSION[N_ROOTS] = {1, 2, 2, 3};
 static const int ROOT_TS_ROLE[N_ROOTS] = {FT_T1, FT_T2, FT_T1, FT_T2};
 static const int64_t ROOT_ISSUED[N_ROOTS] = {FT_T0, FT_T0 + FT_DAY, FT_T0 + FT_DAY, FT_T0 + 2 * FT_DAY};
 static struct entry recovery;
@@ -53,8 +60,8 @@ static void init(void)
 	ft_init();
 	unsigned r1 = FT_BIT(FT_R1), k1 = FT_BIT(FT_K1), k12 = k1 | FT_BIT(FT_K2);
 	for (int i = 0; i < N_ROOTS; i++)
-		roots[i] = ft_root(i == ROOT3B ? 3 : i == ROOT1 ? 1 : 2, ROOT_ISSUED[i], r1, i >= ROOT2B ? k12 : k1,
-				   FT_BIT(ROOT_TS_ROLE[i]), r1);
+		roots[i] = ft_root(ROOT_VERSION[i], ROOT_ISSUED[i], r1, i >= ROOT2B ? k12 : k1, FT_BIT(ROOT_TS_ROLE[i]),
+				   r1);
 	manifest = ft_manifest(1, k1);
 	ft_install(&roots[ROOT1]);
 	/* The successor key T2 is the operator's: its timestamps keep to small
@@ -85,7 +92,7 @@ static void init(void)
 
 struct run {
 	struct ft_repo repo;
-	int chain[3];    /* the roots published, by version */
+	int chain[3]; /* the roots published, by version */
 	size_t n_chain;
 	const struct entry *served;
 	int64_t clock;
@@ -130,7 +137,8 @@ static eq_err refresh(struct run *run)
 		return r;
 	bool kept = same_ts(now, &before) && role == role_before;
 	bool taken = is_entry(now, run->served) && run->served->signer == role;
-	ft_check(kept || taken, "the stored timestamp is the one it was, or the one served, signed by the current role");
+	ft_check(kept || taken,
+		 "the stored timestamp is the one it was, or the one served, signed by the current role");
 	if (role == role_before && before.version)
 		ft_check(now->version >= before.version, "timestamp versions never go down within one timestamp role");
 	if (taken && !kept && run->clock >= ROOT_ISSUED[root])
@@ -187,15 +195,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ft_repo_set(&run.repo, FT_TS_PATH, &run.served->doc);
 			(void)refresh(&run);
 			break;
-		case 4:
-			publish_root(&run, (b >> 3) & 1);
-			break;
-		case 5:
-			run.clock = CLOCKS[(b >> 3) % N_CLOCKS];
-			break;
-		case 6:
-			reboot(&run);
-			break;
+		case 4: publish_root(&run, (b >> 3) & 1); break;
+		case 5: run.clock = CLOCKS[(b >> 3) % N_CLOCKS]; break;
+		case 6: reboot(&run); break;
 		default:
 			if (run.served)
 				(void)refresh(&run);

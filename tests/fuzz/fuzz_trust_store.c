@@ -26,16 +26,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const SLOTS[] = {"root/2.root.json", "root/2.root.json.sig", "root/3.root.json",
-				    "root/3.root.json.sig", "timestamp.json", "timestamp.json.sig",
-				    "root/1.root.json", "root/1.root.json.sig"};
+static const char *const SLOTS[] = {"root/2.root.json",     "root/2.root.json.sig", "root/3.root.json",
+				    "root/3.root.json.sig", "timestamp.json",       "timestamp.json.sig",
+				    "root/1.root.json",     "root/1.root.json.sig"};
 #define N_SLOTS (sizeof(SLOTS) / sizeof(SLOTS[0]))
 
 enum {
 	D_ROOT1,
-	D_ROOT2,      /* genuine: timestamp role T2 */
-	D_ROOT2_EVIL, /* signed by R2 only: not by root 1's root role */
-	D_MANIFEST,   /* genuine, K1 */
+	D_ROOT2,         /* genuine: timestamp role T2 */
+	D_ROOT2_EVIL,    /* signed by R2 only: not by root 1's root role */
+	D_MANIFEST,      /* genuine, K1 */
 	D_MANIFEST_EVIL, /* the attacker's, K2 */
 	D_TS,            /* the repository's: T2, version 10 */
 	D_TS_OLD_T2,     /* an older genuine one: T2, version 3 */
@@ -184,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* a reboot: the store holds what it accepted */
 	t = ft_open();
 	ft_check(ft_root_version(t) == 2 && eq_trust_timestamp(t)->version == 10, "a reopened store keeps root 2 and "
-										   "the timestamp");
+										  "the timestamp");
 	genuine_refresh(t, clock);
 	eq_trust_free(t);
 	return 0;
