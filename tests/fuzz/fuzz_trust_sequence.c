@@ -182,7 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ft_repo_set(&run.repo, FT_MANIFEST_PATH, &manifest);
 	run.clock = FT_T0 + FT_HOUR;
 	run.t = ft_open();
-	for (size_t i = 0, steps = 0; i < size && steps < 24; i++, steps++) {
+	for (size_t i = 0, steps = 0; i < size && steps < 16; i++, steps++) {
 		uint8_t b = data[i];
 		switch (b & 7) {
 		case 0:
