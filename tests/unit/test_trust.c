@@ -970,6 +970,25 @@ static void test_store_planted_files(void **state)
 	t = device_open();
 	assert_int_equal(eq_trust_timestamp(t)->version, 0);
 	eq_trust_free(t);
+	/* a stored timestamp must meet the timestamp role's threshold too (it
+	 * once needed one key of any root's timestamp role) */
+	repo_clear();
+	root_doc(1, T0, T0 + 365 * DAY, "R1", 1, "K1", 1, "T1,T2", 2, "R1");
+	manifest_doc("b1", "stable", 1, T0, T0 + 30 * DAY, "K1", 1);
+	timestamp_doc(EQ_MANIFEST_NUMBER_MAX, T0, T0 + 12 * HOUR, 1, "T1");
+	device_install(1);
+	const struct file *tf = repo_find("boards/b1/stable/timestamp.json"),
+			  *tsf = repo_find("boards/b1/stable/timestamp.json.sig");
+	snprintf(p, sizeof(p), "%s/trust", devdir);
+	assert_int_equal(eq_mkdir_p(p, 0755, &e), EQ_OK);
+	snprintf(p, sizeof(p), "%s/trust/timestamp.json", devdir);
+	assert_int_equal(eq_signed_file_write(p, tf->data, tf->len, tsf->data, tsf->len, &e), EQ_OK);
+	t = device_open();
+	assert_int_equal(eq_trust_timestamp(t)->version, 0);
+	if (!strstr(eq_trust_warning(t),
+		    "stored timestamp ignored: not signed by the timestamp role of root version 1"))
+		fail_msg("warning: '%s'", eq_trust_warning(t));
+	eq_trust_free(t);
 }
 
 /* Document rules: the parser refuses what the writer never makes. */
