@@ -144,18 +144,28 @@ static bool same_role(const struct eq_manifest_trust *a, const struct eq_manifes
 
 /* Forgets the accepted timestamp, with the versions and the issue time it
  * bounded, and deletes its files (the document first: a signature file
- * alone is never read). */
+ * alone is never read), durably: the root that follows must not outlive
+ * the deletion in a power cut. */
 static eq_err drop_timestamp(struct eq_trust *t, struct eq_error *err)
 {
 	memset(&t->ts, 0, sizeof(t->ts));
 	t->ts_sha256[0] = '\0';
 	static const char *const names[] = {"timestamp.json", "timestamp.json.sig"};
+	bool removed = false;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		EQ_AUTOFREE char *p = eq_asprintf("%s/%s", t->dir, names[i]);
 		if (!p)
 			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-		if (unlink(p) != 0 && errno != ENOENT)
+		if (unlink(p) == 0)
+			removed = true;
+		else if (errno != ENOENT)
 			return eq_error_errno(err, EQ_ERR_IO, "cannot remove '%s'", p);
+	}
+	if (removed) {
+		EQ_AUTOFREE char *p = eq_asprintf("%s/timestamp.json", t->dir);
+		if (!p)
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		return eq_fsync_dir_of(p, err);
 	}
 	return EQ_OK;
 }
