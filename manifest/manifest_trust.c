@@ -3,12 +3,20 @@
  * (eq_trust_refresh): root chain, timestamp, then the manifest the
  * timestamp names. What is stored here only ever narrows what a device
  * accepts: every stored root is verified again from the installed one.
+ *
+ * The stored timestamp belongs to the timestamp role that signed it: it is
+ * only ever verified with the current root's timestamp role, and a root
+ * that changes that role deletes it, with the versions and the lower bound
+ * for "now" it set (TUF's fast-forward recovery). A leaked timestamp key
+ * could otherwise pin a device for good with a timestamp of version 2^53
+ * or one issued in 9999.
  */
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "manifest_priv.h"
 
@@ -16,10 +24,12 @@ struct eq_trust {
 	char *dir;
 	struct eq_root *root;                     /* newest accepted */
 	struct eq_manifest_trust *installed;      /* release keys over the chain, newest first */
-	struct eq_manifest_trust *ts_keys;        /* timestamp keys over the chain, the same way */
 	struct eq_timestamp ts;                   /* version 0: none accepted yet */
 	char ts_sha256[EQ_MANIFEST_HASH_LEN + 1]; /* of the stored timestamp.json bytes, "" if none */
-	int64_t newest_issued;
+	/* The newest issue time of the accepted roots: the part of the lower
+	 * bound for "now" that offline keys set. The timestamp's part is
+	 * ts.issued, and goes with the timestamp. */
+	int64_t roots_issued;
 	char warning[EQ_ERROR_MSG_MAX + 64];
 };
 
@@ -29,7 +39,6 @@ void eq_trust_free(struct eq_trust *t)
 		return;
 	eq_root_free(t->root);
 	eq_manifest_trust_free(t->installed);
-	eq_manifest_trust_free(t->ts_keys);
 	eq_free(t->dir);
 	eq_free(t);
 }
@@ -61,7 +70,8 @@ const struct eq_timestamp *eq_trust_timestamp(const struct eq_trust *t)
 
 int64_t eq_trust_now(const struct eq_trust *t, int64_t clock)
 {
-	return clock > t->newest_issued ? clock : t->newest_issued;
+	int64_t bound = t->ts.version && t->ts.issued > t->roots_issued ? t->ts.issued : t->roots_issued;
+	return clock > bound ? clock : bound;
 }
 
 void eq_trust_result_done(struct eq_trust_result *res)
@@ -101,24 +111,62 @@ static eq_err key_union(const struct eq_manifest_trust *role, const struct eq_ma
 /* Makes @next the newest root (taking it). */
 static eq_err adopt_root(struct eq_trust *t, struct eq_root *next, struct eq_error *err)
 {
-	struct eq_manifest_trust *rel = NULL, *ts = NULL;
+	struct eq_manifest_trust *rel = NULL;
 	eq_err r = key_union(eq_root_role(next, EQ_ROLE_RELEASE), t->installed, &rel, err);
-	if (!r && (r = key_union(eq_root_role(next, EQ_ROLE_TIMESTAMP), t->ts_keys, &ts, err))) {
-		eq_manifest_trust_free(rel);
-		rel = NULL;
-	}
 	if (r)
 		return r;
 	eq_manifest_trust_free(t->installed);
-	eq_manifest_trust_free(t->ts_keys);
 	t->installed = rel;
-	t->ts_keys = ts;
 	eq_root_free(t->root);
 	t->root = next;
 	struct eq_root_info info;
 	eq_root_get_info(next, &info);
-	if (info.issued > t->newest_issued)
-		t->newest_issued = info.issued;
+	if (info.issued > t->roots_issued)
+		t->roots_issued = info.issued;
+	return EQ_OK;
+}
+
+/* The same keys and threshold (keys in any order). */
+static bool same_role(const struct eq_manifest_trust *a, const struct eq_manifest_trust *b)
+{
+	size_t n = eq_manifest_trust_key_count(a);
+	if (eq_manifest_trust_threshold(a) != eq_manifest_trust_threshold(b) || n != eq_manifest_trust_key_count(b))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		bool found = false;
+		for (size_t j = 0; j < n && !found; j++)
+			found = strcmp(eq_manifest_trust_keyid(a, i), eq_manifest_trust_keyid(b, j)) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* Forgets the accepted timestamp, with the versions and the issue time it
+ * bounded, and deletes its files (the document first: a signature file
+ * alone is never read), durably: the root that follows must not outlive
+ * the deletion in a power cut. */
+static eq_err drop_timestamp(struct eq_trust *t, struct eq_error *err)
+{
+	memset(&t->ts, 0, sizeof(t->ts));
+	t->ts_sha256[0] = '\0';
+	static const char *const names[] = {"timestamp.json", "timestamp.json.sig"};
+	bool removed = false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		EQ_AUTOFREE char *p = eq_asprintf("%s/%s", t->dir, names[i]);
+		if (!p)
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		if (unlink(p) == 0)
+			removed = true;
+		else if (errno != ENOENT)
+			return eq_error_errno(err, EQ_ERR_IO, "cannot remove '%s'", p);
+	}
+	if (removed) {
+		EQ_AUTOFREE char *p = eq_asprintf("%s/timestamp.json", t->dir);
+		if (!p)
+			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		return eq_fsync_dir_of(p, err);
+	}
 	return EQ_OK;
 }
 
@@ -196,24 +244,22 @@ eq_err eq_trust_open(const char *dir, const char *root_path, struct eq_trust **r
 			break;
 		}
 	}
-	/* The newest accepted timestamp, checked with every timestamp key of
-	 * the chain (it may predate a rotation of that key, and its version
-	 * must still hold back a replayed older one). A damaged file is
-	 * dropped: the next refresh accepts any timestamp the root vouches for. */
+	/* The newest accepted timestamp, checked with the newest root's
+	 * timestamp role only: one signed by a key that role no longer holds
+	 * (a root in a new image rotated it) goes, with the bounds it set, as
+	 * when a refresh accepts such a root. A damaged file is dropped too:
+	 * the next refresh accepts any timestamp the root vouches for. */
 	uint8_t *d = NULL, *s = NULL;
 	size_t dl = 0, sl = 0;
 	struct eq_error e;
 	eq_err rr = eq_signed_file_read(tp, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &s, &sl, &e);
-	if (rr == EQ_OK && !(rr = eq_manifest_verify(d, dl, s, sl, t->ts_keys, &e)))
-		rr = eq_timestamp_parse_unverified(d, dl, &t->ts, &e);
+	if (rr == EQ_OK)
+		rr = eq_timestamp_load_verified(d, dl, s, sl, t->root, &t->ts, &e);
 	if (rr == EQ_OK)
 		hash_hex(d, dl, t->ts_sha256);
 	eq_free(d);
 	eq_free(s);
-	if (rr == EQ_OK) {
-		if (t->ts.issued > t->newest_issued)
-			t->newest_issued = t->ts.issued;
-	} else {
+	if (rr != EQ_OK) {
 		memset(&t->ts, 0, sizeof(t->ts));
 		if (rr != EQ_ERR_NOTFOUND && !t->warning[0])
 			snprintf(t->warning, sizeof(t->warning), "stored timestamp ignored: %s", e.msg);
@@ -327,6 +373,12 @@ static eq_err walk_roots(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx,
 			return EQ_OK;
 		if (!r)
 			r = eq_root_verify_next(t->root, d, dl, s, sl, &next, err);
+		/* A new timestamp role (keys or threshold): the timestamp the old
+		 * one signed goes before the root is stored, so that no power cut
+		 * keeps it. A leaked timestamp key may have signed it with any
+		 * version and issue time; the new role's timestamps start afresh. */
+		if (!r && !same_role(eq_root_role(t->root, EQ_ROLE_TIMESTAMP), eq_root_role(next, EQ_ROLE_TIMESTAMP)))
+			r = drop_timestamp(t, err);
 		/* Stored before it is used, so that a power cut never leaves the
 		 * device trusting a root it cannot prove on the next start. */
 		if (!r && (r = store_pair(t, rel, d, dl, s, sl, err)) == EQ_OK && (r = adopt_root(t, next, err)))
@@ -343,9 +395,22 @@ static eq_err walk_roots(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx,
 }
 
 static eq_err check_timestamp(const struct eq_trust *t, const struct eq_timestamp *ts, const char *board,
-			      const char *channel, int64_t now, struct eq_error *err)
+			      const char *channel, int64_t clock, int64_t now, struct eq_error *err)
 {
 	char q[80];
+	/* An issue time far ahead of a clock that is set would become the
+	 * lower bound of "now" and of every later issue time: refused, not
+	 * adopted. A clock before the newest root's issue time is not set (a
+	 * device without a real-time clock in 1970); it has only the bound. */
+	if (clock >= t->roots_issued && ts->issued > clock && ts->issued - clock > EQ_TIMESTAMP_MAX_AHEAD) {
+		char at[EQ_MANIFEST_TIME_LEN + 1], c[EQ_MANIFEST_TIME_LEN + 1];
+		eq_manifest_format_time(ts->issued, at);
+		eq_manifest_format_time(clock, c);
+		return eq_error_set(err, EQ_ERR_STATE,
+				    "timestamp version %" PRIu64 " was issued at %s, more than %d hours after this "
+				    "device's clock (%s): a forged timestamp, or a clock that lags",
+				    ts->version, at, (int)(EQ_TIMESTAMP_MAX_AHEAD / 3600), c);
+	}
 	if (strcmp(ts->board, board) != 0) {
 		eqm_quote(q, sizeof(q), board);
 		return eq_error_set(err, EQ_ERR_STATE, "timestamp is for board '%s', this device is '%s'", ts->board,
@@ -434,13 +499,11 @@ eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, 
 				 "not in the repository (a repository with a root needs "
 				 "'eqota-gen timestamp')");
 	if (!r)
-		r = check_timestamp(t, &ts, board, channel, now, err);
+		r = check_timestamp(t, &ts, board, channel, clock, now, err);
 	if (!r && ts.version != t->ts.version) {
 		if (!(r = store_pair(t, "timestamp.json", d, dl, s, sl, err))) {
 			t->ts = ts;
 			hash_hex(d, dl, t->ts_sha256);
-			if (ts.issued > t->newest_issued)
-				t->newest_issued = ts.issued;
 		}
 	}
 	eq_free(d);

@@ -37,6 +37,8 @@ else()
 endif()
 # Root mode: root chain, timestamp, rotation, revocation, rollback, freeze.
 eq_agent_script_test(agent_trust 600 "EQ_TEST_NOW test hook (timestamp expiry)")
+# Recovery after a leaked timestamp or release key: the procedure of docs/security.md (issue 29).
+eq_agent_script_test(agent_trust_recovery 300 "EQ_TEST_NOW test hook (a device without a clock)")
 eq_agent_script_test(agent_update 1800 "EQ_TEST_NOW test hook (manifest expiry)"
   ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR};EQ_KILL_COUNT=${EQ_KILLS}")
 # eqota-gen promote, and a device taking the promoted release (issue 16).

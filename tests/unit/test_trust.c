@@ -668,6 +668,116 @@ static void test_threat_release_key_compromise(void **state)
 	eq_trust_free(t);
 }
 
+/* Timestamp key T1 leaks. One poll answered by the attacker (a mirror, a
+ * captive portal) gets the device a validly signed timestamp naming the
+ * genuine manifest with version 2^53: every genuine timestamp is then
+ * older. A root that rotates only the release role changes nothing; one
+ * that rotates the timestamp role (T2) drops the forged timestamp and its
+ * bounds, and the device follows the new role's timestamps again. */
+static void test_threat_timestamp_key_compromise(void **state)
+{
+	(void)state;
+	struct eq_trust *t = device_on_release1();
+	struct eq_error e;
+	uint64_t n = 0;
+	assert_int_equal(check(t, T0 + HOUR, &e, &n), EQ_OK);
+	timestamp_doc(EQ_MANIFEST_NUMBER_MAX, T0 + 2 * HOUR, T0 + 14 * HOUR, 1, "T1");
+	struct file *ff = repo_find("boards/b1/stable/timestamp.json"),
+		    *ffs = repo_find("boards/b1/stable/timestamp.json.sig");
+	struct file forged[2] = {*ff, *ffs};
+	for (int i = 0; i < 2; i++) {
+		forged[i].data = eq_malloc(forged[i].len);
+		memcpy(forged[i].data, (i ? ffs : ff)->data, forged[i].len);
+	}
+	assert_int_equal(check(t, T0 + 2 * HOUR, &e, &n), EQ_OK);
+	assert_int_equal(eq_trust_timestamp(t)->version, EQ_MANIFEST_NUMBER_MAX);
+	/* the genuine repository again: frozen, also after a reboot */
+	release(2, 2, T0 + 3 * HOUR);
+	assert_int_equal(check(t, T0 + 3 * HOUR, &e, NULL), EQ_ERR_STATE);
+	assert_msg(e, "timestamp version 2 is older than the version 9007199254740992 this device accepted");
+	eq_trust_free(t);
+	t = device_open();
+	assert_int_equal(check(t, T0 + 3 * HOUR, &e, NULL), EQ_ERR_STATE);
+	/* a root that rotates the release role only: the timestamp role's
+	 * bounds stay (they still hold back replays of its timestamps) */
+	root_doc(2, T0 + 3 * HOUR, T0 + 365 * DAY, "R1", 1, "K1,K2", 1, "T1", 1, "R1");
+	assert_int_equal(check(t, T0 + 3 * HOUR, &e, NULL), EQ_ERR_STATE);
+	assert_int_equal(root_ver(t), 2);
+	assert_int_equal(eq_trust_timestamp(t)->version, EQ_MANIFEST_NUMBER_MAX);
+	/* docs/security.md "Revoke a stolen key": root 3 with T2, a timestamp
+	 * signed by T2 (the repository's next version) */
+	root_doc(3, T0 + 4 * HOUR, T0 + 365 * DAY, "R1", 1, "K1,K2", 1, "T2", 1, "R1");
+	timestamp_doc(3, T0 + 4 * HOUR, T0 + 16 * HOUR, 2, "T2");
+	assert_int_equal(check(t, T0 + 4 * HOUR, &e, &n), EQ_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(root_ver(t), 3);
+	assert_int_equal(eq_trust_timestamp(t)->version, 3);
+	eq_trust_free(t);
+	/* after a reboot too, and the forged timestamp replayed is refused */
+	t = device_open();
+	assert_string_equal(eq_trust_warning(t), "");
+	assert_int_equal(eq_trust_timestamp(t)->version, 3);
+	for (int i = 0; i < 2; i++)
+		put(forged[i].path, forged[i].data, forged[i].len);
+	assert_int_equal(check(t, T0 + 5 * HOUR, &e, NULL), EQ_ERR_VERIFY);
+	assert_msg(e, "not signed by the timestamp role of root version 3");
+	assert_int_equal(eq_trust_timestamp(t)->version, 3);
+	eq_trust_free(t);
+}
+
+/* Timestamp key T1 leaks and the attacker serves a timestamp issued in
+ * 9999. A device whose clock is set refuses it; one without a clock (1970)
+ * takes it, and its "now" becomes 9999, so every root and manifest is
+ * expired. Rotating the timestamp role drops that bound; the roots' own
+ * bound stays. */
+static void test_threat_timestamp_from_the_future(void **state)
+{
+	(void)state;
+	int64_t y9999 = 0;
+	assert_true(eq_manifest_parse_time("9999-12-30T00:00:00Z", &y9999));
+	struct eq_trust *t = device_on_release1();
+	struct eq_error e;
+	uint64_t n = 0;
+	assert_int_equal(check(t, T0 + HOUR, &e, &n), EQ_OK);
+	timestamp_doc(2, y9999, y9999 + DAY, 1, "T1");
+	assert_int_equal(check(t, T0 + HOUR, &e, NULL), EQ_ERR_STATE);
+	assert_msg(e, "was issued at 9999-12-30T00:00:00Z, more than 24 hours after this device's clock");
+	assert_int_equal(eq_trust_timestamp(t)->version, 1);
+	assert_int_equal(eq_trust_now(t, T0 + HOUR), T0 + HOUR);
+	/* within a day of the clock: taken (clocks drift) */
+	timestamp_doc(2, T0 + 20 * HOUR, T0 + 30 * HOUR, 1, "T1");
+	assert_int_equal(check(t, T0 + HOUR, &e, NULL), EQ_OK);
+	eq_trust_free(t);
+
+	/* a device without a clock */
+	repo_clear();
+	t = device_on_release1();
+	timestamp_doc(2, y9999, y9999 + DAY, 1, "T1");
+	assert_int_equal(check(t, 0, &e, NULL), EQ_ERR_EXPIRED); /* the manifest, at "now" 9999 */
+	assert_int_equal(eq_trust_now(t, 0), y9999);
+	release(2, 3, T0 + HOUR);
+	assert_int_equal(check(t, 0, &e, NULL), EQ_ERR_EXPIRED);
+	assert_msg(e, "(now 9999-12-30T00:00:00Z)");
+	eq_trust_free(t);
+	t = device_open();
+	assert_int_equal(eq_trust_now(t, 0), y9999);
+	root_doc(2, T0 + 2 * HOUR, T0 + 365 * DAY, "R1", 1, "K1", 1, "T2", 1, "R1");
+	timestamp_doc(4, T0 + 2 * HOUR, T0 + 14 * HOUR, 2, "T2");
+	assert_int_equal(check(t, 0, &e, &n), EQ_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(eq_trust_now(t, 0), T0 + 2 * HOUR);
+	eq_trust_free(t);
+	t = device_open();
+	assert_int_equal(eq_trust_now(t, 0), T0 + 2 * HOUR);
+	/* the roots' bound is not the timestamp's: a root 3 issued later still
+	 * bounds "now" once a new timestamp role drops the timestamp */
+	root_doc(3, T0 + 3 * HOUR, T0 + 365 * DAY, "R1", 1, "K1", 1, "T1", 1, "R1");
+	timestamp_doc(5, T0 + 2 * HOUR, T0 + 14 * HOUR, 2, "T1");
+	assert_int_equal(check(t, 0, &e, &n), EQ_OK);
+	assert_int_equal(eq_trust_now(t, 0), T0 + 3 * HOUR);
+	eq_trust_free(t);
+}
+
 /* Root keys rotate R1 -> R2 -> R3 -> R1,R2 across four versions; a device
  * installed with version 1 and off for two years walks the whole chain
  * (the intermediate roots expired long ago) and keeps it after a reboot.
@@ -784,8 +894,9 @@ static void test_conditional_timestamp(void **state)
 	assert_int_equal(check(t, T0 + 17 * HOUR, &e, &n), EQ_OK);
 	assert_int_equal(n, 3);
 	/* the timestamp key rotates (root 2, T2) and the same timestamp bytes
-	 * are signed again: "not modified" gives a pair that no longer
-	 * verifies, so both are fetched plainly and the new signature counts */
+	 * are signed again: the rotation deleted the stored pair, so both are
+	 * fetched plainly (no conditional request) and the new signature
+	 * counts */
 	root_doc(2, T0, T0 + 365 * DAY, "R1", 1, "K1", 1, "T2", 1, "R1");
 	const struct file *tf = repo_find("boards/b1/stable/timestamp.json");
 	{
@@ -798,7 +909,7 @@ static void test_conditional_timestamp(void **state)
 	assert_int_equal(check(t, T0 + 17 * HOUR, &e, &n), EQ_OK);
 	assert_int_equal(n, 3);
 	assert_int_equal(root_ver(t), 2);
-	assert_int_equal(repo.not_modified, nm + 1);
+	assert_int_equal(repo.not_modified, nm);
 	assert_non_null(strstr(repo.log, "boards/b1/stable/timestamp.json.sig\n"));
 	eq_trust_free(t);
 }
@@ -858,6 +969,25 @@ static void test_store_planted_files(void **state)
 	assert_int_equal(eq_file_replace_atomic(p, "{", 1, 0644, &e), EQ_OK);
 	t = device_open();
 	assert_int_equal(eq_trust_timestamp(t)->version, 0);
+	eq_trust_free(t);
+	/* a stored timestamp must meet the timestamp role's threshold too (it
+	 * once needed one key of any root's timestamp role) */
+	repo_clear();
+	root_doc(1, T0, T0 + 365 * DAY, "R1", 1, "K1", 1, "T1,T2", 2, "R1");
+	manifest_doc("b1", "stable", 1, T0, T0 + 30 * DAY, "K1", 1);
+	timestamp_doc(EQ_MANIFEST_NUMBER_MAX, T0, T0 + 12 * HOUR, 1, "T1");
+	device_install(1);
+	const struct file *tf = repo_find("boards/b1/stable/timestamp.json"),
+			  *tsf = repo_find("boards/b1/stable/timestamp.json.sig");
+	snprintf(p, sizeof(p), "%s/trust", devdir);
+	assert_int_equal(eq_mkdir_p(p, 0755, &e), EQ_OK);
+	snprintf(p, sizeof(p), "%s/trust/timestamp.json", devdir);
+	assert_int_equal(eq_signed_file_write(p, tf->data, tf->len, tsf->data, tsf->len, &e), EQ_OK);
+	t = device_open();
+	assert_int_equal(eq_trust_timestamp(t)->version, 0);
+	if (!strstr(eq_trust_warning(t),
+		    "stored timestamp ignored: not signed by the timestamp role of root version 1"))
+		fail_msg("warning: '%s'", eq_trust_warning(t));
 	eq_trust_free(t);
 }
 
@@ -1031,6 +1161,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_threat_wrong_board_channel, case_setup),
 		cmocka_unit_test_setup(test_threat_release_key_compromise, case_setup),
 		cmocka_unit_test_setup(test_threat_root_rotation, case_setup),
+		cmocka_unit_test_setup(test_threat_timestamp_key_compromise, case_setup),
+		cmocka_unit_test_setup(test_threat_timestamp_from_the_future, case_setup),
 		cmocka_unit_test_setup(test_threat_threshold_not_met, case_setup),
 		cmocka_unit_test_setup(test_conditional_timestamp, case_setup),
 	};

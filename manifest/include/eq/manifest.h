@@ -450,6 +450,9 @@ EQ_API eq_err eq_manifest_load_verified_file(const char *manifest_path, const ch
 #define EQ_ROOT_MAX_KEYS 32u                 /* distinct keys in one root */
 #define EQ_ROOT_CHAIN_MAX 1024u              /* root versions one refresh may walk */
 #define EQ_TIMESTAMP_MAX_BYTES (16u * 1024u) /* timestamp.json */
+/* How far past a device's clock (when it is set) a timestamp may be issued;
+ * eq_trust_refresh() refuses one issued later (seconds). */
+#define EQ_TIMESTAMP_MAX_AHEAD (24 * 3600)
 
 enum eq_role { EQ_ROLE_ROOT = 0, EQ_ROLE_RELEASE, EQ_ROLE_TIMESTAMP, EQ_ROLE_COUNT };
 
@@ -564,7 +567,10 @@ EQ_API eq_err eq_timestamp_load_verified(const uint8_t *data, size_t len, const 
  * (root/<N>.root.json + .sig) and the newest timestamp (timestamp.json +
  * .sig). Opening re-verifies the chain from the installed root, so a
  * damaged or planted file in that folder never adds trust; it only ends
- * the chain early.
+ * the chain early. The stored timestamp is verified with the newest root's
+ * timestamp role only, and is deleted when a newer root changes that role
+ * (keys or threshold): what a leaked timestamp key signed then no longer
+ * bounds versions, issue times or "now" (TUF's fast-forward recovery).
  */
 struct eq_trust;
 
@@ -596,9 +602,11 @@ EQ_API const struct eq_manifest_trust *eq_trust_release_keys(const struct eq_tru
 EQ_API const struct eq_manifest_trust *eq_trust_installed_keys(const struct eq_trust *t);
 
 /*
- * The device's idea of "now": the later of @clock and the newest issue time
- * it accepted (root or timestamp). A device without a real-time clock that
- * boots in 1970 thus never accepts what expired before metadata it saw.
+ * The device's idea of "now": the later of @clock, the newest issue time of
+ * the accepted roots and the issue time of the stored timestamp. A device
+ * without a real-time clock that boots in 1970 thus never accepts what
+ * expired before metadata it saw. The timestamp's part goes with the
+ * timestamp when a new root rotates the timestamp role; the roots' stays.
  */
 EQ_API int64_t eq_trust_now(const struct eq_trust *t, int64_t clock);
 
@@ -639,7 +647,11 @@ EQ_API void eq_trust_result_done(struct eq_trust_result *res);
  *   2. the newest root must be unexpired at eq_trust_now();
  *   3. boards/<board>/<channel>/timestamp.json, signed by the timestamp
  *      role, for this board and channel, not older (version, issued) than
- *      the newest accepted, unexpired; it is stored. It is asked for with
+ *      the newest accepted, unexpired, and, when @clock is set (not before
+ *      the newest root's issue time), issued at most
+ *      EQ_TIMESTAMP_MAX_AHEAD after @clock; it is stored. A root accepted
+ *      in step 1 that changes the timestamp role first deletes the stored
+ *      timestamp (see the trust store above). It is asked for with
  *      the stored copy's hash (see eq_trust_fetch_fn), and its .sig only
  *      when the bytes changed: an unchanged check costs one small request;
  *      a stored pair that no longer verifies is fetched again plainly;
