@@ -49,11 +49,15 @@ pub() { # RELEASE KEY [OPTIONS]
   tarpkg "p-$rel/base_1.tar" usr/share/base "base 1"
   tarpkg "p-$rel/tool_1.tar" usr/share/tool "tool $rel"
   "$gen" -q publish --repo repo --board tb --channel stable --release "$rel" --packages "p-$rel" --key "$key" \
-    --store s.db --level 1 "$@" >/dev/null
+    --trusted-root "$pin" --store s.db --level 1 "$@" >/dev/null
 }
 "$gen" root init --repo repo --key root-a.key --key root-b.key \
     --root-pub root-a.pub --root-pub root-b.pub --root-pub root-c.pub --root-threshold 2 \
     --release-pub release.pub --timestamp-pub timestamp.pub >/dev/null
+# The operator's pin, outside the repository (docs/security.md, "Start":
+# /secure/ota/root.json there).
+cp repo/root/1.root.json root.json
+pin=$w/root.json
 pub r1 release.key --timestamp-key timestamp.key
 mkdir -p logs image
 cp repo/root/1.root.json repo/root/1.root.json.sig image/
@@ -75,7 +79,7 @@ run "provision nc" 0 eqnc "$nc" provision --slot A && boot "$nc" >/dev/null
 # version 2^53: eqota-gen itself, on a copy whose timestamp says 2^53 - 1
 cp -a repo evil-version
 sed -i 's/"version": [0-9]*/"version": 9007199254740991/' evil-version/boards/tb/stable/timestamp.json
-"$gen" timestamp --repo evil-version --board tb --channel stable --key timestamp.key >/dev/null
+"$gen" timestamp --repo evil-version --board tb --channel stable --key timestamp.key --trusted-root "$pin" >/dev/null
 grep -q '"version": 9007199254740992' evil-version/boards/tb/stable/timestamp.json ||
   fail "forged version: $(cat evil-version/boards/tb/stable/timestamp.json)"
 # issued in 9999: the attacker's own tools (eqota-gen never vouches past the
@@ -116,9 +120,9 @@ refused "dev frozen after a reboot" "older than the version 9007199254740992" eq
 
 # ---- docs/security.md, "Revoke a stolen key (unplanned)", the timestamp key
 "$gen" keygen --out timestamp2
-"$gen" root rotate --repo repo --key root-a.key --key root-b.key \
+"$gen" root rotate --repo repo --key root-a.key --key root-b.key --trusted-root "$pin" \
     --timestamp-pub timestamp2.pub
-"$gen" timestamp --repo repo --board tb --channel stable --key timestamp2.key
+"$gen" timestamp --repo repo --board tb --channel stable --key timestamp2.key --trusted-root "$pin"
 
 # ---- both devices update on their next poll
 run "dev recovers" 3 eq "$dev" update && grep -q "r2" <<<"$out" &&
@@ -140,7 +144,7 @@ serve "$w/repo"
 cp -a repo evil-release
 "$gen" keygen --out release2
 "$gen" keygen --out timestamp3
-"$gen" root rotate --repo repo --key root-a.key --key root-b.key \
+"$gen" root rotate --repo repo --key root-a.key --key root-b.key --trusted-root "$pin" \
     --release-pub release2.pub --timestamp-pub timestamp3.pub
 pub r3 release2.key --timestamp-key timestamp3.key # eqota-gen publish ... --key release2.key --timestamp-key timestamp3.key
 run "dev after the release key rotation" 3 eq "$dev" update && grep -q "r3" <<<"$out" &&
@@ -149,7 +153,7 @@ run "dev after the release key rotation" 3 eq "$dev" update && grep -q "r3" <<<"
 # the attacker signs release 9 with the old release key and both old timestamp keys
 (cd evil-release && mkdir -p ../p-r9 && tarpkg ../p-r9/base_1.tar usr/share/base "evil" &&
   "$gen" -q publish --repo . --board tb --channel stable --release r9 --packages ../p-r9 --key ../release.key \
-    --timestamp-key ../timestamp2.key --store ../evil.db --level 1 >/dev/null 2>&1)
+    --timestamp-key ../timestamp2.key --trusted-root "$pin" --store ../evil.db --level 1 >/dev/null 2>&1)
 serve "$w/evil-release"
 refused "release signed with the old keys" "not signed by the timestamp role of root version 3" eq "$dev" update
 serve "$w/repo"
