@@ -756,7 +756,9 @@ static eq_err check_group(const struct eq_path_table *t, size_t first, size_t en
 			return EQ_OK;
 		/* The device installs in manifest (name) order, and its last
 		 * chmod wins; dpkg keeps the first package's. Not worth a
-		 * refusal: a directory's metadata is never compared on a keep. */
+		 * refusal, but a device compares a kept package's directories
+		 * with its record, so the other packages are downloaded on each
+		 * update instead of kept: --path-owner gives it one owner. */
 		size_t last = first;
 		for (size_t i = first; i < end; i++)
 			if (strcmp(t->pkgs[t->recs[i].pkg].name, t->pkgs[t->recs[last].pkg].name) > 0)
@@ -765,8 +767,9 @@ static eq_err check_group(const struct eq_path_table *t, size_t first, size_t en
 		if (!r)
 			r = list_pkgs(t, first, end, b, err);
 		if (!r)
-			r = eq_buf_printf(b, err, " with different metadata (%s): devices get %s's, continuing", why,
-					  t->pkgs[t->recs[last].pkg].name);
+			r = eq_buf_printf(b, err, " with different metadata (%s): devices get %s's and download the others "
+					  "instead of keeping them (see --path-owner), continuing",
+					  why, t->pkgs[t->recs[last].pkg].name);
 		if (!r)
 			r = eq_buf_append(b, "", 1, err);
 		if (!r)
