@@ -737,7 +737,8 @@ static eq_err do_keep(struct inst *x, const struct eq_plan_item *it, struct eq_e
 	r = rebuild_record(x, &l, &hs, err);
 	char got[EQ_SHA256_HEX_LEN + 1];
 	if (!r && !hsink_matches(&hs, it->old->payload.sha256, it->old->payload.size, got))
-		r = miss(x, err, "the running files its record lists rebuild a payload with SHA-256 %s, the running "
+		r = miss(x, err,
+			 "the running files its record lists rebuild a payload with SHA-256 %s, the running "
 			 "release says %s (a damaged or forged record?)",
 			 got, it->old->payload.sha256);
 	if (r) {
@@ -1339,7 +1340,8 @@ eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_f
 			if (rr == EQ_ERR_NOMEM)
 				r = eq_error_set(err, rr, "verify: %s", eq_error_msg(&le));
 			else if (rr)
-				vproblem(&v, "", "its files do not rebuild the package's payload: %s", eq_error_msg(&le));
+				vproblem(&v, "", "its files do not rebuild the package's payload: %s",
+					 eq_error_msg(&le));
 			else if (!hsink_matches(&hs, p->payload.sha256, p->payload.size, got))
 				vproblem(&v, "",
 					 "the files its record lists rebuild a payload with SHA-256 %s, the release "

@@ -268,10 +268,10 @@ static eq_err check_landing(struct ex *x, int pfd, const char *base, bool is_dir
 		size_t n = strcspn(c, "/");
 		const struct fid *up = k ? &x->res_id[k - 1] : &x->root_id;
 		if (fid_eq(up, &st) && strlen(base) == n && !memcmp(base, c, n) && (k == RES_DEPTH - 1 || !is_dir))
-			return efail(x, err, EQ_ERR_UNSAFE, false,
-				     "%s resolves to '%.*s' through a symlink, %s", what, (int)(c + n - EQ_PAYLOAD_RESERVED_DIR),
-				     EQ_PAYLOAD_RESERVED_DIR,
-				     k == RES_DEPTH - 1 ? "eqota's own folder" : "a folder on the way to eqota's own one");
+			return efail(x, err, EQ_ERR_UNSAFE, false, "%s resolves to '%.*s' through a symlink, %s", what,
+				     (int)(c + n - EQ_PAYLOAD_RESERVED_DIR), EQ_PAYLOAD_RESERVED_DIR,
+				     k == RES_DEPTH - 1 ? "eqota's own folder"
+							: "a folder on the way to eqota's own one");
 		c += n + (c[n] == '/');
 	}
 	return EQ_OK;

@@ -767,7 +767,8 @@ static eq_err check_group(const struct eq_path_table *t, size_t first, size_t en
 		if (!r)
 			r = list_pkgs(t, first, end, b, err);
 		if (!r)
-			r = eq_buf_printf(b, err, " with different metadata (%s): devices get %s's and download the others "
+			r = eq_buf_printf(b, err,
+					  " with different metadata (%s): devices get %s's and download the others "
 					  "instead of keeping them (see --path-owner), continuing",
 					  why, t->pkgs[t->recs[last].pkg].name);
 		if (!r)
@@ -1021,7 +1022,8 @@ eq_err eq_path_table_check(struct eq_path_table *t, eq_path_note_fn note, void *
 	if (pr.n)
 		return eq_error_set(
 			err, EQ_ERR_STATE,
-			"%zu paths are shipped by more than one package or ruled wrongly (each one logged): "
+			"%zu paths are shipped by more than one package, ruled wrongly or land in eqota's own "
+			"folder (each one logged): "
 			"%s, ...; a release may ship a path once (see --path-owner)",
 			pr.n, pr.first);
 	return EQ_OK;
