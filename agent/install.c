@@ -42,7 +42,8 @@ struct inst {
 	uint8_t *buf; /* COPY_BUF_LEN */
 	unsigned long tmpn;
 	bool use_openat2;
-	bool mismatch; /* the last error is about the running slot, not ours */
+	bool mismatch;               /* the last error is about the running slot, not ours */
+	struct stat slot_st, rec_st; /* identities of slotfd and recfd */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -552,6 +553,25 @@ static eq_err place_tmp(int tdir, const char *tmp, const char *base, const char 
 	return EQ_OK;
 }
 
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* A kept entry that would land in eqota's folder of the target, through a
+ * symlink an earlier package copied there ("lib -> usr/lib"): only a
+ * release signed before the publisher refused such entries (issue 29) can
+ * hold one, and an old agent installed it. The installer makes no folder
+ * below "packages", so its two descriptors are all there is to compare. */
+static bool lands_in_own_dir(const struct inst *x, int tdir, const char *tbase)
+{
+	struct stat st;
+	if (fstat(tdir, &st) != 0 || same_file(&st, &x->slot_st) || same_file(&st, &x->rec_st))
+		return true;
+	return fstatat(tdir, tbase, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       (same_file(&st, &x->slot_st) || same_file(&st, &x->rec_st));
+}
+
 static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq_error *err)
 {
 	const char *sbase, *tbase;
@@ -567,6 +587,15 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 	eq_err r = EQ_OK;
 	struct stat st;
 	char tmp[64];
+	if (lands_in_own_dir(x, tdir, tbase)) {
+		close(sdir);
+		close(tdir);
+		return eq_error_set(
+			err, EQ_ERR_UNSAFE,
+			"'%s' lands in eqota's own folder '%s' of the target through a symlink, refusing to "
+			"write there",
+			e->path, EQ_SLOT_RECORD_DIR);
+	}
 	if (e->type != 'f' && e->type != 'd') {
 		if (fstatat(sdir, sbase, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			r = miss(x, err, "'%s': %s", e->path, strerror(errno));
@@ -1123,6 +1152,8 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		r = eq_error_errno(err, EQ_ERR_IO, "install: cannot make '%s' in the target", EQ_SLOT_RECORD_DIR);
 	if (!r && (x.recfd = open_own_dir(x.slotfd, "packages", true)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "install: cannot make '%s' in the target", REC_DIR);
+	if (!r && (fstat(x.slotfd, &x.slot_st) != 0 || fstat(x.recfd, &x.rec_st) != 0))
+		r = eq_error_errno(err, EQ_ERR_IO, "install: cannot stat '%s' in the target", REC_DIR);
 	if (!r && in->running_root && (x.rfd = open(in->running_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "install: running slot '%s'", in->running_root);
 	for (size_t i = 0; !r && i < plan->n; i++) {
