@@ -42,7 +42,8 @@ struct inst {
 	uint8_t *buf; /* COPY_BUF_LEN */
 	unsigned long tmpn;
 	bool use_openat2;
-	bool mismatch; /* the last error is about the running slot, not ours */
+	bool mismatch;               /* the last error is about the running slot, not ours */
+	struct stat slot_st, rec_st; /* identities of slotfd and recfd */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -85,7 +86,7 @@ static void fmt_size(uint64_t v, bool round_up, char out[32])
 /* A sink that hashes and counts what it writes to a file descriptor, and
  * remembers whether the failure was its own (our disk) or the producer's. */
 struct hsink {
-	int fd;
+	int fd;          /* -1: hash and count only */
 	const char *dir; /* where the file is, for errors */
 	struct eq_sha256 sha;
 	uint64_t n;
@@ -95,7 +96,7 @@ struct hsink {
 static eq_err hsink_write(void *ctx, const void *data, size_t len, struct eq_error *err)
 {
 	struct hsink *h = ctx;
-	eq_err r = eq_write_all(h->fd, data, len, err);
+	eq_err r = h->fd >= 0 ? eq_write_all(h->fd, data, len, err) : EQ_OK;
 	if (r) {
 		h->failed = true;
 		/* Name the folder: "No space left on device" alone does not say
@@ -498,12 +499,19 @@ static eq_err copy_file(struct inst *x, int sdir, int tdir, const char *base, co
 static eq_err copy_dir(struct inst *x, int sdir, int tdir, const char *base, const struct eq_rec_entry *e,
 		       struct eq_error *err)
 {
-	/* Mode and owner are taken from the record, not compared: packages
-	 * that share a directory may disagree on them, and the running slot
-	 * then holds the last one's, which is no reason to download. */
+	/* Mode and owner are compared like a file's, not taken on trust: a
+	 * record that says 0777 for etc would otherwise hand every new slot a
+	 * world-writable etc (issue 29). Packages that share a directory with
+	 * different metadata (eqota-gen publish warns) lose their keep: the
+	 * running slot holds the last one's, so the others are downloaded. */
 	int s = openat(sdir, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (s < 0)
 		return miss(x, err, "'%s': not a directory: %s", e->path, strerror(errno));
+	struct stat sst;
+	if (fstat(s, &sst) != 0 || !meta_matches(x, e, &sst)) {
+		close(s);
+		return miss(x, err, "'%s': directory mode or owner differ from the record", e->path);
+	}
 	eq_err r = EQ_OK;
 	if (mkdirat(tdir, base, 0700) != 0 && errno != EEXIST)
 		r = eq_error_errno(err, EQ_ERR_IO, "'%s': mkdir", e->path);
@@ -545,6 +553,25 @@ static eq_err place_tmp(int tdir, const char *tmp, const char *base, const char 
 	return EQ_OK;
 }
 
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* A kept entry that would land in eqota's folder of the target, through a
+ * symlink an earlier package copied there ("lib -> usr/lib"): only a
+ * release signed before the publisher refused such entries (issue 29) can
+ * hold one, and an old agent installed it. The installer makes no folder
+ * below "packages", so its two descriptors are all there is to compare. */
+static bool lands_in_own_dir(const struct inst *x, int tdir, const char *tbase)
+{
+	struct stat st;
+	if (fstat(tdir, &st) != 0 || same_file(&st, &x->slot_st) || same_file(&st, &x->rec_st))
+		return true;
+	return fstatat(tdir, tbase, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       (same_file(&st, &x->slot_st) || same_file(&st, &x->rec_st));
+}
+
 static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq_error *err)
 {
 	const char *sbase, *tbase;
@@ -560,6 +587,15 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 	eq_err r = EQ_OK;
 	struct stat st;
 	char tmp[64];
+	if (lands_in_own_dir(x, tdir, tbase)) {
+		close(sdir);
+		close(tdir);
+		return eq_error_set(
+			err, EQ_ERR_UNSAFE,
+			"'%s' lands in eqota's own folder '%s' of the target through a symlink, refusing to "
+			"write there",
+			e->path, EQ_SLOT_RECORD_DIR);
+	}
 	if (e->type != 'f' && e->type != 'd') {
 		if (fstatat(sdir, sbase, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			r = miss(x, err, "'%s': %s", e->path, strerror(errno));
@@ -672,6 +708,36 @@ static eq_err write_list(struct inst *x, const char *name, const struct eq_rec_l
 	return r;
 }
 
+/*
+ * Writes the canonical payload of the files record @l lists, as they are in
+ * the running slot, to @hs: how a device gets back a package's payload.
+ * x->mismatch tells a running-slot problem from our own.
+ */
+static eq_err rebuild_record(struct inst *x, const struct eq_rec_list *l, struct hsink *hs, struct eq_error *err)
+{
+	EQ_AUTOFREE const char **paths = eq_calloc(l->n ? l->n : 1, sizeof(*paths));
+	struct eq_payload_builder *b = NULL;
+	eq_err r = EQ_OK;
+	if (!paths)
+		r = eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	for (size_t i = 0; !r && i < l->n; i++)
+		paths[i] = l->v[i].path;
+	if (!r)
+		r = eq_payload_builder_new(&x->lim, &b, err);
+	if (!r) {
+		r = eq_payload_builder_add_paths(b, x->in->running_root, paths, l->n, err);
+		x->mismatch = r && r != EQ_ERR_NOMEM;
+	}
+	if (!r) {
+		uint8_t d[EQ_SHA256_LEN];
+		uint64_t n;
+		r = eq_payload_builder_write(b, hsink_write, hs, d, &n, err);
+		x->mismatch = r && !hs->failed && r != EQ_ERR_NOMEM;
+	}
+	eq_payload_builder_free(b);
+	return r;
+}
+
 static eq_err do_keep(struct inst *x, const struct eq_plan_item *it, struct eq_error *err)
 {
 	struct eq_rec_list l;
@@ -679,6 +745,33 @@ static eq_err do_keep(struct inst *x, const struct eq_plan_item *it, struct eq_e
 	eq_err r = load_running_record(x, it->old->name, &l, err);
 	if (r) {
 		x->mismatch = r != EQ_ERR_NOMEM;
+		return r;
+	}
+	/*
+	 * The record is not signed, and a package could once write it (issue
+	 * 29: "lib/eqota/slot/packages/base.files" through a merged /usr's
+	 * "lib -> usr/lib"); trusting it would carry a forged file list from
+	 * slot to slot, long after that package left the release. So it is
+	 * tied to the signed manifest before anything is copied: the payload
+	 * rebuilt from the running files it lists must hash to the payload
+	 * SHA-256 the running release signed for this package (and the plan
+	 * keeps a package only when the new release signs the same one). That
+	 * proves the list of paths and what is on disk at them; copy_entry()
+	 * then compares every other field of the record (mode and owner of
+	 * directories too) with what is on disk, so no field of the record is
+	 * taken on trust. It costs one more read of the package's files.
+	 */
+	struct hsink hs;
+	hsink_init(&hs, -1, x->in->work_dir);
+	r = rebuild_record(x, &l, &hs, err);
+	char got[EQ_SHA256_HEX_LEN + 1];
+	if (!r && !hsink_matches(&hs, it->old->payload.sha256, it->old->payload.size, got))
+		r = miss(x, err,
+			 "the running files its record lists rebuild a payload with SHA-256 %s, the running "
+			 "release says %s (a damaged or forged record?)",
+			 got, it->old->payload.sha256);
+	if (r) {
+		eq_rec_list_done(&l);
 		return r;
 	}
 	size_t i = 0;
@@ -798,7 +891,6 @@ static eq_err do_full(struct inst *x, const struct eq_manifest_package *pkg, str
  * returned) and checks it against the running manifest. */
 static eq_err rebuild_old(struct inst *x, const struct eq_manifest_package *old, char **ret_path, struct eq_error *err)
 {
-	EQ_AUTOFREE const char **paths = NULL;
 	struct eq_rec_list l;
 	eq_rec_list_init(&l);
 	eq_err r = load_running_record(x, old->name, &l, err);
@@ -806,31 +898,13 @@ static eq_err rebuild_old(struct inst *x, const struct eq_manifest_package *old,
 		x->mismatch = r != EQ_ERR_NOMEM;
 		return r;
 	}
-	paths = eq_calloc(l.n ? l.n : 1, sizeof(*paths));
-	struct eq_payload_builder *b = NULL;
-	if (!paths)
-		r = eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
-	for (size_t i = 0; !r && i < l.n; i++)
-		paths[i] = l.v[i].path;
-	if (!r)
-		r = eq_payload_builder_new(&x->lim, &b, err);
-	if (!r) {
-		r = eq_payload_builder_add_paths(b, x->in->running_root, paths, l.n, err);
-		x->mismatch = r && r != EQ_ERR_NOMEM;
-	}
 	int fd = -1;
 	char *path = NULL;
-	if (!r)
-		r = work_tmp(x, "ref", &fd, &path, err);
+	r = work_tmp(x, "ref", &fd, &path, err);
 	struct hsink hs;
 	hsink_init(&hs, fd, x->in->work_dir);
-	if (!r) {
-		uint8_t d[EQ_SHA256_LEN];
-		uint64_t n;
-		r = eq_payload_builder_write(b, hsink_write, &hs, d, &n, err);
-		x->mismatch = r && !hs.failed && r != EQ_ERR_NOMEM;
-	}
-	eq_payload_builder_free(b);
+	if (!r)
+		r = rebuild_record(x, &l, &hs, err);
 	eq_rec_list_done(&l);
 	char got[EQ_SHA256_HEX_LEN + 1];
 	if (!r && !hsink_matches(&hs, old->payload.sha256, old->payload.size, got))
@@ -1078,6 +1152,8 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		r = eq_error_errno(err, EQ_ERR_IO, "install: cannot make '%s' in the target", EQ_SLOT_RECORD_DIR);
 	if (!r && (x.recfd = open_own_dir(x.slotfd, "packages", true)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "install: cannot make '%s' in the target", REC_DIR);
+	if (!r && (fstat(x.slotfd, &x.slot_st) != 0 || fstat(x.recfd, &x.rec_st) != 0))
+		r = eq_error_errno(err, EQ_ERR_IO, "install: cannot stat '%s' in the target", REC_DIR);
 	if (!r && in->running_root && (x.rfd = open(in->running_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "install: running slot '%s'", in->running_root);
 	for (size_t i = 0; !r && i < plan->n; i++) {
@@ -1219,10 +1295,12 @@ static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
 			verify_data(v, dir, base, e);
 		break;
 	case 'd':
-		/* Mode and owner are not compared, as for a copy: packages that
-		 * share a folder may disagree on them. */
+		/* Mode and owner are compared, as for a copy (copy_dir()): a
+		 * record that lies about them is what a forged one looks like. */
 		if (!S_ISDIR(st.st_mode))
 			vproblem(v, e->path, "not a directory");
+		else if (!meta_matches(&v->x, e, &st))
+			vproblem(v, e->path, "directory mode or owner differ from the record");
 		break;
 	case 'l': {
 		char target[EQ_REC_MAX_PATH + 2];
@@ -1258,7 +1336,7 @@ static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
 eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_fn fn, void *ctx,
 		      struct eq_verify_report *ret, struct eq_error *err)
 {
-	struct eq_install in = {.owners = geteuid() == 0};
+	struct eq_install in = {.owners = geteuid() == 0, .running_root = root};
 	struct eq_verify_report rep;
 	memset(&rep, 0, sizeof(rep));
 	struct verify v = {
@@ -1283,6 +1361,24 @@ eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_f
 			vproblem(&v, "", "its record: %s", eq_error_msg(&le));
 		for (size_t k = 0; k < l.n; k++)
 			verify_entry(&v, &l.v[k]);
+		/* Each file matching its line says nothing of the lines a forged
+		 * record added or dropped: the signed payload hash does (do_keep()). */
+		if (!v.pkg_problems) {
+			struct hsink hs;
+			hsink_init(&hs, -1, root);
+			char got[EQ_SHA256_HEX_LEN + 1];
+			eq_err rr = rebuild_record(&v.x, &l, &hs, &le);
+			if (rr == EQ_ERR_NOMEM)
+				r = eq_error_set(err, rr, "verify: %s", eq_error_msg(&le));
+			else if (rr)
+				vproblem(&v, "", "its files do not rebuild the package's payload: %s",
+					 eq_error_msg(&le));
+			else if (!hsink_matches(&hs, p->payload.sha256, p->payload.size, got))
+				vproblem(&v, "",
+					 "the files its record lists rebuild a payload with SHA-256 %s, the release "
+					 "signed %s: the record lists other files than the package ships",
+					 got, p->payload.sha256);
+		}
 		eq_rec_list_done(&l);
 	}
 	if (v.x.rfd >= 0)

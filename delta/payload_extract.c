@@ -20,6 +20,11 @@
 #include "payload_tar.h"
 
 #define DATA_BUF_LEN (64u * 1024u)
+/* Components of EQ_PAYLOAD_RESERVED_DIR ("usr/lib/eqota/slot"). */
+#define RES_DEPTH 4
+/* Most folders walked up from an entry's parent to the root: a path of
+ * at most 4096 bytes has at most 2048 components. */
+#define MAX_WALK 2049
 
 /* What rollback undoes: a created file or directory is removed, an
  * existing directory whose mode and owner this call changed gets them back
@@ -41,6 +46,17 @@ struct ex {
 	struct made *made; /* created by this call, in creation order */
 	size_t n_made, cap_made;
 	struct eq_payload_checker *rules; /* the path rules, shared with the publisher */
+	/* The folders on the way to EQ_PAYLOAD_RESERVED_DIR as they are on
+	 * disk ("usr", "usr/lib", "usr/lib/eqota", the reserved one; .ok
+	 * false when missing), looked up again after this call made a
+	 * directory (stale), and the last parent found outside the reserved
+	 * folder (entries come sorted, so most share it). */
+	struct fid {
+		dev_t dev;
+		ino_t ino;
+		bool ok;
+	} root_id, res_id[RES_DEPTH], outside;
+	bool res_stale;
 	unsigned long tmp_seq;
 	uint8_t *buf;
 };
@@ -133,6 +149,8 @@ static eq_err record(struct ex *x, const char *path, enum made_kind kind, const 
 	char *p = eq_strdup(path);
 	if (!p)
 		return efail(x, err, EQ_ERR_NOMEM, false, "out of memory");
+	if (kind == MADE_DIR)
+		x->res_stale = true;
 	x->made[x->n_made++] = (struct made){p, kind, old ? (uint32_t)(old->st_mode & 07777) : 0,
 					     old ? (uint32_t)old->st_uid : 0, old ? (uint32_t)old->st_gid : 0};
 	return EQ_OK;
@@ -148,6 +166,115 @@ static eq_err resolve_fail(struct ex *x, const char *dir, struct eq_error *err)
 		return efail(x, err, EQ_ERR_STATE, false, "'%s' is not a directory", tar_quote(q, sizeof(q), dir));
 	return efail(x, err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, true, "cannot open directory '%s'",
 		     tar_quote(q, sizeof(q), dir));
+}
+
+/* ---- eqota's reserved folder, after symlinks ------------------------------ */
+
+static bool fid_eq(const struct fid *a, const struct stat *st)
+{
+	return a->ok && a->dev == st->st_dev && a->ino == st->st_ino;
+}
+
+/* Looks up the folders on the way to the reserved one again, following no
+ * symlink: that is how the agent opens its own folder (agent/install.c),
+ * and the path rules keep every package's non-directories off the way. */
+static void reserved_lookup(struct ex *x)
+{
+	memset(x->res_id, 0, sizeof(x->res_id));
+	x->outside.ok = false;
+	x->res_stale = false;
+	int cur = openat(x->rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	const char *c = EQ_PAYLOAD_RESERVED_DIR;
+	for (size_t k = 0; k < RES_DEPTH && cur >= 0 && *c; k++) {
+		char comp[64];
+		size_t n = strcspn(c, "/");
+		snprintf(comp, sizeof(comp), "%.*s", (int)n, c);
+		c += n + (c[n] == '/');
+		int fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(cur);
+		cur = fd;
+		struct stat st;
+		if (cur >= 0 && fstat(cur, &st) == 0)
+			x->res_id[k] = (struct fid){st.st_dev, st.st_ino, true};
+	}
+	if (cur >= 0)
+		close(cur);
+}
+
+/*
+ * True when directory @dfd is the reserved folder or below it: walks up
+ * with ".." until the root (or the top of the file system), comparing
+ * device and inode numbers, never names, so no symlink, bind mount or
+ * "lib -> usr/lib" of another package can disguise the folder.
+ */
+static bool inside_reserved(struct ex *x, int dfd, const struct stat *dst)
+{
+	const struct fid *res = &x->res_id[RES_DEPTH - 1];
+	if (!res->ok || fid_eq(&x->outside, dst))
+		return false;
+	int cur = openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st = *dst;
+	bool inside = cur < 0; /* cannot tell: refuse */
+	for (int depth = 0; cur >= 0 && depth < MAX_WALK; depth++) {
+		if (fid_eq(res, &st)) {
+			inside = true;
+			break;
+		}
+		if (fid_eq(&x->root_id, &st))
+			break;
+		int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		struct stat ust;
+		if (up < 0 || fstat(up, &ust) != 0) {
+			inside = true;
+			if (up >= 0)
+				close(up);
+			break;
+		}
+		close(cur);
+		cur = up;
+		if (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)
+			break; /* "/" of the process: not below the root at all */
+		st = ust;
+	}
+	if (cur >= 0)
+		close(cur);
+	if (!inside)
+		x->outside = (struct fid){dst->st_dev, dst->st_ino, true};
+	return inside;
+}
+
+/*
+ * The path rules (eq_payload_checker_add()) judge an entry's path as
+ * written; this judges where it lands. Entry @base in directory @pfd, as
+ * the directories resolved it inside the root, following the symlinks
+ * other packages of the slot made ("lib -> usr/lib" of a merged /usr):
+ * it must not be in the reserved folder, nor be that folder, nor be a
+ * non-directory where a folder on the way to it is.
+ */
+static eq_err check_landing(struct ex *x, int pfd, const char *base, bool is_dir, const char *what,
+			    struct eq_error *err)
+{
+	if (x->res_stale)
+		reserved_lookup(x);
+	struct stat st;
+	if (fstat(pfd, &st) != 0)
+		return efail(x, err, EQ_ERR_IO, true, "stat of the parent directory");
+	if (inside_reserved(x, pfd, &st))
+		return efail(x, err, EQ_ERR_UNSAFE, false,
+			     "%s resolves into eqota's own folder '%s' through a symlink, refusing to write there",
+			     what, EQ_PAYLOAD_RESERVED_DIR);
+	const char *c = EQ_PAYLOAD_RESERVED_DIR;
+	for (size_t k = 0; k < RES_DEPTH && *c; k++) {
+		size_t n = strcspn(c, "/");
+		const struct fid *up = k ? &x->res_id[k - 1] : &x->root_id;
+		if (fid_eq(up, &st) && strlen(base) == n && !memcmp(base, c, n) && (k == RES_DEPTH - 1 || !is_dir))
+			return efail(x, err, EQ_ERR_UNSAFE, false, "%s resolves to '%.*s' through a symlink, %s", what,
+				     (int)(c + n - EQ_PAYLOAD_RESERVED_DIR), EQ_PAYLOAD_RESERVED_DIR,
+				     k == RES_DEPTH - 1 ? "eqota's own folder"
+							: "a folder on the way to eqota's own one");
+		c += n + (c[n] == '/');
+	}
+	return EQ_OK;
 }
 
 /*
@@ -230,11 +357,16 @@ static eq_err set_xattrs_fd(struct ex *x, int fd, const char *proc_path, struct 
 static eq_err make_dir(struct ex *x, struct eq_error *err)
 {
 	const struct eq_payload_entry *e = x->ent;
-	int pfd;
+	int pfd = -1;
 	const char *base;
 	eq_err r = open_parent(x, e->path, &pfd, &base, err);
-	if (r)
+	if (!r)
+		r = check_landing(x, pfd, base, true, "the directory", err);
+	if (r) {
+		if (pfd >= 0)
+			close(pfd);
 		return r;
+	}
 	if (mkdirat(pfd, base, 0700) == 0) {
 		r = record(x, e->path, MADE_DIR, NULL, err);
 	} else if (errno == EEXIST) {
@@ -335,6 +467,11 @@ static eq_err make_tmp(struct ex *x, int pfd, char *tmp, size_t tmplen, struct e
 			eq_err r = open_parent(x, e->link, &tfd, &tbase, err);
 			if (r)
 				return r;
+			r = check_landing(x, tfd, tbase, false, "the hard link's target", err);
+			if (r) {
+				close(tfd);
+				return r;
+			}
 			rc = linkat(tfd, tbase, pfd, tmp, 0);
 			close(tfd);
 			break;
@@ -374,6 +511,11 @@ static eq_err make_nondir(struct ex *x, struct eq_error *err)
 	eq_err r = open_parent(x, e->path, &pfd, &base, err);
 	if (r)
 		return r;
+	r = check_landing(x, pfd, base, false, "the entry", err);
+	if (r) {
+		close(pfd);
+		return r;
+	}
 	char tmp[64];
 	r = make_tmp(x, pfd, tmp, sizeof(tmp), err);
 	if (r) {
@@ -463,6 +605,13 @@ eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const
 	if (x.rootfd < 0)
 		r = eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "payload: extract root '%s'",
 				   tar_quote(q, sizeof(q), root));
+	struct stat rst;
+	if (!r && fstat(x.rootfd, &rst) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "payload: extract root '%s'", tar_quote(q, sizeof(q), root));
+	if (!r) {
+		x.root_id = (struct fid){rst.st_dev, rst.st_ino, true};
+		x.res_stale = true;
+	}
 	if (!r && !(x.buf = eq_malloc(DATA_BUF_LEN)))
 		r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for extraction");
 	if (!r)

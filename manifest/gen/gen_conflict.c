@@ -722,14 +722,17 @@ struct problems {
 	void *ctx;
 	size_t n;
 	char first[EQ_ERROR_MSG_MAX];
+	bool landing, first_landing; /* the problem at hand / the first one is a check_landing() one */
 };
 
 /* Hands one problem (the NUL-terminated text of @b) to the note callback. */
 static void problem(struct problems *pr, bool error, struct eq_buf *b)
 {
 	const char *msg = b->data ? (const char *)b->data : "";
-	if (error && !pr->n++)
+	if (error && !pr->n++) {
 		snprintf(pr->first, sizeof(pr->first), "%s", msg);
+		pr->first_landing = pr->landing;
+	}
 	if (pr->note && (!error || pr->n <= EQ_PATH_CONFLICTS_LISTED))
 		pr->note(pr->ctx, error, msg);
 	eq_buf_reset(b);
@@ -753,7 +756,9 @@ static eq_err check_group(const struct eq_path_table *t, size_t first, size_t en
 			return EQ_OK;
 		/* The device installs in manifest (name) order, and its last
 		 * chmod wins; dpkg keeps the first package's. Not worth a
-		 * refusal: a directory's metadata is never compared on a keep. */
+		 * refusal, but a device compares a kept package's directories
+		 * with its record, so the other packages are downloaded on each
+		 * update instead of kept: --path-owner gives it one owner. */
 		size_t last = first;
 		for (size_t i = first; i < end; i++)
 			if (strcmp(t->pkgs[t->recs[i].pkg].name, t->pkgs[t->recs[last].pkg].name) > 0)
@@ -762,8 +767,10 @@ static eq_err check_group(const struct eq_path_table *t, size_t first, size_t en
 		if (!r)
 			r = list_pkgs(t, first, end, b, err);
 		if (!r)
-			r = eq_buf_printf(b, err, " with different metadata (%s): devices get %s's, continuing", why,
-					  t->pkgs[t->recs[last].pkg].name);
+			r = eq_buf_printf(b, err,
+					  " with different metadata (%s): devices get %s's and download the others "
+					  "instead of keeping them (see --path-owner), continuing",
+					  why, t->pkgs[t->recs[last].pkg].name);
 		if (!r)
 			r = eq_buf_append(b, "", 1, err);
 		if (!r)
@@ -817,6 +824,165 @@ static eq_err check_rules(const struct eq_path_table *t, struct problems *pr, st
 	return r;
 }
 
+/* ---- paths after the release's symlinks ----------------------------------------- */
+
+/* Longest resolved path followed; a device's kernel gives up sooner. */
+#define RESOLVE_MAX (3u * 4096u)
+/* Symlinks crossed on one path before giving up, as Linux's ELOOP. */
+#define RESOLVE_HOPS 40
+
+/* The record of the symlink at @path (the first package's), or NULL;
+ * records are sorted by path. */
+static const struct rec *find_symlink(const struct eq_path_table *t, const char *path, size_t len)
+{
+	size_t lo = 0, hi = t->n_recs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *p = t->recs[mid].path;
+		int c = strncmp(p, path, len);
+		if (!c && p[len])
+			c = 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < t->n_recs && !strncmp(t->recs[i].path, path, len) && !t->recs[i].path[len]; i++)
+		if (t->recs[i].type == EQ_ENTRY_SYMLINK && t->recs[i].link)
+			return &t->recs[i];
+	return NULL;
+}
+
+/*
+ * Resolves directory @dir (a payload path, "" for the root) through the
+ * symlinks of every package of the release, as a device's kernel does
+ * with RESOLVE_IN_ROOT: an absolute target starts again at the slot's
+ * root, ".." stops there. Writes the result to @out ("" = the root) and
+ * the first symlink crossed to *ret_via (NULL when none). False when the
+ * path cannot be followed (too long, too many symlinks): the device then
+ * refuses the entry itself.
+ */
+static bool resolve_dir(const struct eq_path_table *t, const char *dir, char *out, const struct rec **ret_via)
+{
+	char rest[RESOLVE_MAX + 1];
+	size_t olen = 0;
+	int hops = 0;
+	*ret_via = NULL;
+	out[0] = '\0';
+	if (strlen(dir) > RESOLVE_MAX)
+		return false;
+	snprintf(rest, sizeof(rest), "%s", dir);
+	for (const char *c = rest; *c;) {
+		size_t n = strcspn(c, "/");
+		const char *next = c + n + (c[n] == '/');
+		if (!n || (n == 1 && c[0] == '.')) {
+			c = next;
+			continue;
+		}
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			while (olen && out[olen - 1] != '/')
+				olen--;
+			olen -= olen ? 1 : 0;
+			out[olen] = '\0';
+			c = next;
+			continue;
+		}
+		size_t keep = olen;
+		if (olen + 1 + n > RESOLVE_MAX)
+			return false;
+		if (olen)
+			out[olen++] = '/';
+		memcpy(out + olen, c, n);
+		olen += n;
+		out[olen] = '\0';
+		const struct rec *s = find_symlink(t, out, olen);
+		if (!s) {
+			c = next;
+			continue;
+		}
+		if (++hops > RESOLVE_HOPS)
+			return false;
+		if (!*ret_via)
+			*ret_via = s;
+		/* The target, then what was left after the symlink. */
+		char tmp[RESOLVE_MAX + 1];
+		int w = snprintf(tmp, sizeof(tmp), "%s/%s", s->link, next);
+		if (w < 0 || (size_t)w > RESOLVE_MAX)
+			return false;
+		memcpy(rest, tmp, (size_t)w + 1);
+		olen = s->link[0] == '/' ? 0 : keep;
+		out[olen] = '\0';
+		c = rest;
+	}
+	return true;
+}
+
+/* Where @path lands after the release's symlinks is eqota's own folder,
+ * in it, or (for a non-directory) a folder on the way to it. */
+static const char *reserved_problem(const char *path, bool is_dir)
+{
+	size_t n = strlen(EQ_PAYLOAD_RESERVED_DIR), len = strlen(path);
+	if (!strncmp(path, EQ_PAYLOAD_RESERVED_DIR, n) && (path[n] == '\0' || path[n] == '/'))
+		return path[n] ? "inside eqota's own folder" : "eqota's own folder";
+	if (!is_dir && len < n && !strncmp(path, EQ_PAYLOAD_RESERVED_DIR, len) && EQ_PAYLOAD_RESERVED_DIR[len] == '/')
+		return "a folder on the way to eqota's own folder, as a non-directory";
+	return NULL;
+}
+
+/* One entry (or a hard link's target, @what) through the symlinks. */
+static eq_err check_landing(const struct eq_path_table *t, const struct rec *r, const char *path, bool is_dir,
+			    char *dir, struct problems *pr, struct eq_buf *b, struct eq_error *err)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	EQ_AUTOFREE char *parent = eq_strndup(path, dlen);
+	if (!parent)
+		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	const struct rec *via;
+	if (!resolve_dir(t, parent, dir, &via) || !via)
+		return EQ_OK; /* unresolvable, or literal: the payload rules judged it */
+	const char *base = slash ? slash + 1 : path;
+	EQ_AUTOFREE char *landed = dir[0] ? eq_asprintf("%s/%s", dir, base) : eq_strdup(base);
+	if (!landed)
+		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	const char *why = reserved_problem(landed, is_dir);
+	if (!why)
+		return EQ_OK;
+	const struct tpkg *p = &t->pkgs[r->pkg];
+	const struct tpkg *vp = &t->pkgs[via->pkg];
+	eq_err e = eq_buf_printf(b, err,
+				 "package %s%s%s%s: entry '%s'%s%s%s resolves to '%s' through symlink '%s' -> '%s' "
+				 "of package %s: %s, which only the agent writes",
+				 p->name, p->file ? " (" : "", p->file ? p->file : "", p->file ? ")" : "", r->path,
+				 path == r->path ? "" : " (a hard link to '", path == r->path ? "" : path,
+				 path == r->path ? "" : "')", landed, via->path, via->link, vp->name, why);
+	if (!e)
+		e = eq_buf_append(b, "", 1, err);
+	pr->landing = true;
+	if (!e)
+		problem(pr, true, b);
+	pr->landing = false;
+	return e;
+}
+
+/* Every entry and hard link target, resolved through the symlinks of the
+ * whole release: a path is judged by where it lands on the device, not by
+ * its spelling in one package (issue 29). */
+static eq_err check_landings(const struct eq_path_table *t, struct problems *pr, struct eq_buf *b, struct eq_error *err)
+{
+	EQ_AUTOFREE char *dir = eq_malloc(RESOLVE_MAX + 1);
+	if (!dir)
+		return eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < t->n_recs && !r; i++) {
+		const struct rec *e = &t->recs[i];
+		r = check_landing(t, e, e->path, e->type == EQ_ENTRY_DIR, dir, pr, b, err);
+		if (!r && e->type == EQ_ENTRY_HARDLINK && e->link)
+			r = check_landing(t, e, e->link, false, dir, pr, b, err);
+	}
+	return r;
+}
+
 eq_err eq_path_table_check(struct eq_path_table *t, eq_path_note_fn note, void *note_ctx, struct eq_error *err)
 {
 	if (t->n_recs)
@@ -843,16 +1009,21 @@ eq_err eq_path_table_check(struct eq_path_table *t, eq_path_note_fn note, void *
 	}
 	if (!r)
 		r = check_rules(t, &pr, &b, err);
+	if (!r)
+		r = check_landings(t, &pr, &b, err);
 	eq_buf_done(&b);
 	if (r)
 		return r;
+	if (pr.n == 1 && pr.first_landing)
+		return eq_error_set(err, EQ_ERR_UNSAFE, "%s", pr.first);
 	if (pr.n == 1)
 		return eq_error_set(err, EQ_ERR_STATE, "%s; a release may ship a path once (see --path-owner)",
 				    pr.first);
 	if (pr.n)
 		return eq_error_set(
 			err, EQ_ERR_STATE,
-			"%zu paths are shipped by more than one package or ruled wrongly (each one logged): "
+			"%zu paths are shipped by more than one package, ruled wrongly or land in eqota's own "
+			"folder (each one logged): "
 			"%s, ...; a release may ship a path once (see --path-owner)",
 			pr.n, pr.first);
 	return EQ_OK;

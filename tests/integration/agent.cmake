@@ -61,6 +61,9 @@ eq_agent_script_test(agent_killpoints 900 "${_reboots}"
   ENVIRONMENT "EQ_CACHE_DIR=${EQ_CACHE_DIR};EQ_KILL_COUNT=${EQ_KILLPOINTS}")
 # A damaged running slot: eqota verify, and an update that does not copy it.
 eq_agent_script_test(agent_verify 300 "${_reboots}")
+# A package writing through another's symlink into eqota's records: refused
+# by the publisher and the device; a forged record is not kept (issue 29).
+eq_agent_script_test(agent_symlink 300 "${_reboots}")
 # Full disks (data folder, dir and block slots) and a read-only data folder:
 # clear errors, the running slot untouched, an update once there is room
 # (issue 17). Root, tmpfs and loop devices; a visible skip without them.

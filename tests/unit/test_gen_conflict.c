@@ -66,6 +66,60 @@ static void add(struct eq_path_table *t, const char *pkg, const struct eq_payloa
 static const struct eq_payload_entry DIR_BIN = {.path = "bin", .type = EQ_ENTRY_DIR, .mode = 0755};
 static const struct eq_payload_entry FILE_BB = {.path = "bin/busybox", .type = EQ_ENTRY_FILE, .mode = 0755, .size = 10};
 
+/* Checks a release of base (a merged /usr and the symlinks below) and one
+ * more package shipping the file @path: refused when @landing is not NULL,
+ * naming where the path lands (@want_landing). */
+static void landing(const char *path, const char *want_landing)
+{
+	static const struct eq_payload_entry base[] = {
+		{.path = "abs", .type = EQ_ENTRY_SYMLINK, .mode = 0777, .link = "/usr/lib/eqota"},
+		{.path = "lib", .type = EQ_ENTRY_SYMLINK, .mode = 0777, .link = "usr/lib"},
+		{.path = "loop", .type = EQ_ENTRY_SYMLINK, .mode = 0777, .link = "loop/x"},
+		{.path = "up", .type = EQ_ENTRY_SYMLINK, .mode = 0777, .link = "usr/share/../../../usr/lib"},
+		{.path = "usr", .type = EQ_ENTRY_DIR, .mode = 0755},
+		{.path = "usr/lib", .type = EQ_ENTRY_DIR, .mode = 0755},
+		{.path = "usr/share", .type = EQ_ENTRY_DIR, .mode = 0755},
+	};
+	struct eq_path_table *t = table(NULL, 0);
+	for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+		add(t, "base", &base[i], NULL);
+	struct eq_payload_entry e = {.path = path, .type = EQ_ENTRY_FILE, .mode = 0644, .size = 1};
+	add(t, "evil", &e, SHA_B);
+	struct notes n = {0};
+	struct eq_error err;
+	eq_err r = eq_path_table_check(t, note, &n, &err);
+	if (!want_landing) {
+		if (r)
+			fail_msg("'%s' refused: %s", path, eq_error_msg(&err));
+	} else {
+		char want[512];
+		snprintf(want, sizeof(want), "package evil (evil_1.0_amd64.deb): entry '%s'", path);
+		if (r != EQ_ERR_UNSAFE || !strstr(err.msg, want) || !strstr(err.msg, want_landing))
+			fail_msg("'%s': got %s: %s", path, eq_err_str(r), eq_error_msg(&err));
+		assert_int_equal(n.errors, 1);
+	}
+	eq_path_table_free(t);
+}
+
+/* Issue 29, finding 2: a path is judged where it lands after the symlinks
+ * of every package of the release, not as one package spells it. */
+static void test_landing_through_symlinks(void **state)
+{
+	(void)state;
+	landing("lib/eqota/slot/packages/base.files",
+		"resolves to 'usr/lib/eqota/slot/packages/base.files' through symlink 'lib' -> 'usr/lib' of package "
+		"base: inside eqota's own folder");
+	landing("abs/slot/manifest.json", "resolves to 'usr/lib/eqota/slot/manifest.json'");
+	landing("up/eqota/slot", "resolves to 'usr/lib/eqota/slot' through symlink 'up'");
+	landing("lib/eqota", "a folder on the way to eqota's own folder, as a non-directory");
+	/* Through the symlinks anywhere else is what a merged /usr is for. */
+	landing("lib/libc.so", NULL);
+	landing("lib/eqota/other", NULL);
+	landing("abs/slot2", NULL);
+	/* A loop is left to the device's kernel (ELOOP there). */
+	landing("loop/file", NULL);
+}
+
 static void test_identical_allowed(void **state)
 {
 	(void)state;
@@ -177,7 +231,7 @@ static void test_directory_modes(void **state)
 	assert_int_equal(n.warnings, 1);
 	/* The device installs in name order: the last name's mode stays. */
 	assert_non_null(strstr(n.last_warning, "directory var/lib/x is shipped by zeta"));
-	assert_non_null(strstr(n.last_warning, "(mode 0700 vs 0755): devices get zeta's, continuing"));
+	assert_non_null(strstr(n.last_warning, "(mode 0700 vs 0755): devices get zeta's and download the others"));
 	eq_path_table_free(t);
 
 	/* Owners differ: a warning too. */
@@ -643,6 +697,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_identical_allowed),
+		cmocka_unit_test(test_landing_through_symlinks),
 		cmocka_unit_test(test_content_differs),
 		cmocka_unit_test(test_file_vs_symlink),
 		cmocka_unit_test(test_directory_modes),

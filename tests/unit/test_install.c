@@ -619,6 +619,72 @@ static void test_modified_kept_file(void **state)
 	tc_done(&t);
 }
 
+/* Rewrites alpha's record in slot @root: @how "extra" adds a line for a
+ * file planted at zzz-planted (sorted last), "dir" makes the first 0755
+ * directory 0777. */
+static void forge_record(const char *root, const char *how)
+{
+	EQ_AUTOFREE char *rec = P("%s/%s/packages/alpha.files", root, EQ_SLOT_RECORD_DIR);
+	uint8_t *data = NULL;
+	size_t len = 0;
+	struct eq_error e;
+	assert_int_equal(eq_file_read_all(rec, 1u << 24, &data, &len, &e), EQ_OK);
+	EQ_AUTOFREE char *text = eq_strndup((const char *)data, len);
+	eq_free(data);
+	EQ_AUTOFREE char *out = NULL;
+	if (!strcmp(how, "extra")) {
+		EQ_AUTOFREE char *planted = P("%s/zzz-planted", root);
+		FILE *f = fopen(planted, "w");
+		assert_non_null(f);
+		fputs("x\n", f);
+		fclose(f);
+		assert_int_equal(chmod(planted, 0644), 0);
+		uint8_t d[EQ_SHA256_LEN];
+		char hex[EQ_SHA256_HEX_LEN + 1];
+		eq_sha256("x\n", 2, d);
+		eq_hex_encode(d, sizeof(d), hex);
+		out = eq_asprintf("%sf 0644 %u %u 2 %s zzz-planted\n", text, (unsigned)getuid(), (unsigned)getgid(),
+				  hex);
+	} else {
+		char *at = strstr(text, "\nd 0755 ");
+		assert_non_null(at);
+		memcpy(at, "\nd 0777 ", 8);
+		out = eq_strdup(text);
+	}
+	assert_non_null(out);
+	FILE *f = fopen(rec, "w");
+	assert_non_null(f);
+	fputs(out, f);
+	fclose(f);
+}
+
+/* Issue 29, finding 2: a record a package forged (through another
+ * package's symlink, once) is not kept: it must rebuild the payload the
+ * running release signed, and directories' modes are compared. */
+static void test_forged_kept_record(void **state)
+{
+	(void)state;
+	static const char *const how[] = {"extra", "dir"};
+	for (size_t i = 0; i < 2; i++) {
+		struct tc t;
+		tc_init(&t);
+		provision_a(&t);
+		forge_record(t.a, how[i]);
+		struct eq_install_report rep;
+		struct eq_error e;
+		eq_err r = install(&t, t.a, &G.rel[0], t.b, &G.rel[1], &rep, &e);
+		if (r)
+			fail_msg("%s: %s", how[i], eq_error_msg(&e));
+		if (rep.fallback != 1)
+			fail_msg("%s: %zu fallbacks, expected alpha's", how[i], rep.fallback);
+		assert_true(requested(&t.f, eq_manifest_find_package(G.rel[1].m, "alpha")->object.path));
+		EQ_AUTOFREE char *planted = P("%s/zzz-planted", t.b);
+		assert_int_equal(access(planted, F_OK), -1);
+		assert_slot_is(t.b, &G.rel[1]);
+		tc_done(&t);
+	}
+}
+
 static void test_delta_reference_mismatch(void **state)
 {
 	(void)state;
@@ -1108,6 +1174,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_provision),
 		cmocka_unit_test(test_update),
 		cmocka_unit_test(test_modified_kept_file),
+		cmocka_unit_test(test_forged_kept_record),
 		cmocka_unit_test(test_delta_reference_mismatch),
 		cmocka_unit_test(test_corrupt_object),
 		cmocka_unit_test(test_no_space),

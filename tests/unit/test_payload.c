@@ -1099,6 +1099,73 @@ static void test_extract_missing_parents(void **state)
 	assert_memory_equal(before, after, 32);
 }
 
+/*
+ * Issue 29, finding 2: a merged /usr's "lib -> usr/lib" (another package's
+ * symlink, already in the slot) leads "lib/eqota/slot/..." into eqota's own
+ * folder. The path rules see only the literal path; extract judges where
+ * the entry lands, by inode, and refuses it, whatever the spelling.
+ */
+static void extract_through(const struct fx *f, const char *root, const char *name, char type, const char *data,
+			    const char *link, eq_err want, const char *msg)
+{
+	(void)f;
+	static struct raw r;
+	r.len = 0;
+	raw_entry(&r, name, type, data, link);
+	raw_end(&r);
+	struct eq_error e;
+	eq_error_clear(&e);
+	eq_err rc = extract_mem(r.d, r.len, root, NULL, NULL, &e);
+	if (rc != want)
+		fail_msg("'%s': got %s (%s), want %s", name, eq_err_str(rc), eq_error_msg(&e), eq_err_str(want));
+	if (msg && !strstr(e.msg, msg))
+		fail_msg("'%s': message '%s' lacks '%s'", name, e.msg, msg);
+}
+
+static void test_extract_reserved_through_symlink(void **state)
+{
+	struct fx *f = *state;
+	mkdir_at(f, "root", 0755);
+	mkdir_at(f, "root/usr", 0755);
+	mkdir_at(f, "root/usr/lib", 0755);
+	mkdir_at(f, "root/usr/lib/eqota", 0755);
+	mkdir_at(f, "root/usr/lib/eqota/slot", 0755);
+	mkdir_at(f, "root/usr/lib/eqota/slot/packages", 0755);
+	write_at(f, "root/usr/lib/eqota/slot/packages/base.files", "eqota-files 1\n", 0644);
+	write_at(f, "root/usr/lib/libc.so", "libc", 0644);
+	EQ_AUTOFREE char *lib = P(f, "root/lib");
+	EQ_AUTOFREE char *up = P(f, "root/up");
+	EQ_AUTOFREE char *abs = P(f, "root/abs");
+	assert_int_equal(symlink("usr/lib", lib), 0);
+	assert_int_equal(symlink("usr/lib/eqota/../eqota", up), 0);
+	assert_int_equal(symlink("/usr/lib/eqota/slot", abs), 0);
+	EQ_AUTOFREE char *root = P(f, "root");
+	uint8_t before[32], after[32];
+	snapshot(root, before);
+
+	const char *into = "resolves into eqota's own folder";
+	extract_through(f, root, "lib/eqota/slot/packages/base.files", '0', "forged", NULL, EQ_ERR_UNSAFE, into);
+	extract_through(f, root, "lib/eqota/slot/packages/new.files", '0', "forged", NULL, EQ_ERR_UNSAFE, into);
+	extract_through(f, root, "lib/eqota/slot/packages", '5', NULL, NULL, EQ_ERR_UNSAFE, into);
+	extract_through(f, root, "lib/eqota/slot/packages/x", '2', NULL, "/etc", EQ_ERR_UNSAFE, into);
+	extract_through(f, root, "up/slot/manifest.json", '0', "{}", NULL, EQ_ERR_UNSAFE, into);
+	extract_through(f, root, "abs/manifest.json", '0', "{}", NULL, EQ_ERR_UNSAFE, into);
+	/* The folder itself, and a non-directory where a folder on the way is. */
+	extract_through(f, root, "lib/eqota/slot", '5', NULL, NULL, EQ_ERR_UNSAFE, "eqota's own folder");
+	extract_through(f, root, "lib/eqota", '2', NULL, "/tmp", EQ_ERR_UNSAFE, "on the way to eqota's own one");
+	/* Missing folders below it are not made either (and nothing stays). */
+	extract_through(f, root, "lib/eqota/slot/new/deep/file", '0', "x", NULL, EQ_ERR_UNSAFE, into);
+	snapshot(root, after);
+	assert_memory_equal(before, after, 32);
+
+	/* Writing through the symlink anywhere else is what a merged /usr is for. */
+	extract_through(f, root, "lib/libd.so", '0', "libd", NULL, EQ_OK, NULL);
+	EQ_AUTOFREE char *landed = P(f, "root/usr/lib/libd.so");
+	struct stat st;
+	assert_int_equal(lstat(landed, &st), 0);
+	extract_through(f, root, "lib/eqota/other", '0', "ok", NULL, EQ_OK, NULL);
+}
+
 /* ---- the path rules as the publisher runs them ------------------------------ */
 
 /* eq_payload_check(): the device's rules over a whole payload, with the
@@ -1183,6 +1250,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_extract_existing_symlink, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_extract_fallback_roundtrip, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_extract_missing_parents, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_extract_reserved_through_symlink, fx_setup, fx_teardown),
 		cmocka_unit_test(test_payload_check),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);

@@ -319,9 +319,13 @@ typedef void (*eq_verify_fn)(void *ctx, const char *package, const char *path, c
 /*
  * Checks the slot at @root against its records for every package of @m,
  * with the checks an update makes before it copies a kept package: each
- * entry present with its type, mode, owner (when running as root), size,
- * SHA-256 of its data, symlink target, hard link and device number. A
- * missing or damaged record is a problem of its package. Reads only.
+ * entry present with its type, mode, owner (when running as root; for
+ * directories too), size, SHA-256 of its data, symlink target, hard link
+ * and device number; then, for a package without such a problem, that the
+ * payload rebuilt from the files its record lists hashes to the payload
+ * SHA-256 @m signs (a record that lists files the package does not ship is
+ * a problem too). A missing or damaged record is a problem of its package.
+ * Reads only (package files twice).
  * EQ_OK whatever it found (see *ret); an error only when it cannot look.
  */
 EQ_API eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_fn fn, void *ctx,

@@ -224,7 +224,11 @@ EQ_API eq_err eq_payload_check(eq_read_fn src, void *src_ctx, const struct eq_pa
  * EQ_PAYLOAD_RESERVED_DIR are refused. Every path is resolved inside @root
  * (openat2 RESOLVE_IN_ROOT where the kernel has it): absolute paths, ".."
  * and symlinks leading outside are refused with EQ_ERR_UNSAFE naming the
- * entry. Modes are always applied; owners and xattrs only with
+ * entry. Where an entry lands after the symlinks already under @root
+ * (another package's "lib -> usr/lib") is judged too, by device and inode:
+ * in EQ_PAYLOAD_RESERVED_DIR, on it, or a non-directory on a folder on the
+ * way to it is EQ_ERR_UNSAFE ("resolves into eqota's own folder"), as is a
+ * hard link whose target lands there. Modes are always applied; owners and xattrs only with
  * @flags & EQ_EXTRACT_OWNERS (which needs root). Files are written under a temporary name
  * and renamed into place when complete; on failure every entry this call
  * created is removed again. If @ret_sha256 is not NULL it receives the hash

@@ -1012,7 +1012,13 @@ typedef void (*eq_path_note_fn)(void *ctx, bool error, const char *msg);
  * every rule: one whose owner does not ship its path although other
  * packages did (they were published without it: no package would install
  * it) is an error; one whose path no package ships is a warning (a rule
- * left from an older release), as is nothing. Every problem, up to
+ * left from an older release), as is nothing; then every entry and hard
+ * link target, followed through the symlinks of every package of the
+ * release as a device's kernel would (RESOLVE_IN_ROOT): one that lands in
+ * EQ_PAYLOAD_RESERVED_DIR, on it, or as a non-directory on a folder on the
+ * way to it is an error naming the package, the entry, where it lands and
+ * whose symlink leads there (alone, the call fails with EQ_ERR_UNSAFE and
+ * that message). Every problem, up to
  * EQ_PATH_CONFLICTS_LISTED, goes to @note (may be NULL) first; then the
  * call fails with EQ_ERR_STATE and a message naming the first one and the
  * count, e.g. "2 paths are shipped by more than one package: bin/busybox
