@@ -583,6 +583,14 @@ eq_err eq_agent_hold(struct eq_agent *a, int64_t until, struct eq_error *err)
  * (only possible while the data folder was writable to them), a hard link. */
 static eq_err lock_open(const struct eq_agent *a, const char *path, int *ret_fd, struct eq_error *err)
 {
+	/* The folder is made 0755, but one made by hand may be open to
+	 * others, who can then plant the state, the caches or the lock. */
+	struct stat dst;
+	if (stat(a->cfg->data_dir, &dst) == 0 && (dst.st_mode & 022) && !(dst.st_mode & S_ISVTX))
+		eq_log(EQ_LOG_WARNING,
+		       "the data folder %s is writable by other users (mode %03o): they can plant the state, the "
+		       "caches and the lock; make it writable by eqota's user alone (chmod go-w), continuing",
+		       a->cfg->data_dir, (unsigned)(dst.st_mode & 0777));
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0 && errno == ELOOP)
 		return eq_error_set(err, EQ_ERR_UNSAFE,

@@ -140,6 +140,10 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   chmod 666 "$d/data/agent.lock"
   out=$(eq check 2>&1) && grep -q "now 0600, continuing" <<<"$out" && [ "$(stat -c %a "$d/data/agent.lock")" = 600 ] &&
     pass "a lock of ours open to others is made 0600" || fail "mode 0666 lock: $out"
+  chmod 777 "$d/data"
+  out=$(eq check 2>&1) && grep -q "data folder $d/data is writable by other users (mode 777)" <<<"$out" &&
+    pass "a data folder open to others is warned about" || fail "mode 0777 data folder: $out"
+  chmod 755 "$d/data"
 else
   echo "SKIP: the checks with another user need root and setpriv"
 fi
