@@ -14,6 +14,7 @@
 #include <eq/agent.h>
 
 #include "http_header.h"
+#include "manifest_unpack.h"
 
 #define CMDLINE_MAX 65536
 
@@ -767,30 +768,19 @@ static bool fetch_manifest_packed(struct eq_agent *a, const char *rel, size_t ma
 			eq_log(EQ_LOG_DEBUG, "%s: %s", p ? p : rel, e.msg);
 			continue;
 		}
-		struct eq_buf out;
-		eq_buf_init(&out, max);
-		struct eq_mem_src src = {d, n, 0};
-		eq_err r;
-		if (kind == 0) {
-			struct eq_delta_limits lim = {.max_ref_size = EQ_MANIFEST_MAX_BYTES, .max_result_size = max};
-			r = eq_delta_apply_limited(a->cache_manifest, eq_mem_read, &src, eq_buf_write, &out, want, &lim,
-						   &e);
-		} else {
-			r = eq_object_decompress(eq_mem_read, &src, eq_buf_write, &out, max, 0, &e);
-			uint8_t h[EQ_SHA256_LEN];
-			eq_sha256(out.data, out.len, h);
-			if (!r && memcmp(h, want, sizeof(h)) != 0)
-				r = eq_error_set(&e, EQ_ERR_VERIFY, "not the manifest the timestamp names");
-		}
+		uint8_t *m = NULL;
+		size_t ml = 0;
+		eq_err r = eq_manifest_unpack(kind == 0 ? EQ_MPACK_DELTA : EQ_MPACK_ZST, a->cache_manifest, d, n, max,
+					      want, &m, &ml, &e);
 		eq_free(d);
 		if (!r) {
-			eq_log(EQ_LOG_INFO, "manifest from %s (%zu bytes for %zu)", p, n, out.len);
-			*ret = eq_buf_steal(&out, ret_len);
+			eq_log(EQ_LOG_INFO, "manifest from %s (%zu bytes for %zu)", p, n, ml);
+			*ret = m;
+			*ret_len = ml;
 			return true;
 		}
 		eq_log(EQ_LOG_WARNING, "%s: %s; fetching the %s", p, e.msg,
 		       kind == 0 ? "compressed manifest" : "manifest");
-		eq_buf_done(&out);
 	}
 	return false;
 }
