@@ -100,13 +100,14 @@ struct sent_check {
 	size_t n;
 	struct in script;
 	size_t calls, ok;
+	bool marker_inside; /* a plain file holds the marker itself */
 };
 
 static eq_err send_cb(void *ctx, const char *body, size_t len, long *ret_status, struct eq_error *err)
 {
 	struct sent_check *c = ctx;
 	c->calls++;
-	if (len > EQ_REPORT_MAX_BYTES || memmem(body, len, SECRET, strlen(SECRET))) {
+	if (len > EQ_REPORT_MAX_BYTES || (!c->marker_inside && memmem(body, len, SECRET, strlen(SECRET)))) {
 		fprintf(stderr, "fuzz_report_queue: sent %zu bytes that are not a queue file's\n", len);
 		abort();
 	}
@@ -221,6 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
 			if (fd < 0 || write(fd, in.p, len) != (ssize_t)len || close(fd) != 0)
 				abort();
+			c.marker_inside |= memmem(in.p, len, SECRET, strlen(SECRET)) != NULL;
 			if (c.n < MAX_ENTRIES && (c.content[c.n] = malloc(len + 1))) {
 				memcpy(c.content[c.n], in.p, len);
 				c.len[c.n++] = len;
