@@ -7,12 +7,14 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <eq/agent.h>
 
 #include "http_header.h"
+#include "manifest_unpack.h"
 
 #define CMDLINE_MAX 65536
 
@@ -568,27 +570,98 @@ eq_err eq_agent_hold(struct eq_agent *a, int64_t until, struct eq_error *err)
 	return eq_hold_save(a->hold_path, until, err);
 }
 
-eq_err eq_agent_lock(struct eq_agent *a, const char *what, struct eq_error *err)
+/* The lock is a file only eqota's user can open: flock needs no more than
+ * a read-only descriptor, so a lock any user can read is a lock any user
+ * can hold, and holding it blocks every update and every confirmation.
+ * It is created 0600, never with more, under a name of its own: the
+ * world-readable "lock" earlier versions made may be held open by another
+ * user already, and fchmod() does not take a descriptor back. */
+#define LOCK_NAME "agent.lock"
+#define LOCK_LEGACY "lock"
+
+/* Opens <data>/agent.lock, refusing one that is not a plain file of ours
+ * with no access for others: a symlink, a file planted by another user
+ * (only possible while the data folder was writable to them), a hard link. */
+static eq_err lock_open(const struct eq_agent *a, const char *path, int *ret_fd, struct eq_error *err)
+{
+	/* The folder is made 0755, but one made by hand may be open to
+	 * others, who can then plant the state, the caches or the lock. */
+	struct stat dst;
+	if (stat(a->cfg->data_dir, &dst) == 0 && (dst.st_mode & 022) && !(dst.st_mode & S_ISVTX))
+		eq_log(EQ_LOG_WARNING,
+		       "the data folder %s is writable by other users (mode %03o): they can plant the state, the "
+		       "caches and the lock; make it writable by eqota's user alone (chmod go-w), continuing",
+		       a->cfg->data_dir, (unsigned)(dst.st_mode & 0777));
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	if (fd < 0 && errno == ELOOP)
+		return eq_error_set(err, EQ_ERR_UNSAFE,
+				    "the lock '%s' is a symbolic link, which eqota never makes: someone "
+				    "planted it; remove it (rm '%s') and check who can write to %s",
+				    path, path, a->cfg->data_dir);
+	if (fd < 0)
+		return eq_error_errno(err, EQ_ERR_IO, "cannot open the lock '%s'", path);
+	struct stat st;
+	eq_err r = EQ_OK;
+	if (fstat(fd, &st) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot stat the lock '%s'", path);
+	else if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+		r = eq_error_set(err, EQ_ERR_UNSAFE,
+				 "the lock '%s' is not a plain file with one name (mode %o, %ju links), which eqota "
+				 "never makes: remove it (rm '%s') and check who can write to %s",
+				 path, (unsigned)st.st_mode, (uintmax_t)st.st_nlink, path, a->cfg->data_dir);
+	else if (st.st_uid != geteuid())
+		r = eq_error_set(err, EQ_ERR_UNSAFE,
+				 "the lock '%s' belongs to user %ju, not to eqota's user %ju: whoever made it can "
+				 "hold it and block every update; remove it (rm '%s') and check who can write to %s",
+				 path, (uintmax_t)st.st_uid, (uintmax_t)geteuid(), path, a->cfg->data_dir);
+	else if ((st.st_mode & 077) && fchmod(fd, 0600) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "lock '%s': cannot take its access from other users", path);
+	else if (st.st_mode & 077)
+		/* Ours, so only root or eqota's user widened it; nobody else
+		 * opens it from now on. */
+		eq_log(EQ_LOG_WARNING, "the lock '%s' was open to other users (mode %03o): now 0600, continuing", path,
+		       (unsigned)(st.st_mode & 0777));
+	if (r) {
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return EQ_OK;
+}
+
+/* Who holds the lock, as it wrote itself in: one line, cleaned for the
+ * message. A holder still writing it leaves it short. */
+static void lock_holder(int fd, char who[128])
+{
+	ssize_t n = pread(fd, who, 127, 0);
+	who[n > 0 ? n : 0] = '\0';
+	for (char *c = who; *c; c++)
+		if (*c == '\n' || (unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = *c == '\n' ? '\0' : '?';
+}
+
+eq_err eq_agent_lock(struct eq_agent *a, const char *what, unsigned wait_ms, struct eq_error *err)
 {
 	if (a->lock_fd >= 0)
 		return EQ_OK;
-	EQ_AUTOFREE char *path = eq_asprintf("%s/lock", a->cfg->data_dir);
-	if (!path)
+	EQ_AUTOFREE char *path = eq_asprintf("%s/" LOCK_NAME, a->cfg->data_dir);
+	EQ_AUTOFREE char *legacy = eq_asprintf("%s/" LOCK_LEGACY, a->cfg->data_dir);
+	if (!path || !legacy)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return eq_error_errno(err, EQ_ERR_IO, "cannot open the lock '%s'", path);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		eq_err r;
+	int fd = -1;
+	eq_err r = lock_open(a, path, &fd, err);
+	if (r)
+		return r;
+	double until = eq_now_s() + wait_ms / 1000.0;
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno == EWOULDBLOCK && eq_now_s() < until && !stopping(a)) {
+			struct timespec ts = {0, 50 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		if (errno == EWOULDBLOCK) {
-			/* Who holds it, as it wrote itself in: one line, cleaned for
-			 * the message. A holder still writing it leaves it short. */
-			char who[128] = "";
-			ssize_t n = pread(fd, who, sizeof(who) - 1, 0);
-			who[n > 0 ? n : 0] = '\0';
-			for (char *c = who; *c; c++)
-				if (*c == '\n' || (unsigned char)*c < 0x20 || *c == 0x7f)
-					*c = *c == '\n' ? '\0' : '?';
+			char who[128];
+			lock_holder(fd, who);
 			r = eq_error_set(
 				err, EQ_ERR_STATE,
 				"another eqota is working on this device (%s): one at a time changes the slots, "
@@ -604,6 +677,10 @@ eq_err eq_agent_lock(struct eq_agent *a, const char *what, struct eq_error *err)
 	int n = snprintf(line, sizeof(line), "eqota %s, PID %ld\n", what, (long)getpid());
 	if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n)
 		eq_log(EQ_LOG_DEBUG, "lock %s: cannot note the holder: %s", path, strerror(errno));
+	/* Nothing uses the old lock any more; whoever holds it open holds
+	 * nothing. */
+	if (unlink(legacy) == 0)
+		eq_log(EQ_LOG_INFO, "removed %s, the lock of earlier versions (now %s)", legacy, path);
 	a->lock_fd = fd;
 	return EQ_OK;
 }
@@ -691,30 +768,19 @@ static bool fetch_manifest_packed(struct eq_agent *a, const char *rel, size_t ma
 			eq_log(EQ_LOG_DEBUG, "%s: %s", p ? p : rel, e.msg);
 			continue;
 		}
-		struct eq_buf out;
-		eq_buf_init(&out, max);
-		struct eq_mem_src src = {d, n, 0};
-		eq_err r;
-		if (kind == 0) {
-			struct eq_delta_limits lim = {.max_ref_size = EQ_MANIFEST_MAX_BYTES, .max_result_size = max};
-			r = eq_delta_apply_limited(a->cache_manifest, eq_mem_read, &src, eq_buf_write, &out, want, &lim,
-						   &e);
-		} else {
-			r = eq_object_decompress(eq_mem_read, &src, eq_buf_write, &out, max, 0, &e);
-			uint8_t h[EQ_SHA256_LEN];
-			eq_sha256(out.data, out.len, h);
-			if (!r && memcmp(h, want, sizeof(h)) != 0)
-				r = eq_error_set(&e, EQ_ERR_VERIFY, "not the manifest the timestamp names");
-		}
+		uint8_t *m = NULL;
+		size_t ml = 0;
+		eq_err r = eq_manifest_unpack(kind == 0 ? EQ_MPACK_DELTA : EQ_MPACK_ZST, a->cache_manifest, d, n, max,
+					      want, &m, &ml, &e);
 		eq_free(d);
 		if (!r) {
-			eq_log(EQ_LOG_INFO, "manifest from %s (%zu bytes for %zu)", p, n, out.len);
-			*ret = eq_buf_steal(&out, ret_len);
+			eq_log(EQ_LOG_INFO, "manifest from %s (%zu bytes for %zu)", p, n, ml);
+			*ret = m;
+			*ret_len = ml;
 			return true;
 		}
 		eq_log(EQ_LOG_WARNING, "%s: %s; fetching the %s", p, e.msg,
 		       kind == 0 ? "compressed manifest" : "manifest");
-		eq_buf_done(&out);
 	}
 	return false;
 }

@@ -828,7 +828,7 @@ static eq_err download_part(struct eq_fetcher *f, const char *url, const char *r
 		x->range = have > 0;
 		x->is_file = strncmp(url, "file:", 5) == 0;
 		x->part = part;
-		x->fd = open(part, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		x->fd = open(part, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (x->fd < 0) {
 			r = eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", part);
 			break;

@@ -592,6 +592,30 @@ static uint64_t poll_wait_ms(const struct eq_config *cfg, unsigned jitter)
 	return ((uint64_t)cfg->poll_interval_s + jitter) * 1000;
 }
 
+/* How long `mark-good` waits for another eqota's lock (an operator's
+ * `check` at boot, a daemon confirm started at the same time) before it
+ * leaves the trial undecided. Builds with test hooks only (EQ_TEST_HOOKS):
+ * EQ_TEST_LOCK_WAIT_MS replaces it. */
+#define CONFIRM_LOCK_WAIT_MS (5u * 60u * 1000u)
+
+static unsigned confirm_lock_wait_ms(void)
+{
+#ifdef EQ_TEST_HOOKS
+	const char *t = secure_getenv("EQ_TEST_LOCK_WAIT_MS");
+	if (t && *t) {
+		char *end;
+		long long v = strtoll(t, &end, 10);
+		if (!*end && v >= 0 && v <= (long long)CONFIRM_LOCK_WAIT_MS)
+			return (unsigned)v;
+	}
+#endif
+	return CONFIRM_LOCK_WAIT_MS;
+}
+
+/* A daemon confirm step that found the lock held: private to the daemon
+ * and its step's process, never an exit status of eqota. */
+#define CYCLE_LOCKED 10
+
 /* The daemon's reboot after an install or a rollback: returns only when it
  * failed. Builds with test hooks only (EQ_TEST_HOOKS): EQ_TEST_REBOOT_CMD is
  * run with /bin/sh instead of /sbin/reboot (a simulated reboot, e.g. a new
@@ -658,10 +682,16 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 		}
 		eq_agent_set_stop(a, &stop_requested);
 		int rc;
-		if (eq_agent_lock(a, first ? "daemon (confirm)" : "daemon (poll)", &e)) {
-			/* An operator's command is at work: this poll is skipped. */
-			eq_log(EQ_LOG_NOTICE, "%s; this poll is skipped", eq_error_msg(&e));
-			rc = EQ_EXIT_FAILED;
+		eq_err lr = eq_agent_lock(a, first ? "daemon (confirm)" : "daemon (poll)", 0, &e);
+		if (lr == EQ_ERR_STATE) {
+			/* An operator's command is at work: this poll is skipped;
+			 * a skipped confirm is retried before any update. */
+			eq_log(EQ_LOG_NOTICE, "%s; this poll is skipped%s", eq_error_msg(&e),
+			       first ? ", the confirm step is retried at the next one" : "");
+			rc = first ? CYCLE_LOCKED : EQ_EXIT_FAILED;
+		} else if (lr) {
+			eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
+			rc = first ? CYCLE_LOCKED : EQ_EXIT_FAILED;
 		} else if (first) {
 			rc = cmd_confirm(a);
 		} else {
@@ -764,6 +794,15 @@ static int daemon_boot(const struct eq_config *cfg)
 {
 	/* After a boot the confirm step comes first: it may commit or roll back. */
 	int ex = daemon_cycle(cfg, true);
+	/* A trial left unconfirmed through its boot is rolled back by the
+	 * bootloader at the next one: a confirm that found the lock held is
+	 * retried at each poll, before any update. */
+	while (ex == CYCLE_LOCKED && !stop_requested) {
+		notify("STATUS=the confirm step waits for another eqota; retried every %u s", cfg->poll_interval_s);
+		sleep_interruptible_ms(poll_wait_ms(cfg, 0));
+		if (!stop_requested)
+			ex = daemon_cycle(cfg, true);
+	}
 	if (ex == EQ_EXIT_ROLLED_BACK && !stop_requested) {
 		notify("STOPPING=1\nSTATUS=the trial slot failed and the previous slot is back: rebooting");
 		return daemon_reboot();
@@ -881,10 +920,21 @@ int main(int argc, char **argv)
 	eq_agent_set_stop(a, &stop_requested);
 	/* status and verify only read; everything else may write the slots,
 	 * the bootloader, the state or the caches. */
-	if (strcmp(cmd, "status") != 0 && strcmp(cmd, "verify") != 0 && eq_agent_lock(a, cmd, &e)) {
-		eq_agent_free(a);
-		eq_config_done(&cfg);
-		return fail(&e);
+	if (strcmp(cmd, "status") != 0 && strcmp(cmd, "verify") != 0) {
+		/* mark-good waits a while: a confirmation given up on leaves a
+		 * trial that the bootloader ends at the next boot. */
+		bool confirm = !strcmp(cmd, "mark-good");
+		eq_err lr = eq_agent_lock(a, cmd, confirm ? confirm_lock_wait_ms() : 0, &e);
+		if (lr == EQ_ERR_STATE && confirm && !stop_requested)
+			(void)eq_error_prefix(&e, lr,
+					      "a slot on trial stays undecided, neither committed nor marked bad: "
+					      "the daemon confirms it at its next poll, or the bootloader's try "
+					      "counter decides at the next boot");
+		if (lr) {
+			eq_agent_free(a);
+			eq_config_done(&cfg);
+			return fail(&e);
+		}
 	}
 	struct eq_progress_printer pp;
 	eq_progress_printer_init(&pp, STDERR_FILENO);

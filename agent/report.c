@@ -8,18 +8,18 @@
  * its oldest line.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <eq/agent.h>
 
 #include "curl_dl.h"
-
-/* Queue files: 20 decimal digits (a sequence number) and ".json". */
-#define NAME_DIGITS 20u
+#include "report_queue.h"
 
 void eq_report_device_id(const char *id, char out[EQ_REPORT_ID_LEN + 1])
 {
@@ -94,16 +94,78 @@ eq_err eq_report_format(const struct eq_report_event *ev, char out[EQ_REPORT_MAX
 	return EQ_OK;
 }
 
+static char *queue_path(const char *dir, uint64_t seq)
+{
+	return eq_asprintf("%s/%0*" PRIu64 ".json", dir, (int)EQ_REPORT_NAME_DIGITS, seq);
+}
+
 /* The queued sequence numbers, ascending (oldest first); *ret malloc'ed. */
 static eq_err queue_list(const char *dir, uint64_t **ret, size_t *ret_n, struct eq_error *err)
 {
-	eq_err r = eq_dir_numbers(dir, ".json", NAME_DIGITS, ret, ret_n, err);
+	eq_err r = eq_dir_numbers(dir, ".json", EQ_REPORT_NAME_DIGITS, ret, ret_n, err);
 	return r ? eq_error_prefix(err, r, "report queue") : EQ_OK;
 }
 
-static char *queue_path(const char *dir, uint64_t seq)
+/* Names near the top of the 64 bits were not written by eqota, whose
+ * numbers start at 1 and grow by one per report, but the next number
+ * would wrap around below the queue's oldest: the queue is numbered
+ * 0, 1, 2... again, in its order. Renaming in ascending order never
+ * lands on a name in use (seqs[i] >= i) and keeps the order at every
+ * step, so a power cut half-way leaves a queue in order too. */
+static void queue_renumber(const char *dir, uint64_t *seqs, size_t n)
 {
-	return eq_asprintf("%s/%0*" PRIu64 ".json", dir, (int)NAME_DIGITS, seq);
+	eq_log(EQ_LOG_WARNING, "report queue %s: names up to %" PRIu64 " were not written by eqota; numbering it again",
+	       dir, seqs[n - 1]);
+	for (size_t i = 0; i < n; i++) {
+		if (seqs[i] == i)
+			continue;
+		EQ_AUTOFREE char *from = queue_path(dir, seqs[i]);
+		EQ_AUTOFREE char *to = queue_path(dir, i);
+		if (from && to && rename(from, to) == 0)
+			seqs[i] = i;
+	}
+}
+
+/* One queue file, never through a symlink, never blocking on a FIFO;
+ * *ret (eq_free) holds at most EQ_REPORT_MAX_BYTES. */
+static eq_err queue_read(const char *path, uint8_t **ret, size_t *ret_len, struct eq_error *err)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return eq_error_errno(err, errno == ELOOP ? EQ_ERR_UNSAFE : EQ_ERR_IO, "report '%s'", path);
+	struct stat st;
+	eq_err r = EQ_OK;
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	if (fstat(fd, &st) != 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "report '%s'", path);
+	else if (!S_ISREG(st.st_mode))
+		r = eq_error_set(err, EQ_ERR_UNSAFE, "report '%s': not a plain file (mode %o)", path,
+				 (unsigned)st.st_mode);
+	else if (!(buf = eq_malloc(EQ_REPORT_MAX_BYTES + 1)))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	while (!r) {
+		ssize_t k = read(fd, buf + n, EQ_REPORT_MAX_BYTES + 1 - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "report '%s'", path);
+		else if (k == 0)
+			break;
+		else if ((n += (size_t)k) > EQ_REPORT_MAX_BYTES)
+			r = eq_error_set(err, EQ_ERR_LIMIT, "report '%s': longer than %u bytes", path,
+					 EQ_REPORT_MAX_BYTES);
+	}
+	close(fd);
+	if (!r && n == 0)
+		r = eq_error_set(err, EQ_ERR_PARSE, "report '%s': empty", path);
+	if (r) {
+		eq_free(buf);
+		return r;
+	}
+	*ret = buf;
+	*ret_len = n;
+	return EQ_OK;
 }
 
 eq_err eq_report_queue(const char *dir, unsigned max, const char *line, size_t len, struct eq_error *err)
@@ -113,6 +175,14 @@ eq_err eq_report_queue(const char *dir, unsigned max, const char *line, size_t l
 	size_t n = 0;
 	if (!r)
 		r = queue_list(dir, &seqs, &n, err);
+	if (!r && n && seqs[n - 1] >= EQ_REPORT_SEQ_MAX) {
+		queue_renumber(dir, seqs, n);
+		eq_free(seqs);
+		seqs = NULL;
+		r = queue_list(dir, &seqs, &n, err);
+		if (!r && n && seqs[n - 1] == UINT64_MAX)
+			r = eq_error_set(err, EQ_ERR_IO, "report queue %s: cannot number it again", dir);
+	}
 	/* Bounded: the oldest reports go first, the newest outcome says most. */
 	for (size_t i = 0; !r && max && n - i >= max; i++) {
 		EQ_AUTOFREE char *p = queue_path(dir, seqs[i]);
@@ -194,21 +264,15 @@ static bool refused_for_good(long status)
 	return status == 400 || status == 413 || status == 415 || status == 422;
 }
 
-eq_err eq_report_flush(const struct eq_config *cfg, const char *dir, size_t *ret_sent, struct eq_error *err)
+eq_err eq_report_drain(const char *dir, unsigned max, eq_report_send_fn send, void *ctx, const char *what,
+		       size_t *ret_sent, struct eq_error *err)
 {
 	*ret_sent = 0;
-	if (!cfg->report_url)
-		return EQ_OK;
 	uint64_t *seqs = NULL;
 	size_t n = 0;
 	eq_err r = queue_list(dir, &seqs, &n, err);
-	if (r || !n) {
-		eq_free(seqs);
-		return r;
-	}
-	CURL *h = NULL;
-	if (!(r = eq_curl_load(err)) && !(h = curl_easy_init()))
-		r = eq_error_set(err, EQ_ERR_NOMEM, "cannot create a libcurl handle");
+	if (!r && max && n > max)
+		n = max;
 	for (size_t i = 0; !r && i < n; i++) {
 		EQ_AUTOFREE char *p = queue_path(dir, seqs[i]);
 		uint8_t *body = NULL;
@@ -217,38 +281,73 @@ eq_err eq_report_flush(const struct eq_config *cfg, const char *dir, size_t *ret
 			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 			break;
 		}
-		eq_err fr = eq_file_read_all(p, EQ_REPORT_MAX_BYTES, &body, &len, err);
+		eq_err fr = queue_read(p, &body, &len, err);
+		if (fr == EQ_ERR_NOMEM) {
+			r = fr;
+			break;
+		}
 		if (fr) {
 			/* A damaged queue file (a power cut mid-write is ruled out by
 			 * the atomic write, but not a full disk's empty file) would
-			 * block every later report: it goes. */
+			 * block every later report, and a planted one is not ours to
+			 * send: it goes. */
 			eq_log(EQ_LOG_WARNING, "%s; dropping it", eq_error_msg(err));
 			(void)unlink(p);
 			continue;
 		}
 		long status = 0;
 		/* The body without its newline: one JSON document per POST. */
-		r = post_one(h, cfg, (const char *)body, len && body[len - 1] == '\n' ? len - 1 : len, &status, err);
+		r = send(ctx, (const char *)body, body[len - 1] == '\n' ? len - 1 : len, &status, err);
 		eq_free(body);
 		if (!r && refused_for_good(status)) {
 			/* This report, not the server or the network: kept, it would
 			 * stop every later one until the queue dropped it. */
-			eq_log(EQ_LOG_WARNING, "%s refused a report with %ld; dropping it", cfg->report_url, status);
+			eq_log(EQ_LOG_WARNING, "%s refused a report with %ld; dropping it", what, status);
 			(void)unlink(p);
 			continue;
 		}
 		if (!r && (status < 200 || status > 299))
-			r = eq_error_set(err, EQ_ERR_NETWORK, "%s answered %ld", cfg->report_url, status);
+			r = eq_error_set(err, EQ_ERR_NETWORK, "%s answered %ld", what, status);
 		if (r)
 			break;
 		(void)unlink(p);
 		(*ret_sent)++;
 	}
-	if (h)
-		curl_easy_cleanup(h);
 	eq_free(seqs);
 	if (r)
 		return eq_error_prefix(err, r, "%zu of %zu report(s) sent, the rest stay queued in %s", *ret_sent, n,
 				       dir);
 	return EQ_OK;
+}
+
+/* The POST, with libcurl loaded at the first report only: an empty queue
+ * costs no handle. */
+struct poster {
+	const struct eq_config *cfg;
+	CURL *h;
+};
+
+static eq_err post_cb(void *ctx, const char *body, size_t len, long *ret_status, struct eq_error *err)
+{
+	struct poster *p = ctx;
+	if (!p->h) {
+		eq_err r = eq_curl_load(err);
+		if (r)
+			return r;
+		if (!(p->h = curl_easy_init()))
+			return eq_error_set(err, EQ_ERR_NOMEM, "cannot create a libcurl handle");
+	}
+	return post_one(p->h, p->cfg, body, len, ret_status, err);
+}
+
+eq_err eq_report_flush(const struct eq_config *cfg, const char *dir, size_t *ret_sent, struct eq_error *err)
+{
+	*ret_sent = 0;
+	if (!cfg->report_url)
+		return EQ_OK;
+	struct poster p = {cfg, NULL};
+	eq_err r = eq_report_drain(dir, cfg->report_queue, post_cb, &p, cfg->report_url, ret_sent, err);
+	if (p.h)
+		curl_easy_cleanup(p.h);
+	return r;
 }

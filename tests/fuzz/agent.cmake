@@ -7,3 +7,11 @@ eq_add_fuzz_target(state LIBS eq_agent)
 # (agent/http_header.c): what a server, or anything between it and the
 # device, can send before a byte of the body.
 eq_add_fuzz_target(http_header LIBS eq_agent)
+# The report queue (agent/report.c): hostile names and files in the queue
+# folder (symlinks out, FIFOs, folders, numbers past 2^62) never read
+# outside it, never block, keep it bounded.
+eq_add_fuzz_target(report_queue LIBS eq_agent)
+# The manifest-delta glue (agent/manifest_unpack.c): a cached manifest, a
+# delta or compressed manifest and the hash the timestamp names; a result
+# is accepted only when it hashes to that.
+eq_add_fuzz_target(manifest_delta LIBS eq_agent)

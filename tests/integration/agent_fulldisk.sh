@@ -396,7 +396,7 @@ eq "$d" status --json >before.json
 s0=$(tree_sum "$d/A")
 try_update "$d"
 check_failed "c read-only state" c B "$s0" "$(tree_sum "$d/A")" before.json \
-	"$d/data/lock" "Read-only file system"
+	"$d/data/agent.lock" "Read-only file system"
 [ -z "$(ls -A "$d/B")" ] && pass "c: slot B was not touched" || fail "c: slot B: $(ls -A "$d/B")"
 python3 -c 'import json,sys; a,b=(json.load(open(f))["bootloader"] for f in sys.argv[1:]); sys.exit(a!=b)' \
 	before.json after.json && pass "c: the bootloader environment is exactly as before" || fail "c: bootloader changed"

@@ -677,13 +677,19 @@ EQ_API eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct e
 EQ_API eq_err eq_agent_verify(struct eq_agent *a, eq_verify_fn fn, void *ctx, struct eq_verify_report *ret,
 			      struct eq_slot_info *ret_slot, int *ret_booted, struct eq_error *err) EQ_MUST_CHECK;
 /*
- * Takes "<data_dir>/lock" (flock) for the work @what ("update", "daemon"):
- * one eqota at a time changes the slots, the bootloader, the state and the
- * caches, so an operator's `eqota update` and the daemon's poll never
- * interleave. Does not wait: EQ_ERR_STATE naming the holder ("eqota update,
- * PID 1234") when another eqota holds it. Held until eq_agent_free().
+ * Takes "<data_dir>/agent.lock" (flock) for the work @what ("update",
+ * "daemon"): one eqota at a time changes the slots, the bootloader, the
+ * state and the caches, so an operator's `eqota update` and the daemon's
+ * poll never interleave. The file is created 0600 so that no other user
+ * can open it, hence none can hold it; EQ_ERR_UNSAFE when it is a symlink,
+ * not a plain file, or another user's (planted: the message says to remove
+ * it), and one of ours that others may open is made 0600. Waits up to
+ * @wait_ms for a holder (0: not at all) unless eq_agent_set_stop()'s flag
+ * is raised, then EQ_ERR_STATE naming the holder ("eqota update, PID
+ * 1234"). Removes the world-readable "<data_dir>/lock" of earlier versions.
+ * Held until eq_agent_free().
  */
-EQ_API eq_err eq_agent_lock(struct eq_agent *a, const char *what, struct eq_error *err) EQ_MUST_CHECK;
+EQ_API eq_err eq_agent_lock(struct eq_agent *a, const char *what, unsigned wait_ms, struct eq_error *err) EQ_MUST_CHECK;
 /* Holds updates back until @until (seconds since 1970; 0 lifts the hold):
  * `eqota hold`. EQ_ERR_INVAL for a past time or one more than
  * EQ_HOLD_MAX_S ahead. A slot already installed or on trial is not held. */
