@@ -15,21 +15,8 @@ cleanup() { httpd_stop || true; rm -rf "$w"; }
 trap cleanup EXIT
 trap 'echo "agent_trust.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-run() { # NAME WANT_RC CMD...: output in $out
-  local name=$1 want=$2 rc=0; shift 2
-  out=$("$@" 2>&1) || rc=$?
-  if [ "$rc" -eq "$want" ]; then return 0; fi
-  fail "$name: exit $rc, expected $want"; echo "$out" | tail -20; return 1
-}
-refused() { # NAME MESSAGE CMD...: exit 1 and MESSAGE in the output
-  local name=$1 msg=$2; shift 2
-  if run "$name" 1 "$@"; then
-    if grep -qF -- "$msg" <<<"$out"; then pass "$name: refused ($msg)"; else fail "$name: message '$out'"; fi
-  fi
-}
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
 
 for k in R1 R2 K1 K2 T1 T2; do "$gen" keygen --out "$k" >/dev/null; done
 pkgs() { # DIR VERSION: three small packages, one of which changes with VERSION

@@ -5,6 +5,9 @@
 #                                CMD must fail and print SUBSTRING
 #   wait_for SECONDS CMD...      polls CMD every 0.1 s until it succeeds
 #                                (status 1 when SECONDS pass first)
+#   run NAME WANT_RC CMD...      CMD's output in $out; a FAIL line and status
+#                                1 when CMD's exit status is not WANT_RC
+#   refused NAME MESSAGE CMD...  CMD exits 1 and prints MESSAGE
 # and end the test with `[ "$fails" -eq 0 ]`.
 fails=0
 pass() { echo "PASS: $*"; }
@@ -18,4 +21,16 @@ wait_for() {
   local t=$1 i; shift
   for ((i = 0; i < t * 10; i++)); do "$@" && return 0; sleep 0.1; done
   return 1
+}
+run() {
+  local name=$1 want=$2 rc=0; shift 2
+  out=$("$@" 2>&1) || rc=$?
+  if [ "$rc" -eq "$want" ]; then return 0; fi
+  fail "$name: exit $rc, expected $want"; echo "$out" | tail -20; return 1
+}
+refused() {
+  local name=$1 msg=$2; shift 2
+  if run "$name" 1 "$@"; then
+    if grep -qF -- "$msg" <<<"$out"; then pass "$name: refused ($msg)"; else fail "$name: message '$out'"; fi
+  fi
 }
