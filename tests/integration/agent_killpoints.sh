@@ -389,17 +389,40 @@ check_order() {
 max_boots_allowed=5
 kp plan "$seed" "$kills" "${phases[@]}"
 IFS='|' read -r -a draws <<<"$kpo"
+# The phases were timed while other tests loaded the machine; a short
+# phase (rollback: two bootloader writes and a state file) can run several
+# times faster later. A kill that came too late still measured the phase,
+# so the window shrinks to it. A phase that no drawn kill reached gets up to
+# max_extra more kills, early in the shrunk window, so that each phase is
+# really cut at least once (the checks below hold for these kills too).
+max_extra=6
+declare -A n_extra=()
+for ph in "${phases[@]}"; do n_extra[$ph]=0; done
 i=0
-for draw in "${draws[@]}"; do
-  read -r ph frac mode <<<"$draw"
+while :; do
+  if [ $i -ge ${#draws[@]} ]; then
+    for ph in "${phases[@]}"; do
+      if [ "${n_kills[$ph]}" -ge 5 ] && [ "${n_hit[$ph]}" -eq 0 ] && [ "${n_extra[$ph]}" -lt $max_extra ]; then
+        n_extra[$ph]=$((n_extra[$ph] + 1))
+        draws+=("$ph 0.$((n_extra[$ph] % 2 * 3 + 2)) power")
+      fi
+    done
+    [ $i -lt ${#draws[@]} ] || break
+  fi
+  read -r ph frac mode <<<"${draws[$i]}"
   i=$((i + 1))
   restore "${snap_of[$ph]}"
   health_of "$ph" >"$w/health"
   inst=$(awk -v f="$frac" -v t="${window[$ph]}" 'BEGIN{printf "%.4f", f * t}')
   kp kill "$w/logs/kill-$i.log" "${start_marker[$ph]}" "$inst" "${dev_eq[@]}" "${cmd_of[$ph]}"
-  read -r outcome _ _ <<<"$kpo"
+  read -r outcome t_mark t_end <<<"$kpo"
   n_kills[$ph]=$((n_kills[$ph] + 1))
-  [ "$outcome" = killed ] && n_hit[$ph]=$((n_hit[$ph] + 1))
+  if [ "$outcome" = killed ]; then
+    n_hit[$ph]=$((n_hit[$ph] + 1))
+  elif [ -z "${start_marker[$ph]}" ] || [ "$t_mark" != - ]; then
+    window[$ph]=$(awk -v m="$t_mark" -v e="$t_end" -v old="${window[$ph]}" \
+      'BEGIN { t = (m == "-") ? e : e - m; printf "%.6f", (t < old) ? t : old }')
+  fi
   incomplete=0
   check_order "after the kill"
   if [ "$mode" = restart ]; then
@@ -460,7 +483,10 @@ printf '%-9s %6d %6d %11d %6d\n' total "$tot_k" "$tot_h" "$tot_i" "$tot_l"
 echo "(hit: eqota was still running at the instant; incomplete: kills after which the boot order named, or the"
 echo " device booted, a slot that is not a complete release, or verify failed; lost: release 2 not committed"
 echo " within $max_boots_allowed boots; EQ_KILL_SEED=$seed; $(($(date +%s) - t_start)) s)"
-[ "$tot_k" -eq "$kills" ] || fail "$tot_k kills of $kills"
+extra=$((${#draws[@]} - kills))
+[ "$tot_k" -eq "${#draws[@]}" ] || fail "$tot_k kills of ${#draws[@]}"
+[ $extra -eq 0 ] || echo "($extra of the kills were added for phases no drawn kill reached; each phase's window" \
+  "shrank to the shortest run a late kill measured)"
 [ "$tot_i" -eq 0 ] && pass "no kill left an incomplete slot in the boot order or booted" ||
   fail "$tot_i kills left an incomplete slot in the boot order or booted"
 [ "$tot_l" -eq 0 ] && pass "no kill lost the update: release 2 committed within $max_boots_allowed boots every time" ||
@@ -470,4 +496,4 @@ for ph in "${phases[@]}"; do
   [ "${n_kills[$ph]}" -lt 5 ] || [ "${n_hit[$ph]}" -gt 0 ] || fail "phase $ph: none of ${n_kills[$ph]} kills hit eqota running"
 done
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed (EQ_KILL_SEED=$seed)"; exit 1; }
-echo "SIGKILL at $kills instants over every phase: always a complete slot, never a lost update"
+echo "SIGKILL at ${#draws[@]} instants over every phase: always a complete slot, never a lost update"
