@@ -1,5 +1,5 @@
 /*
- * Fuzz target for the fleet summary's report reader (manifest/gen/
+ * Fuzz target for the fleet summary's report reader (gen/
  * gen_fleet.c): the input is a report file as a collector stored it, lines
  * any device (or anyone reaching the collector) wrote. It is read and
  * written in all three formats.

@@ -1,6 +1,6 @@
 /*
  * Fuzz target for the report collector's input check (eq_fleet_collect,
- * manifest/gen/gen_fleet.c), the function eqota-report.cgi calls on every
+ * gen/gen_fleet.c), the function eqota-report.cgi calls on every
  * POST body, whoever sent it.
  *
  * Input: byte 0 picks the identity the web server verified (bit 0 clear:

@@ -1,5 +1,5 @@
 /*
- * Fuzz target for the bitbake-hashserv client (manifest/gen/gen_hashserv.c):
+ * Fuzz target for the bitbake-hashserv client (gen/gen_hashserv.c):
  * the input is everything a server sends on one connection, read by a
  * client that opens (handshake, ping), gets three taskhashes in stream mode
  * and reports two. The bytes go through a socketpair, as from a real peer,

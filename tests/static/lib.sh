@@ -10,7 +10,7 @@ static_sources() {
 	if git -C "$1" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 		git -C "$1" ls-files '*.c' '*.h' | sed "s|^|$1/|"
 	else
-		(cd "$1" && find common delta manifest bootloader agent tests -name '*.[ch]' | sed "s|^|$1/|")
+		(cd "$1" && find common delta manifest gen bootloader agent tests -name '*.[ch]' | sed "s|^|$1/|")
 	fi
 }
 static_units() {

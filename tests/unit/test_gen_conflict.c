@@ -20,7 +20,7 @@
 #include <eq/gen.h>
 
 #include "eq_test.h"
-#include "../../manifest/gen/gen_priv.h"
+#include "../../gen/gen_priv.h"
 
 /* Collected notes of one check. */
 struct notes {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the fleet summary (manifest/gen/gen_fleet.c,
+ * Unit tests for the fleet summary (gen/gen_fleet.c,
  * gen_fleet_out.c): what each device's reports make of each release
  * (running, committed, trying, rolled back, failed, bytes), reports read
  * from two files out of time order, the top reasons, the rollback share

@@ -20,7 +20,7 @@
 #include <eq/manifest.h>
 
 #include "eq_test.h"
-#include "../../manifest/gen/gen_priv.h"
+#include "../../gen/gen_priv.h"
 
 #define T0 INT64_C(1780000000)
 #define N_REL 60

@@ -94,7 +94,7 @@ accel_pick() {
 # repository and the image (the downloads stay cached).
 inputs_hash() {
 	{
-		(cd "$top" && find CMakeLists.txt cmake common delta manifest bootloader agent scripts packaging man completion \
+		(cd "$top" && find CMakeLists.txt cmake common delta manifest gen bootloader agent scripts packaging man completion \
 			"boards/$board" tests/qemu tests/integration/lib -type f ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
 		local d
 		for d in "$user_rel1" "$user_rel2"; do
