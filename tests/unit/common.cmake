@@ -2,3 +2,6 @@
 # mbedTLS: the reference the SHA-256 implementations are compared with.
 eq_add_unit_test(test_common SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_common.c LIBS eq_ext_mbedcrypto
   PARTS hooks test_alloc_hook)
+# eq_open_beneath on openat2 and on the walker (the walker cases need the
+# EQ_TEST_NO_OPENAT2 hook and skip visibly without it).
+eq_add_unit_test(test_beneath SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_beneath.c PARTS walker walker)
