@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,13 +15,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <eq/agent.h>
+#include <eq/beneath.h>
 
 #include "records.h"
 
@@ -41,7 +40,6 @@ struct inst {
 	double t0;
 	uint8_t *buf; /* COPY_BUF_LEN */
 	unsigned long tmpn;
-	bool use_openat2;
 	bool mismatch;               /* the last error is about the running slot, not ours */
 	struct stat slot_st, rec_st; /* identities of slotfd and recfd */
 };
@@ -151,103 +149,28 @@ static eq_err work_tmp(struct inst *x, const char *what, int *ret_fd, char **ret
 
 /* ---- paths inside a root -------------------------------------------------- */
 
-/* Opens directory @rel ("" = the root) below @rootfd as O_PATH, resolving
- * symlinks as if @rootfd were "/" (a slot's absolute symlinks point into the
- * slot, never into the host). -1 with errno on failure. */
-static int open_dir_in(struct inst *x, int rootfd, const char *rel)
-{
-	const char *p = rel[0] ? rel : ".";
-	if (x->use_openat2) {
-		struct open_how how = {
-			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-		};
-		for (int tries = 0; tries < 8; tries++) {
-			long fd = syscall(SYS_openat2, rootfd, p, &how, sizeof(how));
-			if (fd >= 0)
-				return (int)fd;
-			if (errno == ENOSYS) {
-				x->use_openat2 = false;
-				break;
-			}
-			if (errno != EAGAIN)
-				return -1;
-		}
-		if (x->use_openat2)
-			return -1;
-	}
-	/* Old kernels: follow no symlink at all; stricter, never outside. */
-	int cur = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (cur < 0 || !rel[0])
-		return cur;
-	const char *c = rel;
-	char comp[256];
-	while (*c) {
-		const char *end = strchr(c, '/');
-		size_t n = end ? (size_t)(end - c) : strlen(c);
-		if (n >= sizeof(comp)) {
-			close(cur);
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		memcpy(comp, c, n);
-		comp[n] = '\0';
-		int fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		close(cur);
-		if (fd < 0) {
-			errno = e;
-			return -1;
-		}
-		cur = fd;
-		c = end ? end + 1 : c + n;
-	}
-	return cur;
-}
-
-/* Opens the directory holding @path below @rootfd; *ret_base points into
- * @path. With @create, missing parents are made (0755, as extract does). */
-static int open_parent(struct inst *x, int rootfd, const char *path, bool create, const char **ret_base)
+/* Opens the directory holding @path below @rootfd as O_PATH, resolving
+ * symlinks as if @rootfd were "/" (a slot's absolute symlinks point into
+ * the slot, never into the host; without openat2 none is followed at all);
+ * *ret_base points into @path. With @create, missing parents are made
+ * (0755, as extract does). -1 with errno on failure. */
+static int open_parent(int rootfd, const char *path, bool create, const char **ret_base)
 {
 	const char *slash = strrchr(path, '/');
 	*ret_base = slash ? slash + 1 : path;
-	size_t dlen = slash ? (size_t)(slash - path) : 0;
-	char dir[EQ_REC_MAX_PATH + 1];
-	if (dlen > EQ_REC_MAX_PATH) {
-		errno = ENAMETOOLONG;
+	char *dir = eq_strndup(path, slash ? (size_t)(slash - path) : 0);
+	if (!dir) {
+		errno = ENOMEM;
 		return -1;
 	}
-	memcpy(dir, path, dlen);
-	dir[dlen] = '\0';
-	int fd = open_dir_in(x, rootfd, dir);
-	if (fd >= 0 || errno != ENOENT || !create)
-		return fd;
-	for (size_t i = 0; i <= dlen; i++) {
-		if (i < dlen && dir[i] != '/')
-			continue;
-		char save = dir[i];
-		dir[i] = '\0';
-		int probe = open_dir_in(x, rootfd, dir);
-		if (probe >= 0) {
-			close(probe);
-		} else if (errno == ENOENT) {
-			const char *b;
-			int pfd = open_parent(x, rootfd, dir, false, &b);
-			if (pfd < 0)
-				return -1;
-			int rc = mkdirat(pfd, b, 0755);
-			int e = errno;
-			close(pfd);
-			if (rc != 0 && e != EEXIST) {
-				errno = e;
-				return -1;
-			}
-		} else {
-			return -1;
-		}
-		dir[i] = save;
-	}
-	return open_dir_in(x, rootfd, dir);
+	int fd = -1;
+	unsigned how = EQ_BENEATH_IN_ROOT | (create ? EQ_BENEATH_MKDIRS : 0);
+	if (eq_open_beneath(rootfd, dir, O_PATH | O_DIRECTORY, 0, how, &fd, NULL) != EQ_OK)
+		fd = -1;
+	int e = errno;
+	eq_free(dir);
+	errno = e;
+	return fd;
 }
 
 /* ---- eqota's own folder in a slot ------------------------------------------ */
@@ -259,40 +182,16 @@ static int open_parent(struct inst *x, int rootfd, const char *path, bool create
  * Opens directory @rel below @rootfd (O_RDONLY), with @create making the
  * missing components (0755), following no symlink at all: this folder is
  * eqota's own, so a symlink in it was planted (by a package, through a
- * symlink of its own) and following it could lead out of the slot. A
- * component walk with O_NOFOLLOW is what openat2's RESOLVE_BENEATH |
- * RESOLVE_NO_SYMLINKS does for a fixed path without "..", on every kernel.
+ * symlink of its own) and following it could lead out of the slot.
  * -1 with errno on failure (ELOOP or ENOTDIR for a symlink).
  */
 static int open_own_dir(int rootfd, const char *rel, bool create)
 {
-	int cur = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	char comp[256];
-	for (const char *c = rel; cur >= 0 && *c;) {
-		size_t n = strcspn(c, "/");
-		if (n >= sizeof(comp)) {
-			close(cur);
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		memcpy(comp, c, n);
-		comp[n] = '\0';
-		if (create && mkdirat(cur, comp, 0755) != 0 && errno != EEXIST) {
-			int e = errno;
-			close(cur);
-			errno = e;
-			return -1;
-		}
-		int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		close(cur);
-		errno = e;
-		cur = fd;
-		c += n;
-		if (*c == '/')
-			c++;
-	}
-	return cur;
+	int fd = -1;
+	unsigned how = EQ_BENEATH_NO_SYMLINKS | (create ? EQ_BENEATH_MKDIRS : 0);
+	if (eq_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, 0, how, &fd, NULL) != EQ_OK)
+		return -1;
+	return fd;
 }
 
 /* Creates @name in eqota's folder @dfd (@where names it) for writing:
@@ -575,10 +474,10 @@ static bool lands_in_own_dir(const struct inst *x, int tdir, const char *tbase)
 static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq_error *err)
 {
 	const char *sbase, *tbase;
-	int sdir = open_parent(x, x->rfd, e->path, false, &sbase);
+	int sdir = open_parent(x->rfd, e->path, false, &sbase);
 	if (sdir < 0)
 		return miss(x, err, "'%s': parent directory: %s", e->path, strerror(errno));
-	int tdir = open_parent(x, x->tfd, e->path, true, &tbase);
+	int tdir = open_parent(x->tfd, e->path, true, &tbase);
 	if (tdir < 0) {
 		eq_err r = eq_error_errno(err, EQ_ERR_IO, "'%s': cannot open its directory in the target", e->path);
 		close(sdir);
@@ -627,7 +526,7 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 		 * the rebuilt payload depends on that, so check it. */
 		const char *fbase;
 		struct stat fst;
-		int fs = open_parent(x, x->rfd, e->link, false, &fbase);
+		int fs = open_parent(x->rfd, e->link, false, &fbase);
 		bool same = fs >= 0 && S_ISREG(st.st_mode) && fstatat(fs, fbase, &fst, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    fst.st_dev == st.st_dev && fst.st_ino == st.st_ino;
 		if (fs >= 0)
@@ -636,7 +535,7 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 			r = miss(x, err, "'%s' is not a hard link of '%s'", e->path, e->link);
 			break;
 		}
-		int ft = open_parent(x, x->tfd, e->link, false, &fbase);
+		int ft = open_parent(x->tfd, e->link, false, &fbase);
 		tmp_name(x, tmp);
 		if (ft < 0 || linkat(ft, fbase, tdir, tmp, 0) != 0)
 			r = eq_error_errno(err, EQ_ERR_IO, "'%s': link to '%s'", e->path, e->link);
@@ -682,7 +581,7 @@ static void undo_copy(struct inst *x, const struct eq_rec_list *l, size_t upto)
 		if (l->v[i].type == 'd')
 			continue;
 		const char *b;
-		int d = open_parent(x, x->tfd, l->v[i].path, false, &b);
+		int d = open_parent(x->tfd, l->v[i].path, false, &b);
 		if (d >= 0) {
 			(void)unlinkat(d, b, 0);
 			close(d);
@@ -1130,12 +1029,6 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 	if (r)
 		return r;
 	struct inst x = {.in = in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .t0 = eq_now_s()};
-#ifdef EQ_TEST_HOOKS
-	/* Test hook shared with extract: the path for kernels before 5.6. */
-	x.use_openat2 = !secure_getenv("EQ_TEST_NO_OPENAT2");
-#else
-	x.use_openat2 = true;
-#endif
 	eq_payload_limits_default(&x.lim);
 	x.prog.what = "install";
 	x.prog.items_total = eq_manifest_package_count(in->next);
@@ -1276,7 +1169,7 @@ static void verify_data(struct verify *v, int dir, const char *base, const struc
 static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
 {
 	const char *base;
-	int dir = open_parent(&v->x, v->x.rfd, e->path, false, &base);
+	int dir = open_parent(v->x.rfd, e->path, false, &base);
 	struct stat st;
 	v->rep->entries++;
 	if (dir < 0 || fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -1312,7 +1205,7 @@ static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
 	case 'h': {
 		const char *fbase;
 		struct stat fst;
-		int fs = open_parent(&v->x, v->x.rfd, e->link, false, &fbase);
+		int fs = open_parent(v->x.rfd, e->link, false, &fbase);
 		bool same = fs >= 0 && S_ISREG(st.st_mode) && fstatat(fs, fbase, &fst, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    fst.st_dev == st.st_dev && fst.st_ino == st.st_ino;
 		if (fs >= 0)
@@ -1341,7 +1234,6 @@ eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_f
 	memset(&rep, 0, sizeof(rep));
 	struct verify v = {
 		.x = {.in = &in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1}, .fn = fn, .ctx = ctx, .rep = &rep};
-	v.x.use_openat2 = true;
 	eq_err r = EQ_OK;
 	if (!(v.x.buf = eq_malloc(COPY_BUF_LEN)))
 		r = eq_error_set(err, EQ_ERR_NOMEM, "verify: out of memory");

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include <eq/agent.h>
+#include <eq/beneath.h>
 
 #define MAX_MKFS_ARGS 32
 
@@ -30,23 +30,18 @@
 static eq_err read_own(const char *root, const char *name, size_t max, uint8_t **ret, size_t *ret_len,
 		       struct eq_error *err)
 {
-	int cur = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (const char *c = EQ_SLOT_RECORD_DIR; cur >= 0 && *c;) {
-		char comp[NAME_MAX + 1];
-		size_t n = strcspn(c, "/");
-		memcpy(comp, c, n < NAME_MAX ? n : NAME_MAX);
-		comp[n < NAME_MAX ? n : NAME_MAX] = '\0';
-		int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		close(cur);
-		errno = e;
-		cur = fd;
-		c += n + (c[n] == '/');
-	}
-	int fd = cur < 0 ? -1 : openat(cur, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char *rel = rootfd < 0 ? NULL : eq_asprintf(EQ_SLOT_RECORD_DIR "/%s", name);
+	int fd = -1;
+	if (rootfd >= 0 && !rel)
+		errno = ENOMEM;
+	if (rel && eq_open_beneath(rootfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0,
+				   EQ_BENEATH_NO_SYMLINKS, &fd, NULL) != EQ_OK)
+		fd = -1;
 	int e = errno;
-	if (cur >= 0)
-		close(cur);
+	eq_free(rel);
+	if (rootfd >= 0)
+		close(rootfd);
 	errno = e;
 	if (fd < 0) {
 		if (errno == ELOOP || errno == ENOTDIR)

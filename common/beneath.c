@@ -118,7 +118,8 @@ static int via_walk(int rootfd, char *path, int oflags, mode_t mode, struct bad 
 			e = ELOOP;
 		}
 		/* A symlink refused as a directory shows up as ENOTDIR: name it. */
-		if (fd < 0 && (e == ENOTDIR || e == ELOOP) && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		if (fd < 0 && (e == ENOTDIR || e == ELOOP) && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
 			e = ELOOP;
 		c[n] = save;
 		close(cur);
@@ -256,18 +257,12 @@ static eq_err code_of(int e)
 {
 	switch (e) {
 	case ELOOP:
-	case EXDEV:
-		return EQ_ERR_UNSAFE;
-	case ENOENT:
-		return EQ_ERR_NOTFOUND;
-	case ENOTDIR:
-		return EQ_ERR_STATE;
-	case ENAMETOOLONG:
-		return EQ_ERR_LIMIT;
-	case ENOMEM:
-		return EQ_ERR_NOMEM;
-	default:
-		return EQ_ERR_IO;
+	case EXDEV: return EQ_ERR_UNSAFE;
+	case ENOENT: return EQ_ERR_NOTFOUND;
+	case ENOTDIR: return EQ_ERR_STATE;
+	case ENAMETOOLONG: return EQ_ERR_LIMIT;
+	case ENOMEM: return EQ_ERR_NOMEM;
+	default: return EQ_ERR_IO;
 	}
 }
 

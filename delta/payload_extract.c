@@ -7,15 +7,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+#include <eq/beneath.h>
 
 #include "payload_tar.h"
 
@@ -40,7 +40,6 @@ struct made {
 struct ex {
 	int rootfd;
 	unsigned flags;
-	bool use_openat2;
 	struct eq_payload_reader *r;
 	const struct eq_payload_entry *ent;
 	struct made *made; /* created by this call, in creation order */
@@ -81,59 +80,16 @@ static eq_err efail(struct ex *x, struct eq_error *err, eq_err code, bool with_e
 	return eq_error_set(err, code, "payload: entry '%s' at byte %" PRIu64 ": %s", name, off, msg);
 }
 
-/* Opens directory @rel (possibly "") inside the root as an O_PATH fd. On
- * failure returns -1 with errno set; EXDEV/ELOOP mean an escape attempt. */
+/* Opens directory @rel (possibly "") inside the root as an O_PATH fd,
+ * symlinks resolved as if the root were "/" (without openat2 none is
+ * followed at all). On failure returns -1 with errno set; EXDEV/ELOOP mean
+ * an escape attempt. */
 static int open_dir_in_root(struct ex *x, const char *rel)
 {
-	const char *p = rel[0] ? rel : ".";
-	if (x->use_openat2) {
-		struct open_how how = {
-			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-		};
-		for (int tries = 0; tries < 8; tries++) {
-			long fd = syscall(SYS_openat2, x->rootfd, p, &how, sizeof(how));
-			if (fd >= 0)
-				return (int)fd;
-			if (errno == ENOSYS) {
-				x->use_openat2 = false;
-				break;
-			}
-			/* EAGAIN: a concurrent rename; the kernel asks to retry. */
-			if (errno != EAGAIN)
-				return -1;
-		}
-		if (x->use_openat2)
-			return -1;
-	}
-	/* Without openat2 no symlink is followed at all: stricter than
-	 * RESOLVE_IN_ROOT but never outside the root. */
-	int cur = openat(x->rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (cur < 0 || !rel[0])
-		return cur;
-	char *copy = eq_strdup(rel);
-	if (!copy) {
-		close(cur);
-		errno = ENOMEM;
+	int fd = -1;
+	if (eq_open_beneath(x->rootfd, rel, O_PATH | O_DIRECTORY, 0, EQ_BENEATH_IN_ROOT, &fd, NULL) != EQ_OK)
 		return -1;
-	}
-	char *save = NULL;
-	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		int fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		struct stat st;
-		if (fd < 0 && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-			e = ELOOP;
-		close(cur);
-		if (fd < 0) {
-			eq_free(copy);
-			errno = e;
-			return -1;
-		}
-		cur = fd;
-	}
-	eq_free(copy);
-	return cur;
+	return fd;
 }
 
 static eq_err record(struct ex *x, const char *path, enum made_kind kind, const struct stat *old, struct eq_error *err)
@@ -183,22 +139,24 @@ static void reserved_lookup(struct ex *x)
 	memset(x->res_id, 0, sizeof(x->res_id));
 	x->outside.ok = false;
 	x->res_stale = false;
-	int cur = openat(x->rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	const char *c = EQ_PAYLOAD_RESERVED_DIR;
-	for (size_t k = 0; k < RES_DEPTH && cur >= 0 && *c; k++) {
-		char comp[64];
-		size_t n = strcspn(c, "/");
-		snprintf(comp, sizeof(comp), "%.*s", (int)n, c);
-		c += n + (c[n] == '/');
-		int fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(cur);
-		cur = fd;
+	const char *res = EQ_PAYLOAD_RESERVED_DIR;
+	char prefix[sizeof(EQ_PAYLOAD_RESERVED_DIR)];
+	size_t n = 0;
+	for (size_t k = 0; k < RES_DEPTH; k++) {
+		n += strcspn(res + n, "/");
+		memcpy(prefix, res, n);
+		prefix[n] = '\0';
+		int fd = -1;
+		if (eq_open_beneath(x->rootfd, prefix, O_PATH | O_DIRECTORY, 0, EQ_BENEATH_NO_SYMLINKS, &fd, NULL))
+			break;
 		struct stat st;
-		if (cur >= 0 && fstat(cur, &st) == 0)
+		if (fstat(fd, &st) == 0)
 			x->res_id[k] = (struct fid){st.st_dev, st.st_ino, true};
+		close(fd);
+		if (!res[n])
+			break;
+		n++;
 	}
-	if (cur >= 0)
-		close(cur);
 }
 
 /*
@@ -594,12 +552,6 @@ eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const
 {
 	char q[TAR_QUOTE_MAX];
 	struct ex x = {.rootfd = -1, .flags = flags};
-#ifdef EQ_TEST_HOOKS
-	/* Test hook (STYLE 27): exercise the fallback for kernels < 5.6. */
-	x.use_openat2 = !secure_getenv("EQ_TEST_NO_OPENAT2");
-#else
-	x.use_openat2 = true;
-#endif
 	eq_err r = EQ_OK;
 	x.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (x.rootfd < 0)

@@ -6,16 +6,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+#include <eq/beneath.h>
 
 #include "payload_tar.h"
 
@@ -435,44 +435,18 @@ static int open_parent_in(int rootfd, const char *rel, const char **ret_base)
 {
 	const char *slash = strrchr(rel, '/');
 	*ret_base = slash ? slash + 1 : rel;
-	size_t dlen = slash ? (size_t)(slash - rel) : 0;
-	EQ_AUTOFREE char *dir = eq_strndup(rel, dlen);
+	char *dir = eq_strndup(rel, slash ? (size_t)(slash - rel) : 0);
 	if (!dir) {
 		errno = ENOMEM;
 		return -1;
 	}
-	bool use_openat2 = true;
-#ifdef EQ_TEST_HOOKS
-	/* Test hook shared with extract: the path for kernels before 5.6. */
-	use_openat2 = !secure_getenv("EQ_TEST_NO_OPENAT2");
-#endif
-	if (use_openat2) {
-		struct open_how how = {
-			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-		};
-		for (int tries = 0; tries < 8; tries++) {
-			long fd = syscall(SYS_openat2, rootfd, dlen ? dir : ".", &how, sizeof(how));
-			if (fd >= 0)
-				return (int)fd;
-			if (errno == ENOSYS)
-				break;
-			if (errno != EAGAIN)
-				return -1;
-		}
-		if (errno != ENOSYS)
-			return -1;
-	}
-	int cur = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	char *save = NULL;
-	for (char *c = strtok_r(dir, "/", &save); cur >= 0 && c; c = strtok_r(NULL, "/", &save)) {
-		int fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		close(cur);
-		errno = e;
-		cur = fd;
-	}
-	return cur;
+	int fd = -1;
+	if (eq_open_beneath(rootfd, dir, O_PATH | O_DIRECTORY, 0, EQ_BENEATH_IN_ROOT, &fd, NULL) != EQ_OK)
+		fd = -1;
+	int e = errno;
+	eq_free(dir);
+	errno = e;
+	return fd;
 }
 
 static eq_err add_found(struct eq_payload_builder *b, size_t ridx, const char *rel, int pfd, const char *base,

@@ -19,13 +19,22 @@ module_of() {
     common/*|delta/*|bootloader/*|manifest/*|agent/*) echo "${1%%/*}" ;;
   esac
 }
+# A public header belongs to the module whose include/eq/ holds it: a
+# module may have more than one (<eq/beneath.h> is common's).
+module_of_header() {
+  local d
+  for d in common delta bootloader manifest agent gen; do
+    if [ -e "$d/include/eq/$1.h" ]; then echo "$d"; return; fi
+  done
+  echo "$1"
+}
 bad=0
 while IFS= read -r f; do
   m=$(module_of "$f")
   [ -n "$m" ] || continue
   ok=" $(allowed "$m") "
   while IFS= read -r inc; do
-    dep=${inc#eq/}; dep=${dep%.h}
+    dep=${inc#eq/}; dep=$(module_of_header "${dep%.h}")
     if [[ "$ok" != *" $dep "* ]]; then
       echo "check_deps: $f includes <$inc>, but module '$m' may only use:$ok"
       bad=1

@@ -1045,6 +1045,35 @@ static void test_extract_existing_symlink(void **state)
 }
 
 #ifdef EQ_TEST_HOOKS
+/* Without openat2 a slot's symlinked parent is refused as unsafe when a
+ * payload is rebuilt from the slot, as extraction refuses it (it was
+ * "Not a directory", an I/O error, before eq_open_beneath). */
+static void test_add_paths_fallback_symlink(void **state)
+{
+	struct fx *f = *state;
+	mkdir_at(f, "src", 0755);
+	mkdir_at(f, "outside", 0755);
+	write_at(f, "outside/shadow", "root:secret", 0600);
+	EQ_AUTOFREE char *src = P(f, "src");
+	EQ_AUTOFREE char *outside = P(f, "outside");
+	EQ_AUTOFREE char *lnk = P(f, "src/etc2");
+	assert_int_equal(symlink(outside, lnk), 0);
+	const char *through[] = {"etc2/shadow"};
+	struct eq_payload_builder *b = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_payload_builder_new(NULL, &b, &e), EQ_OK);
+	setenv("EQ_TEST_NO_OPENAT2", "1", 1);
+	eq_err rc = eq_payload_builder_add_paths(b, src, through, 1, &e);
+	unsetenv("EQ_TEST_NO_OPENAT2");
+	eq_payload_builder_free(b);
+	if (rc != EQ_ERR_UNSAFE)
+		fail_msg("add_paths through a symlink without openat2: %d '%s'", rc, rc ? e.msg : "added");
+}
+#else
+EQ_HOOKS_MISSING(test_add_paths_fallback_symlink)
+#endif
+
+#ifdef EQ_TEST_HOOKS
 static void test_extract_fallback_roundtrip(void **state)
 {
 	struct fx *f = *state;
@@ -1249,6 +1278,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_bad_corpus, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_extract_existing_symlink, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_extract_fallback_roundtrip, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_add_paths_fallback_symlink, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_extract_missing_parents, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_extract_reserved_through_symlink, fx_setup, fx_teardown),
 		cmocka_unit_test(test_payload_check),
