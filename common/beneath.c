@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -297,16 +298,19 @@ eq_err eq_open_beneath(int rootfd, const char *path, int oflags, mode_t mode, un
 	 * tell; no caller has a reason to pass either. */
 	if (path[0] == '/')
 		return fail(err, path, &bad);
-	char *copy = eq_strdup(path);
-	if (!copy) {
-		bad.e = ENOMEM;
+	/* A copy to cut components from. PATH_MAX is the kernel's own limit
+	 * for one lookup, so it refuses nothing openat2 would take, and the
+	 * callers get no allocation failure they did not have before. */
+	char copy[PATH_MAX];
+	if (bad.len >= sizeof(copy)) {
+		bad.e = ENAMETOOLONG;
 		return fail(err, path, &bad);
 	}
+	memcpy(copy, path, bad.len + 1);
 	size_t n = 0;
 	for (char *c = next_comp(copy, &n); c; c = next_comp(c + n, &n)) {
 		if (n == 2 && c[0] == '.' && c[1] == '.') {
 			bad = (struct bad){(size_t)(c - copy), n, EXDEV};
-			eq_free(copy);
 			return fail(err, path, &bad);
 		}
 	}
@@ -317,11 +321,8 @@ eq_err eq_open_beneath(int rootfd, const char *path, int oflags, mode_t mode, un
 		if (make_dirs(use2, rootfd, copy, (oflags & O_DIRECTORY) != 0, how, &bad) == 0)
 			fd = open_once(use2, rootfd, copy, oflags, mode, how, &bad);
 	}
-	if (fd < 0) {
-		eq_free(copy);
+	if (fd < 0)
 		return fail(err, path, &bad);
-	}
-	eq_free(copy);
 	*ret_fd = fd;
 	return EQ_OK;
 }

@@ -310,6 +310,12 @@ static void test_long_components(void **state)
 	big[NAME_MAX + 1] = '\0';
 	snprintf(path, sizeof(path), "%s/%s", a, big);
 	refused(f, path, O_RDONLY, EQ_BENEATH_IN_ROOT, EQ_ERR_LIMIT, ENAMETOOLONG, ENAMETOOLONG, NULL);
+	/* A whole path of PATH_MAX bytes is more than one lookup takes. */
+	char huge[PATH_MAX + 1];
+	for (size_t i = 0; i < PATH_MAX; i++)
+		huge[i] = i % 2 ? '/' : 'x';
+	huge[PATH_MAX] = '\0';
+	refused(f, huge, O_RDONLY, 0, EQ_ERR_LIMIT, ENAMETOOLONG, ENAMETOOLONG, NULL);
 }
 
 /* Creating: the mode is used, missing folders are made (0755) with

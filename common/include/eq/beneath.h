@@ -50,7 +50,8 @@ enum {
  * symlink in the walker, EXDEV for "..", an absolute path or an escape) and
  * the message names @path and the component that failed. Codes:
  * EQ_ERR_UNSAFE (escape, refused symlink), EQ_ERR_NOTFOUND, EQ_ERR_STATE
- * (not a directory), EQ_ERR_LIMIT (name too long), EQ_ERR_NOMEM, EQ_ERR_IO.
+ * (not a directory), EQ_ERR_LIMIT (a component over NAME_MAX, a path of
+ * PATH_MAX bytes or more), EQ_ERR_IO. It allocates nothing.
  */
 EQ_API eq_err eq_open_beneath(int rootfd, const char *path, int oflags, mode_t mode, unsigned how, int *ret_fd,
 			      struct eq_error *err) EQ_MUST_CHECK;
