@@ -61,6 +61,8 @@ static int setup(void **state, bool walker)
 	struct fx *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
+	/* Owned by the state from here: a failed setup fails the case. */
+	*state = f;
 	f->walker = walker;
 	snprintf(f->top, sizeof(f->top), "/tmp/eq_beneath_XXXXXX");
 	if (!mkdtemp(f->top))
@@ -83,7 +85,6 @@ static int setup(void **state, bool walker)
 		setenv("EQ_TEST_NO_OPENAT2", "1", 1);
 	else
 		unsetenv("EQ_TEST_NO_OPENAT2");
-	*state = f;
 	return 0;
 }
 
