@@ -158,18 +158,18 @@ static int open_parent(int rootfd, const char *path, bool create, const char **r
 {
 	const char *slash = strrchr(path, '/');
 	*ret_base = slash ? slash + 1 : path;
-	char *dir = eq_strndup(path, slash ? (size_t)(slash - path) : 0);
-	if (!dir) {
-		errno = ENOMEM;
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	char dir[EQ_REC_MAX_PATH + 1];
+	if (dlen > EQ_REC_MAX_PATH) {
+		errno = ENAMETOOLONG;
 		return -1;
 	}
+	memcpy(dir, path, dlen);
+	dir[dlen] = '\0';
 	int fd = -1;
 	unsigned how = EQ_BENEATH_IN_ROOT | (create ? EQ_BENEATH_MKDIRS : 0);
 	if (eq_open_beneath(rootfd, dir, O_PATH | O_DIRECTORY, 0, how, &fd, NULL) != EQ_OK)
-		fd = -1;
-	int e = errno;
-	eq_free(dir);
-	errno = e;
+		return -1;
 	return fd;
 }
 

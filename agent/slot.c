@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -30,16 +31,15 @@
 static eq_err read_own(const char *root, const char *name, size_t max, uint8_t **ret, size_t *ret_len,
 		       struct eq_error *err)
 {
+	/* @name is one of eqota's own file names, never longer than NAME_MAX. */
+	char rel[sizeof(EQ_SLOT_RECORD_DIR) + NAME_MAX + 1];
+	snprintf(rel, sizeof(rel), EQ_SLOT_RECORD_DIR "/%s", name);
 	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	char *rel = rootfd < 0 ? NULL : eq_asprintf(EQ_SLOT_RECORD_DIR "/%s", name);
 	int fd = -1;
-	if (rootfd >= 0 && !rel)
-		errno = ENOMEM;
-	if (rel && eq_open_beneath(rootfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0,
-				   EQ_BENEATH_NO_SYMLINKS, &fd, NULL) != EQ_OK)
+	if (rootfd >= 0 && eq_open_beneath(rootfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0,
+					   EQ_BENEATH_NO_SYMLINKS, &fd, NULL) != EQ_OK)
 		fd = -1;
 	int e = errno;
-	eq_free(rel);
 	if (rootfd >= 0)
 		close(rootfd);
 	errno = e;
