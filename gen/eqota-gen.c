@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -727,43 +726,6 @@ static int cmd_show(const struct opts *o)
 	return 0;
 }
 
-/* Every file the manifest names exists with the declared size (and hash). */
-static eq_err check_files(const char *repo, const struct eq_manifest *m, bool deep, struct eq_error *err)
-{
-	for (size_t i = 0; i < eq_manifest_package_count(m); i++) {
-		const struct eq_manifest_package *p = eq_manifest_package_at(m, i);
-		for (size_t k = 0; k <= p->n_deltas; k++) {
-			const char *rel = k == 0 ? p->object.path : p->deltas[k - 1].path;
-			const char *sha = k == 0 ? p->object.sha256 : p->deltas[k - 1].sha256;
-			uint64_t size = k == 0 ? p->object.size : p->deltas[k - 1].size;
-			EQ_AUTOFREE char *path = eq_asprintf("%s/%s", repo, rel);
-			if (!path)
-				return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-			struct stat st;
-			if (stat(path, &st) != 0)
-				return eq_error_errno(err, EQ_ERR_NOTFOUND, "package '%s': '%s' is missing", p->name,
-						      rel);
-			if ((uint64_t)st.st_size != size)
-				return eq_error_set(err, EQ_ERR_VERIFY,
-						    "package '%s': '%s' has %lld bytes, the manifest says %" PRIu64,
-						    p->name, rel, (long long)st.st_size, size);
-			if (deep) {
-				uint8_t d[EQ_SHA256_LEN];
-				char hex[EQ_SHA256_HEX_LEN + 1];
-				eq_err r = eq_sha256_file(path, d, NULL, err);
-				if (r)
-					return r;
-				eq_hex_encode(d, EQ_SHA256_LEN, hex);
-				if (strcmp(hex, sha))
-					return eq_error_set(err, EQ_ERR_VERIFY,
-							    "package '%s': '%s' has SHA-256 %s, the manifest says %s",
-							    p->name, rel, hex, sha);
-			}
-		}
-	}
-	return EQ_OK;
-}
-
 /* verify --root: as a device with that installed root checks, from the
  * root chain through the timestamp to the manifest and its files. */
 static int verify_root(const struct opts *o)
@@ -822,7 +784,7 @@ static int verify_root(const struct opts *o)
 	struct eq_manifest_header hd;
 	r = eq_manifest_get_header(m, &hd, &e);
 	if (!r)
-		r = check_files(o->repo, m, o->deep, &e);
+		r = eq_gen_check_files(o->repo, m, o->deep, &e);
 	if (!r)
 		printf("%s/boards/%s/%s: root chain to version %" PRIu64 ", %ssignature, board, channel and expiry OK; "
 		       "release '%s' (number %" PRIu64 "), %zu packages, every %s present\n",
@@ -900,7 +862,7 @@ static int cmd_verify(const struct opts *o)
 	struct eq_manifest_header hd;
 	r = eq_manifest_get_header(m, &hd, &e);
 	if (!r)
-		r = check_files(o->repo, m, o->deep, &e);
+		r = eq_gen_check_files(o->repo, m, o->deep, &e);
 	if (r) {
 		eq_manifest_free(m);
 		return fail(&e);
