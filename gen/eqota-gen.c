@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,53 +17,8 @@
 #define EQ_JSON_DIFF_SCHEMA "eqota-gen-diff/1"
 #define EQ_JSON_IMPORT_SCHEMA "eqota-gen-equiv-import/1"
 
-static const char usage_text[] =
-	"usage: eqota-gen [-v|-q] COMMAND [OPTIONS]\n"
-	"\n"
-	"  keygen  --out NAME                       write NAME.key (0600) and NAME.pub\n"
-	"  publish --repo DIR --board B --channel C --release R --packages DIR --key NAME.key\n"
-	"          [--trusted-root FILE|SHA256]   (required once the repository has a root)\n"
-	"          [--key K2.key ...] [--build-index FILE] [--deltas-from N] [--store DB]\n"
-	"          [--hashserv ADDR] [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
-	"          [--timestamp-key T.key ...] [--expires-hours H]\n"
-	"          [--path-owner PATH=PACKAGE ...] [--path-owners FILE]\n"
-	"          [-j|--jobs N] [--cache FILE | --no-cache] [--rollout-percent N]\n"
-	"  promote --repo DIR --board B --from-channel C1 --release R --to-channel C2 --key NAME.key\n"
-	"          [--trusted-root FILE|SHA256]   (required once the repository has a root)\n"
-	"          [--key K2.key ...] [--deltas-from N] [--expires DAYS] [--level 1..22]\n"
-	"          [--timestamp-key T.key ...] [--expires-hours H] [-j|--jobs N] [--rollout-percent N]\n"
-	"  prune   --repo DIR --keep N [--grace-hours H] [--dry-run]\n"
-	"  rollout --repo DIR --board B --channel C --trusted-root FILE|SHA256 [--release R]\n"
-	"          [--percent N] [--halt | --resume] --key T.key ... [--expires-hours H]\n"
-	"          [--auto-halt RATIO --reports FILE ... [--inventory FILE] [--unauthenticated]]\n"
-	"          (no change given: print the rollout)\n"
-	"  fleet   --reports FILE ... [--inventory FILE] [--unauthenticated] [--json | --html] [--out FILE]\n"
-	"          where the fleet stands\n"
-	"  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
-	"          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"
-	"  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
-	"                 --timestamp-pub T.pub ... [--root-threshold N] [--release-threshold N]\n"
-	"                 [--timestamp-threshold N] [--expires DAYS]\n"
-	"  root    rotate --repo DIR --trusted-root FILE|SHA256 --key R.key ... [--root-pub ...]\n"
-	"                 [--release-pub ...] [--timestamp-pub ...] [--*-threshold N] [--expires DAYS]\n"
-	"  root    revoke --repo DIR --trusted-root FILE|SHA256 --key R.key ... --revoke KEYID|NAME.pub\n"
-	"                 [--expires DAYS]\n"
-	"  timestamp --repo DIR --board B --channel C --trusted-root FILE|SHA256 --key T.key ...\n"
-	"          [--expires-hours H]\n"
-	"  trust   --key NAME.pub [--key ...] [--threshold N] --out FILE   write a root-of-trust file\n"
-	"  diff    --repo DIR --board B --channel C --from R1 --to R2 [--json]\n"
-	"  show    --repo DIR --board B --channel C [--release R] [--json]\n"
-	"  qa      --packages DIR|FILE --build-dir PATH\n"
-	"  equiv   report --method M --taskhash T --outhash O [--unihash U] [--store DB]\n"
-	"  equiv   get    --method M --taskhash T [--store DB]\n"
-	"  equiv   list   [--method M] [--store DB]\n"
-	"  equiv   import --repo DIR (--root FILE | --key NAME.pub ... | --trust FILE | --unverified)\n"
-	"                 [--store DB] [--method M] [--json]   rebuild a store from the manifests\n"
-	"\n"
-	"--trusted-root: the repository's root as pinned outside it (a copy of root/1.root.json, or the\n"
-	"SHA-256 'root init' prints); a signing command refuses a repository whose root is not that one.\n"
-	"\n"
-	"Exit status: 0 success, 1 failure, 2 usage error, 3 qa findings.\n";
+struct command;
+static void print_usage(FILE *f, const struct command *only);
 
 static int usage_error(const char *fmt, const char *arg);
 static int usage_error(const char *fmt, const char *arg)
@@ -74,7 +28,8 @@ static int usage_error(const char *fmt, const char *arg)
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	fprintf(stderr, fmt, arg);
 #pragma GCC diagnostic pop
-	fprintf(stderr, "\n%s", usage_text);
+	fputc('\n', stderr);
+	print_usage(stderr, NULL);
 	return EXIT_USAGE;
 }
 
@@ -248,15 +203,26 @@ static bool parse_uint(const char *s, unsigned long max, unsigned long *ret)
 	return true;
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int refuse(const struct command *cmd, const char *option);
+static bool takes(const struct command *cmd, const char *option);
+
+/* Fills @o from argv[1..]; any option @cmd does not take is refused here,
+ * before the command does any work. Returns -1 after --help. */
+static int parse_opts(const struct command *cmd, int argc, char **argv, struct opts *o)
 {
-	int c;
+	int c, li = -1;
 	unsigned long v;
 	o->deltas_from = 3;
 	o->expires = 30;
 	o->level = 19;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "hj:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hj:", long_opts, &li)) != -1) {
+		if (c == '?') /* getopt said why */
+			return EXIT_USAGE;
+		const char *name = li >= 0 ? long_opts[li].name : c == 'j' ? "jobs" : NULL;
+		li = -1;
+		if (c != 'h' && name && !takes(cmd, name))
+			return refuse(cmd, name);
 		switch (c) {
 		case O_REPO: o->repo = optarg; break;
 		case O_BOARD: o->board = optarg; break;
@@ -399,7 +365,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->path_owners[o->n_path_owners++] = optarg;
 			break;
 		case O_PATH_OWNERS: o->path_owners_file = optarg; break;
-		case 'h': fputs(usage_text, stdout); return -1;
+		case 'h': print_usage(stdout, cmd); return -1;
 		default: return EXIT_USAGE;
 		}
 	}
@@ -760,43 +726,6 @@ static int cmd_show(const struct opts *o)
 	return 0;
 }
 
-/* Every file the manifest names exists with the declared size (and hash). */
-static eq_err check_files(const char *repo, const struct eq_manifest *m, bool deep, struct eq_error *err)
-{
-	for (size_t i = 0; i < eq_manifest_package_count(m); i++) {
-		const struct eq_manifest_package *p = eq_manifest_package_at(m, i);
-		for (size_t k = 0; k <= p->n_deltas; k++) {
-			const char *rel = k == 0 ? p->object.path : p->deltas[k - 1].path;
-			const char *sha = k == 0 ? p->object.sha256 : p->deltas[k - 1].sha256;
-			uint64_t size = k == 0 ? p->object.size : p->deltas[k - 1].size;
-			EQ_AUTOFREE char *path = eq_asprintf("%s/%s", repo, rel);
-			if (!path)
-				return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-			struct stat st;
-			if (stat(path, &st) != 0)
-				return eq_error_errno(err, EQ_ERR_NOTFOUND, "package '%s': '%s' is missing", p->name,
-						      rel);
-			if ((uint64_t)st.st_size != size)
-				return eq_error_set(err, EQ_ERR_VERIFY,
-						    "package '%s': '%s' has %lld bytes, the manifest says %" PRIu64,
-						    p->name, rel, (long long)st.st_size, size);
-			if (deep) {
-				uint8_t d[EQ_SHA256_LEN];
-				char hex[EQ_SHA256_HEX_LEN + 1];
-				eq_err r = eq_sha256_file(path, d, NULL, err);
-				if (r)
-					return r;
-				eq_hex_encode(d, EQ_SHA256_LEN, hex);
-				if (strcmp(hex, sha))
-					return eq_error_set(err, EQ_ERR_VERIFY,
-							    "package '%s': '%s' has SHA-256 %s, the manifest says %s",
-							    p->name, rel, hex, sha);
-			}
-		}
-	}
-	return EQ_OK;
-}
-
 /* verify --root: as a device with that installed root checks, from the
  * root chain through the timestamp to the manifest and its files. */
 static int verify_root(const struct opts *o)
@@ -855,7 +784,7 @@ static int verify_root(const struct opts *o)
 	struct eq_manifest_header hd;
 	r = eq_manifest_get_header(m, &hd, &e);
 	if (!r)
-		r = check_files(o->repo, m, o->deep, &e);
+		r = eq_gen_check_files(o->repo, m, o->deep, &e);
 	if (!r)
 		printf("%s/boards/%s/%s: root chain to version %" PRIu64 ", %ssignature, board, channel and expiry OK; "
 		       "release '%s' (number %" PRIu64 "), %zu packages, every %s present\n",
@@ -933,7 +862,7 @@ static int cmd_verify(const struct opts *o)
 	struct eq_manifest_header hd;
 	r = eq_manifest_get_header(m, &hd, &e);
 	if (!r)
-		r = check_files(o->repo, m, o->deep, &e);
+		r = eq_gen_check_files(o->repo, m, o->deep, &e);
 	if (r) {
 		eq_manifest_free(m);
 		return fail(&e);
@@ -990,15 +919,8 @@ static int cmd_root(const char *sub, const struct opts *o)
 	if (!o->n_keys)
 		return usage_error("missing %s", "--key R.key (the root role's private keys that sign)");
 	bool init = !strcmp(sub, "init"), revoke = !strcmp(sub, "revoke");
-	if (!init && !revoke && strcmp(sub, "rotate"))
-		return usage_error("root: unknown subcommand '%s' (init, rotate or revoke)", sub);
-	if (revoke != !!o->revoke)
-		return usage_error(revoke ? "root revoke: missing --revoke KEYID|NAME.pub%s"
-					  : "--revoke belongs to 'root revoke'%s",
-				   "");
-	if (init && o->trusted_root)
-		return usage_error(
-			"root init writes the root to pin: --trusted-root belongs to the commands after it%s", "");
+	if (revoke && !o->revoke)
+		return usage_error("root revoke: missing --revoke KEYID|NAME.pub%s", "");
 	char keyid[EQ_MANIFEST_KEYID_LEN + 1] = "";
 	if (revoke) {
 		int rc = revoke_id(o->revoke, keyid);
@@ -1348,69 +1270,317 @@ static int equiv_import(const struct opts *o)
 	return 0;
 }
 
-static int cmd_equiv(int argc, char **argv)
+/* The local store an equiv command uses: --store, else the default one. */
+static int equiv_store(const struct opts *o, const char **path, char **def)
 {
-	if (argc < 2)
-		return usage_error("equiv needs report, get, list or import%s", "");
-	const char *sub = argv[1];
-	struct opts o = {0};
-	int rc = parse_opts(argc - 1, argv + 1, &o);
-	if (rc)
-		return rc < 0 ? 0 : rc;
 	struct eq_error e;
-	EQ_AUTOFREE char *def = NULL;
-	if (o.hashserv && o.store)
-		return usage_error("--store and --hashserv exclude each other%s", "");
-	if (!o.store && !o.hashserv) {
-		if (eq_store_default_path(&def, &e))
+	*path = o->store;
+	if (!o->store) {
+		if (eq_store_default_path(def, &e))
 			return fail(&e);
-		o.store = def;
+		*path = *def;
 	}
-	struct eq_store *s = NULL;
+	return 0;
+}
+
+static int equiv_open(const struct opts *o, struct eq_equiv **q)
+{
+	if (o->hashserv && o->store)
+		return usage_error("--store and --hashserv exclude each other%s", "");
+	/* Without either, eq_equiv_open() takes the default store. */
+	struct eq_equiv_opts qo = {.store_path = o->store, .hashserv = o->hashserv};
+	struct eq_error e;
+	return eq_equiv_open(&qo, q, &e) ? fail(&e) : 0;
+}
+
+static int cmd_equiv_report(const struct opts *o)
+{
+	if (!o->method || !o->taskhash || !o->outhash)
+		return usage_error("equiv report needs --method, --taskhash and --outhash%s", "");
 	struct eq_equiv *q = NULL;
-	struct eq_equiv_opts qo = {.store_path = o.store, .hashserv = o.hashserv};
-	int ret = 0;
-	if (!strcmp(sub, "report")) {
-		if (!o.method || !o.taskhash || !o.outhash)
-			return usage_error("equiv report needs --method, --taskhash and --outhash%s", "");
-		struct eq_equiv_item it = {.taskhash = o.taskhash, .outhash = o.outhash, .proposed = o.unihash};
-		if (eq_equiv_open(&qo, &q, &e) || eq_equiv_report_many(q, o.method, &it, 1, &e))
-			ret = fail(&e);
-		else
-			printf("%s%s\n", it.unihash,
-			       it.flags & EQ_STORE_INHERITED ? " (equivalent to an earlier taskhash)" : "");
-	} else if (!strcmp(sub, "get")) {
-		if (!o.method || !o.taskhash)
-			return usage_error("equiv get needs --method and --taskhash%s", "");
+	struct eq_equiv_item it = {.taskhash = o->taskhash, .outhash = o->outhash, .proposed = o->unihash};
+	struct eq_error e;
+	int rc = equiv_open(o, &q);
+	if (!rc && eq_equiv_report_many(q, o->method, &it, 1, &e))
+		rc = fail(&e);
+	else if (!rc)
+		printf("%s%s\n", it.unihash,
+		       it.flags & EQ_STORE_INHERITED ? " (equivalent to an earlier taskhash)" : "");
+	eq_equiv_close(q);
+	return rc;
+}
+
+static int cmd_equiv_get(const struct opts *o)
+{
+	if (!o->method || !o->taskhash)
+		return usage_error("equiv get needs --method and --taskhash%s", "");
+	struct eq_equiv *q = NULL;
+	struct eq_error e;
+	int rc = equiv_open(o, &q);
+	if (!rc) {
 		char uni[EQ_SHA256_HEX_LEN + 1];
-		eq_err r = eq_equiv_open(&qo, &q, &e);
-		if (!r)
-			r = eq_equiv_get(q, o.method, o.taskhash, uni, &e);
+		eq_err r = eq_equiv_get(q, o->method, o->taskhash, uni, &e);
 		if (r == EQ_ERR_NOTFOUND) {
 			printf("unknown\n");
-			ret = EXIT_FAILURE;
+			rc = EXIT_FAILURE;
 		} else if (r) {
-			ret = fail(&e);
+			rc = fail(&e);
 		} else {
 			printf("%s\n", uni);
 		}
-	} else if (!strcmp(sub, "list")) {
-		if (o.hashserv)
-			return usage_error("equiv list reads a local store: the hashserv protocol has no listing "
-					   "(use bitbake-hashclient there)%s",
-					   "");
-		if (eq_store_open(o.store, &s, &e) || eq_store_list(s, o.method, list_print, NULL, &e))
-			ret = fail(&e);
-	} else if (!strcmp(sub, "import")) {
-		if (o.hashserv)
-			return usage_error("equiv import fills a local store (--store DB)%s", "");
-		ret = equiv_import(&o);
-	} else {
-		return usage_error("unknown equiv command '%s'", sub);
 	}
-	eq_store_close(s);
 	eq_equiv_close(q);
-	return ret;
+	return rc;
+}
+
+static int cmd_equiv_list(const struct opts *o)
+{
+	EQ_AUTOFREE char *def = NULL;
+	const char *path;
+	int rc = equiv_store(o, &path, &def);
+	struct eq_store *s = NULL;
+	struct eq_error e;
+	if (!rc && (eq_store_open(path, &s, &e) || eq_store_list(s, o->method, list_print, NULL, &e)))
+		rc = fail(&e);
+	eq_store_close(s);
+	return rc;
+}
+
+static int cmd_equiv_import(const struct opts *o)
+{
+	EQ_AUTOFREE char *def = NULL;
+	struct opts io = *o;
+	int rc = equiv_store(o, &io.store, &def);
+	return rc ? rc : equiv_import(&io);
+}
+
+static int cmd_root_init(const struct opts *o)
+{
+	return cmd_root("init", o);
+}
+
+static int cmd_root_rotate(const struct opts *o)
+{
+	return cmd_root("rotate", o);
+}
+
+static int cmd_root_revoke(const struct opts *o)
+{
+	return cmd_root("revoke", o);
+}
+
+/*
+ * The commands: the words that name one, its function, the options it
+ * takes (long names; --help is every command's) and its lines of the usage
+ * text. Every option is known to getopt (long_opts), but one the command
+ * does not take is refused before the command runs: an operator who adds
+ * --dry-run to a command that writes must not have it ignored.
+ * `eqota-gen --list-commands` prints this table for the tests and the
+ * completion.
+ */
+struct command {
+	const char *name;
+	int (*run)(const struct opts *o);
+	const char *options;
+	const char *usage;
+};
+
+static const struct command commands[] = {
+	{"keygen", cmd_keygen, "out",
+	 "  keygen  --out NAME                       write NAME.key (0600) and NAME.pub\n"},
+	{"publish", cmd_publish,
+	 "repo board channel release packages key trusted-root build-index deltas-from store hashserv expires level "
+	 "policy timestamp-key expires-hours path-owner path-owners jobs cache no-cache rollout-percent",
+	 "  publish --repo DIR --board B --channel C --release R --packages DIR --key NAME.key\n"
+	 "          [--trusted-root FILE|SHA256]   (required once the repository has a root)\n"
+	 "          [--key K2.key ...] [--build-index FILE] [--deltas-from N] [--store DB]\n"
+	 "          [--hashserv ADDR] [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
+	 "          [--timestamp-key T.key ...] [--expires-hours H]\n"
+	 "          [--path-owner PATH=PACKAGE ...] [--path-owners FILE]\n"
+	 "          [-j|--jobs N] [--cache FILE | --no-cache] [--rollout-percent N]\n"},
+	{"promote", cmd_promote,
+	 "repo board from-channel release to-channel key trusted-root deltas-from expires level timestamp-key "
+	 "expires-hours jobs rollout-percent",
+	 "  promote --repo DIR --board B --from-channel C1 --release R --to-channel C2 --key NAME.key\n"
+	 "          [--trusted-root FILE|SHA256]   (required once the repository has a root)\n"
+	 "          [--key K2.key ...] [--deltas-from N] [--expires DAYS] [--level 1..22]\n"
+	 "          [--timestamp-key T.key ...] [--expires-hours H] [-j|--jobs N] [--rollout-percent N]\n"},
+	{"prune", cmd_prune, "repo keep grace-hours dry-run",
+	 "  prune   --repo DIR --keep N [--grace-hours H] [--dry-run]\n"},
+	{"rollout", cmd_rollout,
+	 "repo board channel trusted-root release percent halt resume key expires-hours auto-halt reports inventory "
+	 "unauthenticated",
+	 "  rollout --repo DIR --board B --channel C --trusted-root FILE|SHA256 [--release R]\n"
+	 "          [--percent N] [--halt | --resume] --key T.key ... [--expires-hours H]\n"
+	 "          [--auto-halt RATIO --reports FILE ... [--inventory FILE] [--unauthenticated]]\n"
+	 "          (no change given: print the rollout)\n"},
+	{"fleet", cmd_fleet, "reports inventory unauthenticated json html out",
+	 "  fleet   --reports FILE ... [--inventory FILE] [--unauthenticated] [--json | --html] [--out FILE]\n"
+	 "          where the fleet stands\n"},
+	{"verify", cmd_verify, "repo board channel root key trust release deep at",
+	 "  verify  --repo DIR --board B --channel C (--root FILE | --key NAME.pub ... | --trust FILE)\n"
+	 "          [--release R] [--deep] [--at YYYY-MM-DDTHH:MM:SSZ]\n"},
+	{"root init", cmd_root_init,
+	 "repo key root-pub release-pub timestamp-pub root-threshold release-threshold timestamp-threshold expires",
+	 "  root    init   --repo DIR --key R.key ... --root-pub R.pub ... --release-pub K.pub ...\n"
+	 "                 --timestamp-pub T.pub ... [--root-threshold N] [--release-threshold N]\n"
+	 "                 [--timestamp-threshold N] [--expires DAYS]\n"},
+	{"root rotate", cmd_root_rotate,
+	 "repo trusted-root key root-pub release-pub timestamp-pub root-threshold release-threshold "
+	 "timestamp-threshold expires",
+	 "  root    rotate --repo DIR --trusted-root FILE|SHA256 --key R.key ... [--root-pub ...]\n"
+	 "                 [--release-pub ...] [--timestamp-pub ...] [--root-threshold N]\n"
+	 "                 [--release-threshold N] [--timestamp-threshold N] [--expires DAYS]\n"},
+	{"root revoke", cmd_root_revoke, "repo trusted-root key revoke expires",
+	 "  root    revoke --repo DIR --trusted-root FILE|SHA256 --key R.key ... --revoke KEYID|NAME.pub\n"
+	 "                 [--expires DAYS]\n"},
+	{"timestamp", cmd_timestamp, "repo board channel trusted-root key expires-hours",
+	 "  timestamp --repo DIR --board B --channel C --trusted-root FILE|SHA256 --key T.key ...\n"
+	 "          [--expires-hours H]\n"},
+	{"trust", cmd_trust, "key threshold out",
+	 "  trust   --key NAME.pub [--key ...] [--threshold N] --out FILE   write a root-of-trust file\n"},
+	{"diff", cmd_diff, "repo board channel from to json",
+	 "  diff    --repo DIR --board B --channel C --from R1 --to R2 [--json]\n"},
+	{"show", cmd_show, "repo board channel release json",
+	 "  show    --repo DIR --board B --channel C [--release R] [--json]\n"},
+	{"qa", cmd_qa, "packages build-dir", "  qa      --packages DIR|FILE --build-dir PATH\n"},
+	{"equiv report", cmd_equiv_report, "method taskhash outhash unihash store hashserv",
+	 "  equiv   report --method M --taskhash T --outhash O [--unihash U] [--store DB | --hashserv ADDR]\n"},
+	{"equiv get", cmd_equiv_get, "method taskhash store hashserv",
+	 "  equiv   get    --method M --taskhash T [--store DB | --hashserv ADDR]\n"},
+	{"equiv list", cmd_equiv_list, "method store", "  equiv   list   [--method M] [--store DB]\n"},
+	{"equiv import", cmd_equiv_import, "repo root key trust unverified store method json",
+	 "  equiv   import --repo DIR (--root FILE | --key NAME.pub ... | --trust FILE | --unverified)\n"
+	 "                 [--store DB] [--method M] [--json]   rebuild a store from the manifests\n"},
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* Why an option some command does not take belongs elsewhere, where the
+ * bare refusal would leave the operator guessing. */
+static const struct {
+	const char *command, *option, *why;
+} refusal_hints[] = {
+	{"root init", "trusted-root",
+	 "root init writes the root to pin: --trusted-root belongs to the commands after it"},
+	{"root init", "revoke", "--revoke belongs to 'root revoke'"},
+	{"root rotate", "revoke", "--revoke belongs to 'root revoke'"},
+	{"equiv list", "hashserv",
+	 "equiv list reads a local store: the hashserv protocol has no listing (use bitbake-hashclient there)"},
+	{"equiv import", "hashserv", "equiv import fills a local store (--store DB)"},
+};
+
+static bool takes(const struct command *cmd, const char *option)
+{
+	size_t n = strlen(option);
+	for (const char *p = cmd->options; (p = strstr(p, option)); p += n)
+		if ((p == cmd->options || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return true;
+	return false;
+}
+
+static int refuse(const struct command *cmd, const char *option)
+{
+	fprintf(stderr, "eqota-gen %s: option --%s is not taken by this command", cmd->name, option);
+	for (size_t i = 0; i < sizeof(refusal_hints) / sizeof(refusal_hints[0]); i++)
+		if (!strcmp(refusal_hints[i].command, cmd->name) && !strcmp(refusal_hints[i].option, option))
+			fprintf(stderr, " (%s)", refusal_hints[i].why);
+	fputs("\nusage:\n", stderr);
+	print_usage(stderr, cmd);
+	return EXIT_USAGE;
+}
+
+/* The whole usage text, or one command's lines of it. */
+static void print_usage(FILE *f, const struct command *only)
+{
+	if (only) {
+		fputs(only->usage, f);
+		return;
+	}
+	fputs("usage: eqota-gen [-v|-q] COMMAND [OPTIONS]\n\n", f);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fputs(commands[i].usage, f);
+	fputs("\n"
+	      "--trusted-root: the repository's root as pinned outside it (a copy of root/1.root.json, or the\n"
+	      "SHA-256 'root init' prints); a signing command refuses a repository whose root is not that one.\n"
+	      "\n"
+	      "Exit status: 0 success, 1 failure, 2 usage error, 3 qa findings.\n",
+	      f);
+}
+
+/* --list-commands: one line per command, its words then the options it
+ * takes, "=" after one that takes an argument. --list-options: every option
+ * the same way. Hidden: for the tests and the bash completion. */
+static void list_option(const char *name)
+{
+	for (size_t i = 0; long_opts[i].name; i++)
+		if (!strcmp(long_opts[i].name, name))
+			printf(" --%s%s", name, long_opts[i].has_arg ? "=" : "");
+}
+
+static void list_commands(void)
+{
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		fputs(commands[i].name, stdout);
+		for (const char *p = commands[i].options; *p;) {
+			size_t n = strcspn(p, " ");
+			char name[32];
+			snprintf(name, sizeof(name), "%.*s", (int)n, p);
+			list_option(name);
+			p += n + (p[n] == ' ');
+		}
+		putchar('\n');
+	}
+}
+
+static void list_options(void)
+{
+	for (size_t i = 0; long_opts[i].name; i++)
+		if (strcmp(long_opts[i].name, "help"))
+			printf("--%s%s\n", long_opts[i].name, long_opts[i].has_arg ? "=" : "");
+}
+
+/* The command argv[0] (with argv[1], for a two-word one) names; NULL after
+ * the usage error. *words: how many words it took. */
+static const struct command *find_command(int argc, char **argv, int *words)
+{
+	const char *group = NULL;
+	size_t glen = 0;
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		const char *name = commands[i].name, *sp = strchr(name, ' ');
+		if (!sp) {
+			if (!strcmp(name, argv[0])) {
+				*words = 1;
+				return &commands[i];
+			}
+			continue;
+		}
+		if (strlen(argv[0]) != (size_t)(sp - name) || strncmp(name, argv[0], (size_t)(sp - name)))
+			continue;
+		group = argv[0];
+		glen = (size_t)(sp - name);
+		if (argc >= 2 && !strcmp(sp + 1, argv[1])) {
+			*words = 2;
+			return &commands[i];
+		}
+	}
+	if (!group) {
+		usage_error("unknown command '%s'", argv[0]);
+		return NULL;
+	}
+	/* The subcommands of @group, for the message. */
+	char subs[128] = "";
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strncmp(commands[i].name, group, glen) && commands[i].name[glen] == ' ')
+			snprintf(subs + strlen(subs), sizeof(subs) - strlen(subs), "%s%s", *subs ? ", " : "",
+				 commands[i].name + glen + 1);
+	fprintf(stderr, "eqota-gen %s: ", group);
+	if (argc < 2 || argv[1][0] == '-')
+		fprintf(stderr, "missing subcommand (%s)\n", subs);
+	else
+		fprintf(stderr, "unknown subcommand '%s' (%s)\n", argv[1], subs);
+	print_usage(stderr, NULL);
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -1422,10 +1592,16 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "-q"))
 			eq_log_set_level(EQ_LOG_WARNING);
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(usage_text, stdout);
+			print_usage(stdout, NULL);
 			return 0;
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("eqota-gen %s\n", EQ_VERSION);
+			return 0;
+		} else if (!strcmp(argv[i], "--list-commands")) {
+			list_commands();
+			return 0;
+		} else if (!strcmp(argv[i], "--list-options")) {
+			list_options();
 			return 0;
 		} else {
 			return usage_error("unknown option '%s'", argv[i]);
@@ -1433,48 +1609,18 @@ int main(int argc, char **argv)
 	}
 	if (i >= argc)
 		return usage_error("missing command%s", "");
-	const char *cmd = argv[i];
 	argc -= i;
 	argv += i;
-	if (!strcmp(cmd, "equiv"))
-		return cmd_equiv(argc, argv);
-	const char *sub = NULL;
-	if (!strcmp(cmd, "root")) {
-		if (argc < 2 || argv[1][0] == '-')
-			return usage_error("root: missing subcommand (init, rotate or revoke)%s", "");
-		sub = argv[1];
-		argc--;
-		argv++;
-	}
+	int words = 0;
+	const struct command *cmd = find_command(argc, argv, &words);
+	if (!cmd)
+		return EXIT_USAGE;
+	/* getopt starts after argv[0]: the command's last word. */
+	argc -= words - 1;
+	argv += words - 1;
 	struct opts o = {0};
-	int rc = parse_opts(argc, argv, &o);
+	int rc = parse_opts(cmd, argc, argv, &o);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	if (!strcmp(cmd, "keygen"))
-		return cmd_keygen(&o);
-	if (!strcmp(cmd, "promote"))
-		return cmd_promote(&o);
-	if (!strcmp(cmd, "prune"))
-		return cmd_prune(&o);
-	if (!strcmp(cmd, "publish"))
-		return cmd_publish(&o);
-	if (!strcmp(cmd, "verify"))
-		return cmd_verify(&o);
-	if (!strcmp(cmd, "diff"))
-		return cmd_diff(&o);
-	if (!strcmp(cmd, "show"))
-		return cmd_show(&o);
-	if (!strcmp(cmd, "trust"))
-		return cmd_trust(&o);
-	if (!strcmp(cmd, "qa"))
-		return cmd_qa(&o);
-	if (sub)
-		return cmd_root(sub, &o);
-	if (!strcmp(cmd, "timestamp"))
-		return cmd_timestamp(&o);
-	if (!strcmp(cmd, "rollout"))
-		return cmd_rollout(&o);
-	if (!strcmp(cmd, "fleet"))
-		return cmd_fleet(&o);
-	return usage_error("unknown command '%s'", cmd);
+	return cmd->run(&o);
 }

@@ -166,6 +166,44 @@ eq_err eqg_repo_remove(const char *repo, const char *path, struct eq_error *err)
 }
 
 
+/* ---- the files a manifest names ----------------------------------------- */
+
+eq_err eq_gen_check_files(const char *repo, const struct eq_manifest *m, bool deep, struct eq_error *err)
+{
+	for (size_t i = 0; i < eq_manifest_package_count(m); i++) {
+		const struct eq_manifest_package *p = eq_manifest_package_at(m, i);
+		for (size_t k = 0; k <= p->n_deltas; k++) {
+			const char *rel = k == 0 ? p->object.path : p->deltas[k - 1].path;
+			const char *sha = k == 0 ? p->object.sha256 : p->deltas[k - 1].sha256;
+			uint64_t size = k == 0 ? p->object.size : p->deltas[k - 1].size;
+			EQ_AUTOFREE char *path = eq_asprintf("%s/%s", repo, rel);
+			if (!path)
+				return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			struct stat st;
+			if (stat(path, &st) != 0)
+				return eq_error_errno(err, EQ_ERR_NOTFOUND, "package '%s': '%s' is missing", p->name,
+						      rel);
+			if ((uint64_t)st.st_size != size)
+				return eq_error_set(err, EQ_ERR_VERIFY,
+						    "package '%s': '%s' has %lld bytes, the manifest says %" PRIu64,
+						    p->name, rel, (long long)st.st_size, size);
+			if (deep) {
+				uint8_t d[EQ_SHA256_LEN];
+				char hex[EQ_SHA256_HEX_LEN + 1];
+				eq_err r = eq_sha256_file(path, d, NULL, err);
+				if (r)
+					return r;
+				eq_hex_encode(d, EQ_SHA256_LEN, hex);
+				if (strcmp(hex, sha))
+					return eq_error_set(err, EQ_ERR_VERIFY,
+							    "package '%s': '%s' has SHA-256 %s, the manifest says %s",
+							    p->name, rel, hex, sha);
+			}
+		}
+	}
+	return EQ_OK;
+}
+
 static int cmp_release(const void *a, const void *b)
 {
 	const struct eq_repo_release *x = a, *y = b;

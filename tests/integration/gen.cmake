@@ -1,6 +1,10 @@
 if(TARGET eqota-gen)
   add_test(NAME integration.gen_publish
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_publish.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})
+  # Every command refuses every option it does not take (issue 30: publish --dry-run published).
+  add_test(NAME integration.gen_options
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_options.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(integration.gen_options PROPERTIES LABELS integration TIMEOUT 900 SKIP_RETURN_CODE 77)
   add_test(NAME integration.gen_qa
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_qa.sh $<TARGET_FILE:eqota-gen>)
   set_tests_properties(integration.gen_publish integration.gen_qa PROPERTIES LABELS integration TIMEOUT 900

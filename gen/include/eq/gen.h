@@ -487,6 +487,11 @@ EQ_API void eq_repo_history_done(struct eq_repo_history *h);
 /* Release by name or by number (decimal), the rule of
  * eq_manifest_release_match(); NULL if none. Owned by @h. */
 EQ_API const struct eq_repo_release *eq_repo_history_find(const struct eq_repo_history *h, const char *name_or_number);
+/* Every object and delta @m names exists under @repo with its size and,
+ * with @deep, its SHA-256: what `eqota-gen verify` checks after the
+ * signatures. */
+EQ_API eq_err eq_gen_check_files(const char *repo, const struct eq_manifest *m, bool deep,
+				 struct eq_error *err) EQ_MUST_CHECK;
 
 /* ---- publish -------------------------------------------------------- */
 
