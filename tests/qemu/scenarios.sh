@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# run.sh and harness.sh set the variables these scenarios read:
+# shellcheck disable=SC2154
 # The end-to-end scenarios, one function each, sourced by tests/qemu/run.sh
 # (which provides qboot, qline, pass, fail, $bwork, $sdir, $disk).
 
