@@ -9,9 +9,8 @@ gen=$1
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/integration/lib/check.sh
+. "$(dirname "$0")/lib/check.sh"
 "$gen" keygen --out k >/dev/null
 
 build() { # BUILD_DIR OUT_FOLDER EXTRA_CFLAGS

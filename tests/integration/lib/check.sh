@@ -8,6 +8,7 @@
 #   run NAME WANT_RC CMD...      CMD's output in $out; a FAIL line and status
 #                                1 when CMD's exit status is not WANT_RC
 #   refused NAME MESSAGE CMD...  CMD exits 1 and prints MESSAGE
+#   ok NAME CMD...               CMD succeeds (output in $out)
 # and end the test with `[ "$fails" -eq 0 ]`.
 fails=0
 pass() { echo "PASS: $*"; }
@@ -33,4 +34,8 @@ refused() {
   if run "$name" 1 "$@"; then
     if grep -qF -- "$msg" <<<"$out"; then pass "$name: refused ($msg)"; else fail "$name: message '$out'"; fi
   fi
+}
+ok() { # NAME CMD...: CMD succeeds (its output in $out)
+  local name=$1; shift
+  if out=$("$@" 2>&1); then pass "$name"; else fail "$name: $out"; fi
 }
