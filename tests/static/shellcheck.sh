@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shellcheck at severity warning over every shell script of the tree
+# static.shellcheck: shellcheck at severity warning over every shell script of the tree
 # (tests, scripts, bench, packaging, boards, .ci, completion), with the
 # settings of .shellcheckrc and inline "shellcheck disable=SCxxxx # reason"
 # comments. Any finding fails. First it proves it can fail: a planted
