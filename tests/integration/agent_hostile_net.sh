@@ -18,7 +18,7 @@ cleanup() {
 trap cleanup EXIT
 cd "$w"
 # shellcheck source=tests/integration/lib/check.sh
-. "$(dirname "$0")/lib/check.sh"
+. "$src/tests/integration/lib/check.sh"
 
 # start_bad MODE [ARGS...]: badhttp.py on a free port; sets BAD_PORT.
 start_bad() {

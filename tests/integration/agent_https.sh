@@ -14,7 +14,7 @@ w=$(mktemp -d /tmp/eq-https.XXXXXX)
 trap 'httpd_stop; rm -rf "$w"' EXIT
 cd "$w"
 # shellcheck source=tests/integration/lib/check.sh
-. "$(dirname "$0")/lib/check.sh"
+. "$src/tests/integration/lib/check.sh"
 
 # A throw-away test CA and server certificates (never used outside this test).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=eqota test CA" \

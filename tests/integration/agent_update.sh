@@ -16,7 +16,7 @@ trap cleanup EXIT
 trap 'echo "agent_update.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$w"
 # shellcheck source=tests/integration/lib/check.sh
-. "$(dirname "$0")/lib/check.sh"
+. "$src/tests/integration/lib/check.sh"
 # run NAME WANT_RC CMD...: runs CMD, checks its exit status, keeps its output in $out.
 
 # ---- the repository: two releases of the demo package set, plus a small set

@@ -22,7 +22,7 @@ w=$(mktemp -d /tmp/eq-forgery.XXXXXX)
 trap 'httpd_stop; [ -n "${EQ_KEEP:-}" ] || rm -rf "$w"' EXIT
 cd "$w"
 # shellcheck source=tests/integration/lib/check.sh
-. "$(dirname "$0")/lib/check.sh"
+. "$src/tests/integration/lib/check.sh"
 
 # A throw-away test CA, the server's certificate and 100 device
 # certificates (CN device-N, one key for speed): never used elsewhere.

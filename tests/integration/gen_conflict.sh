@@ -39,7 +39,7 @@ trap cleanup EXIT
 trap 'echo "gen_conflict.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$w"
 # shellcheck source=tests/integration/lib/check.sh
-. "$(dirname "$0")/lib/check.sh"
+. "$src/tests/integration/lib/check.sh"
 hex() { printf '%s' "$1" | sha256sum | cut -c1-64; }
 
 # Three releases: the two busybox packages unchanged, plus a small package

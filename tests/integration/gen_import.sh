@@ -13,7 +13,7 @@ w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
 # shellcheck source=tests/integration/lib/check.sh
-. "$(dirname "$0")/lib/check.sh"
+. "$src/tests/integration/lib/check.sh"
 # refused_all NAME SUBSTRING... -- CMD...: CMD must fail and print every SUBSTRING.
 refused_all() {
   local name=$1 want=(); shift

@@ -21,7 +21,7 @@ trap 'rm -rf "$w"' EXIT
 cd "$w"
 export XDG_CACHE_HOME=$w/cache
 # shellcheck source=tests/integration/lib/check.sh
-. "$(dirname "$0")/lib/check.sh"
+. "$src/tests/integration/lib/check.sh"
 must_fail() { # NAME CMD...: must fail; its output in $out
   local name=$1; shift
   if out=$("$@" 2>&1); then fail "$name: succeeded: $out"; return 1; fi

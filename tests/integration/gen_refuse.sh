@@ -5,13 +5,14 @@
 # listed in a warning, and refused with --policy strict.
 # Usage: gen_refuse.sh EQOTA_GEN
 set -euo pipefail
+# before any cd: $0 may be a relative path
+# shellcheck source=tests/integration/lib/check.sh
+. "$(dirname "$0")/lib/check.sh"
 gen=$1
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to build the bad packages"; exit 77; }
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
-# shellcheck source=tests/integration/lib/check.sh
-. "$(dirname "$0")/lib/check.sh"
 "$gen" keygen --out rel >/dev/null
 
 # mk FILE SPEC...: a tarball from python tarfile specs "f:PATH[:MODE]",

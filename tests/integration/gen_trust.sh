@@ -12,7 +12,7 @@ w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
 # shellcheck source=tests/integration/lib/check.sh
-. "$(dirname "$0")/lib/check.sh"
+. "$src/tests/integration/lib/check.sh"
 
 for k in R1 R2 R3 K1 K2 T1 T2; do "$gen" keygen --out "$k" >/dev/null; done
 
