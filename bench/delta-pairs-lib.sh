@@ -1,3 +1,6 @@
+# shellcheck shell=bash
+# PAYLOAD_TOOL is set here for the scripts that source this file:
+# shellcheck disable=SC2034
 # Shared by bench/delta-pairs.sh and tests/integration/delta_pairs.sh:
 # fetching Debian package pairs and building their canonical payloads.
 # Expects EQ_PAYLOAD (path of tests' eq-payload, may be missing) and WORK.

@@ -39,9 +39,10 @@ for r in 1 2 3 4 5; do
     --key K.key --timestamp-key T.key --store s.db --level 1 --trusted-root pinned.root.json >/dev/null
 done
 
-# run LABEL CMD...: wall seconds and peak RSS (MiB) of CMD
+# run LABEL CMD...: wall seconds and peak RSS (MiB) of CMD; LABEL only
+# names the call for the reader
 run() {
-  local label=$1; shift
+  shift
   /usr/bin/time -f "%e %M" -o "$w/time" "$@" >"$w/out" 2>/dev/null
   read -r secs kb <"$w/time"
   printf ' %8s %8.1f' "$secs" "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the scripts that install or fetch Debian packages.
 # eq_apt_get ARGS...: apt-get (through $sudo when set) that waits, up to ten
 # minutes, while another apt-get or dpkg holds apt's locks: on a fresh

@@ -25,7 +25,7 @@ pkgs=(
   # a write failed on purpose between the bootloader and the state (integration.agent_killpoints)
   strace
   # static analysis (label static: tests/static)
-  cppcheck clang-tidy clang-format
+  cppcheck clang-tidy clang-format shellcheck
 )
 
 missing=()

@@ -17,9 +17,8 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
 
 # start_bad MODE [ARGS...]: badhttp.py on a free port; sets BAD_PORT.
 start_bad() {

@@ -13,9 +13,8 @@ eqota=$1 gen=$2 simboot=$3 src=$4
 w=$(mktemp -d /tmp/eq-https.XXXXXX)
 trap 'httpd_stop; rm -rf "$w"' EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
 
 # A throw-away test CA and server certificates (never used outside this test).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=eqota test CA" \

@@ -61,7 +61,7 @@ rc=0; eq update >/dev/null 2>&1 || rc=$?
 
 # ---- a holder killed by SIGKILL leaves nothing held
 pub 3
-eq update >/dev/null 2>&1 || true
+setup_step "update to release 3" 3 eq update
 simdevice_boot "$d" "$simboot"
 rm -f "$w/started"
 (eq_bg mark-good >/dev/null 2>&1) &
@@ -98,7 +98,7 @@ state() { eq status --json | python3 -c 'import json,sys; d=json.load(sys.stdin)
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   chmod 755 "$w" "$d"
   pub 4
-  eq update >/dev/null 2>&1 || true
+  setup_step "update to release 4" 3 eq update
   simdevice_boot "$d" "$simboot"
   # As earlier versions left it on every device: world-readable.
   : >"$d/data/lock"
@@ -151,7 +151,7 @@ fi
 # ---- mark-good during a trial waits for another eqota, and a confirmation
 # blocked for longer leaves the trial undecided, never failed
 pub 5
-eq update >/dev/null 2>&1 || true
+setup_step "update to release 5" 3 eq update
 simdevice_boot "$d" "$simboot"
 hold "$d/data/agent.lock" || fail "root cannot hold the lock"
 (sleep 2; touch "$w/release") &
@@ -160,7 +160,7 @@ out=$(EQ_TEST_LOCK_WAIT_MS=20000 eq mark-good 2>&1) && grep -q "committed" <<<"$
   pass "mark-good waits for a holder of the lock, then commits release 5" || fail "mark-good waiting: $out"
 release
 pub 6
-eq update >/dev/null 2>&1 || true
+setup_step "update to release 6" 3 eq update
 simdevice_boot "$d" "$simboot"
 hold "$d/data/agent.lock" || fail "root cannot hold the lock"
 expect_fail "mark-good blocked past its wait" "a slot on trial stays undecided" env EQ_TEST_LOCK_WAIT_MS=500 \

@@ -63,9 +63,9 @@ eq mark-good >/dev/null 2>&1
 # ---- rolled back, with the reason
 pub 3
 touch "$w/fail-health"
-rc=0; eq update >/dev/null 2>&1 || rc=$?
+setup_step "update to release 3" 3 eq update
 boot
-eq mark-good >/dev/null 2>&1 || true
+setup_step "mark-good of release 3, its health check failing" 4 eq mark-good
 boot
 [ "$(last event)" = rolled_back ] && last reason | grep -q "health check failed" &&
   pass "a failed health check: 'rolled_back' with the reason" || fail "rolled back: $(tail -1 "$reports")"
@@ -92,7 +92,7 @@ boot
 eq mark-good >/dev/null 2>&1
 for r in 5 6; do
   pub $r
-  eq update >/dev/null 2>&1 || true
+  setup_step "update to release $r, the collector down" 3 eq update
   boot
   eq mark-good >/dev/null 2>&1
 done
@@ -103,7 +103,7 @@ httpd_stop
 HTTPD_PORT_WANTED=$port collector
 sed -i "s|^url = http://127.0.0.1:[0-9]*/report|url = http://127.0.0.1:$HTTPD_PORT/report|" "$d/eqota.conf"
 sed -i "s|^url = http://127.0.0.1:[0-9]*$|url = $HTTPD_URL|" "$d/eqota.conf"
-eq update >/dev/null 2>&1 || true
+setup_step "a poll with the collector back, nothing to install" 0 eq update
 [ "$(ls "$d/data/reports" | wc -l)" -eq 0 ] && [ "$(lines)" -eq $((n0 + 3)) ] &&
   tail -3 "$reports" | python3 -c 'import json,sys; e=[json.loads(l) for l in sys.stdin]; assert [x["event"] for x in e] == ["committed","installed","committed"] and e[-1]["to"]["number"] == 6, e' &&
   pass "back online: the queued reports go at the next poll, oldest first" || fail "flush: $(ls "$d/data/reports"), $(tail -3 "$reports")"
@@ -113,7 +113,7 @@ eq update >/dev/null 2>&1 || true
 printf '{"not":"a report"}\n' >"$d/data/reports/00000000000000000001.json"
 n1=$(lines)
 pub 7
-eq update >/dev/null 2>&1 || true
+setup_step "update to release 7" 3 eq update
 [ -z "$(ls "$d/data/reports")" ] && [ "$(lines)" -eq $((n1 + 1)) ] && [ "$(last to.number)" = 7 ] &&
   pass "a report the collector refuses (400) is dropped; the next one goes" || fail "refused: $(ls "$d/data/reports")"
 boot

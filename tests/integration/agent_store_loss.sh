@@ -18,15 +18,8 @@ cleanup() { httpd_stop || true; rm -rf "$w"; }
 trap cleanup EXIT
 trap 'echo "agent_store_loss.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-run() { # NAME WANT_RC CMD...: output in $out
-  local name=$1 want=$2 rc=0; shift 2
-  out=$("$@" 2>&1) || rc=$?
-  if [ "$rc" -eq "$want" ]; then return 0; fi
-  fail "$name: exit $rc, expected $want"; echo "$out" | tail -20; return 1
-}
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
 hex() { printf '%s' "$1" | sha256sum | cut -c1-64; }
 
 "$gen" keygen --out rel >/dev/null

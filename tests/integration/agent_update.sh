@@ -15,16 +15,9 @@ cleanup() { httpd_stop || true; rm -rf "$w"; }
 trap cleanup EXIT
 trap 'echo "agent_update.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
 # run NAME WANT_RC CMD...: runs CMD, checks its exit status, keeps its output in $out.
-run() {
-  local name=$1 want=$2 rc=0; shift 2
-  out=$("$@" 2>&1) || rc=$?
-  if [ "$rc" -eq "$want" ]; then return 0; fi
-  fail "$name: exit $rc, expected $want"; echo "$out" | tail -20; return 1
-}
 
 # ---- the repository: two releases of the demo package set, plus a small set
 # for the power-cut loop (fewer packages keep 50 updates quick).
@@ -214,7 +207,7 @@ serve() { # REPO [DEVICE]: (re)start the server on REPO and point the device at 
   httpd_stop; httpd_start "$1" "$w/logs"
   if [ -f "$d/eqota.conf" ]; then sed -i "s|^url = .*|url = http://127.0.0.1:$HTTPD_PORT|" "$d/eqota.conf"; fi
 }
-refused() { # NAME MESSAGE
+update_refused() { # NAME MESSAGE
   local name=$1 msg=$2
   if run "$name" 1 eq "$w/d" update; then
     if grep -qF -- "$msg" <<<"$out"; then pass "$name: refused ($msg)"; else fail "$name: message '$out'"; fi
@@ -227,12 +220,12 @@ cp -a repo repo-bad
 for f in $(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); p=[p for p in m["packages"] if p["name"]=="libc6"][0]; print(" ".join([p["object"]["path"]] + [d["path"] for d in p["deltas"]]))' repo/boards/qemux86-64/stable/manifest.json); do
   printf '\xff' | dd of="repo-bad/$f" bs=1 seek=100 conv=notrunc status=none
 done
-fresh; serve "$w/repo-bad"; refused "corrupted object" "SHA-256"
+fresh; serve "$w/repo-bad"; update_refused "corrupted object" "SHA-256"
 "$gen" keygen --out other >/dev/null
 cp -a repo repo-other
 "$gen" -q publish --repo repo-other --board qemux86-64 --channel stable --key other.key --store store.db --level 9 \
   --release r3 --packages "$cache/release2" --build-index "$cache/release2.index" >/dev/null
-fresh; serve "$w/repo-other"; refused "manifest signed by an unknown key" "unknown key"
+fresh; serve "$w/repo-other"; update_refused "manifest signed by an unknown key" "unknown key"
 # An older release replayed to a device that runs release 2.
 cp -a repo repo-old
 cp repo/boards/qemux86-64/stable/releases/1/manifest.json* repo-old/boards/qemux86-64/stable/

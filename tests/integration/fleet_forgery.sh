@@ -21,9 +21,8 @@ gen=$1 cgi=$2 src=$3
 w=$(mktemp -d /tmp/eq-forgery.XXXXXX)
 trap 'httpd_stop; [ -n "${EQ_KEEP:-}" ] || rm -rf "$w"' EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
 
 # A throw-away test CA, the server's certificate and 100 device
 # certificates (CN device-N, one key for speed): never used elsewhere.

@@ -12,11 +12,10 @@ command -v python3 >/dev/null || { echo "SKIP: python3 is needed to build the te
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# refused NAME SUBSTRING... -- CMD...: CMD must fail and print every SUBSTRING.
-refused() {
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
+# refused_all NAME SUBSTRING... -- CMD...: CMD must fail and print every SUBSTRING.
+refused_all() {
   local name=$1 want=(); shift
   while [ "$1" != -- ]; do want+=("$1"); shift; done; shift
   if out=$("$@" 2>&1); then fail "$name: succeeded: $out"; return; fi
@@ -128,31 +127,31 @@ out=$(imp repo --key rel.pub --store E.db 2>&1) && grep -q "1 conflicts" <<<"$ou
   fail "conflict: mapping overwritten"
 
 # ---- refusals
-refused "no verification option" "give one of --root FILE, --key NAME.pub (repeatable), --trust FILE or --unverified" -- \
+refused_all "no verification option" "give one of --root FILE, --key NAME.pub (repeatable), --trust FILE or --unverified" -- \
   imp repo --store X.db
-refused "two verification options" "give one of" -- imp repo --key rel.pub --unverified --store X.db
-refused "another key" "repo/boards/tb/stable/releases/1/manifest.json" "unknown key" -- imp repo --key other.pub --store X.db
-refused "not a repository" "has no boards/ folder" -- imp p1 --key rel.pub --store X.db
+refused_all "two verification options" "give one of" -- imp repo --key rel.pub --unverified --store X.db
+refused_all "another key" "repo/boards/tb/stable/releases/1/manifest.json" "unknown key" -- imp repo --key other.pub --store X.db
+refused_all "not a repository" "has no boards/ folder" -- imp p1 --key rel.pub --store X.db
 cp -a repo repo-t
 f=repo-t/boards/tb/stable/releases/2/manifest.json
 old=$(grep -m1 '"unihash"' "$f" | sed 's/.*"\([0-9a-f]\{64\}\)".*/\1/')
 sed -i "0,/$old/s//$(hex evil)/" "$f"
-refused "tampered manifest (changed unihash)" "$f" "does not verify" -- imp repo-t --key rel.pub --store T.db
+refused_all "tampered manifest (changed unihash)" "$f" "does not verify" -- imp repo-t --key rel.pub --store T.db
 [ ! -s T.db ] || [ -z "$("$gen" equiv list --store T.db)" ] && pass "tampered: nothing imported" ||
   fail "tampered: rows were imported"
 out=$(imp repo-t --unverified --store U.db 2>&1) && grep -q "without checking signatures" <<<"$out" &&
   "$gen" equiv list --store U.db | grep -q "$(hex evil)" && pass "--unverified imports it, with a warning" ||
   fail "--unverified: $out"
 rm "$f.sig"
-refused "missing signature" "$f.sig" -- imp repo-t --key rel.pub --store T.db
+refused_all "missing signature" "$f.sig" -- imp repo-t --key rel.pub --store T.db
 printf '{"format": 1, ' > "$f"
-refused "malformed manifest, unverified" "$f" -- imp repo-t --unverified --store T.db
+refused_all "malformed manifest, unverified" "$f" -- imp repo-t --unverified --store T.db
 cp -a repo repo-m
 cp repo-m/boards/tb/stable/releases/1/manifest.json* repo-m/boards/tb/stable/releases/3/
-refused "a manifest in another release's folder" "releases/3/manifest.json" "release number 1" -- \
+refused_all "a manifest in another release's folder" "releases/3/manifest.json" "release number 1" -- \
   imp repo-m --key rel.pub --store T.db
-refused "... also unverified" "releases/3/manifest.json" "not what its folder says" -- imp repo-m --unverified --store T.db
-refused "--hashserv" "fills a local store" -- imp repo --key rel.pub --hashserv 127.0.0.1:1
+refused_all "... also unverified" "releases/3/manifest.json" "not what its folder says" -- imp repo-m --unverified --store T.db
+refused_all "--hashserv" "fills a local store" -- imp repo --key rel.pub --hashserv 127.0.0.1:1
 
 # ---- a repository with a root of trust
 for k in R1 K1 K2 T1; do "$gen" keygen --out "$k" >/dev/null; done
@@ -163,12 +162,12 @@ pub rr R.db r1 p1 i1 K1.key
 pub rr R.db r2 p2 i2 K1.key
 out=$(imp rr --root rr/root/1.root.json --store RR.db --json 2>&1) && [ "$(jget "$out" added)" = 6 ] &&
   pass "import --root" || fail "import --root: $out"
-refused "--root that is not the repository's" "rr2/boards/tb/stable/releases/1/manifest.json" -- \
+refused_all "--root that is not the repository's" "rr2/boards/tb/stable/releases/1/manifest.json" -- \
   bash -c "mkdir -p rr2 && cp -a rr/boards rr2/ && \"$gen\" root init --repo rr2 --key R1.key --root-pub R1.pub --release-pub K2.pub --timestamp-pub T1.pub >/dev/null && \"$gen\" equiv import --repo rr2 --root rr2/root/1.root.json --store RR2.db"
 # After the release role moves to K2 the old releases no longer meet the
 # newest root's release role: refused, and --key with both keys imports.
 "$gen" root rotate --repo rr --key R1.key --release-pub K2.pub "${pin[@]}" >/dev/null
-refused "--root after a release key rotation" "rr/boards/tb/stable/releases/1/manifest.json" -- \
+refused_all "--root after a release key rotation" "rr/boards/tb/stable/releases/1/manifest.json" -- \
   imp rr --root rr/root/1.root.json --store RR3.db
 out=$(imp rr --key K1.pub --key K2.pub --store RR3.db --json 2>&1) && [ "$(jget "$out" added)" = 6 ] &&
   pass "--key with the old and the new release key imports" || fail "--key K1 K2: $out"

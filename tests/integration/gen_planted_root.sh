@@ -20,14 +20,9 @@ w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
 export XDG_CACHE_HOME=$w/cache
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() {
-  local name=$1; shift
-  if out=$("$@" 2>&1); then pass "$name"; else fail "$name: $out"; fi
-}
-refused() { # NAME CMD...: must fail; its output in $out
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
+must_fail() { # NAME CMD...: must fail; its output in $out
   local name=$1; shift
   if out=$("$@" 2>&1); then fail "$name: succeeded: $out"; return 1; fi
   pass "$name"
@@ -55,7 +50,7 @@ has "root init prints the SHA-256 to pin" "$sha"
 mkdir -p pins && cp repo/root/1.root.json pins/root.json # the operator's copy, outside the repository
 cp repo/root/1.root.json.sig pins/root.json.sig          # what a device installs, for verify --root
 
-refused "publish without a pin in a repository with a root" pub repo stable r1 K.key "" &&
+must_fail "publish without a pin in a repository with a root" pub repo stable r1 K.key "" &&
   has "the refusal says how to pin" "--trusted-root"
 [ ! -e repo/boards/$B/stable/manifest.json ] && pass "nothing published without a pin" || fail "published without a pin"
 ok "publish pinned by a file" pub repo stable r0 K.key pins/root.json
@@ -66,7 +61,7 @@ ok "promote r1, pinned" "$gen" promote --repo repo --board $B --from-channel tes
 
 # ---- a source signed by another key of the release role (C), not the operator's (K)
 ok "CI publishes testing r3 with C" pub repo testing r3 C.key pins/root.json
-refused "promote of a release the operator's key did not sign" "$gen" promote --repo repo --board $B \
+must_fail "promote of a release the operator's key did not sign" "$gen" promote --repo repo --board $B \
   --from-channel testing --release r3 --to-channel stable --key K.key --trusted-root pins/root.json --level 1 &&
   has "the refusal names the key" "not signed by the key given (--key K.key)"
 grep -q '"release": "r3"' repo/boards/$B/stable/manifest.json && fail "stable got r3" || pass "stable does not get r3"
@@ -90,27 +85,27 @@ cp repo/boards/$B/stable/manifest.json stable.before
 
 promote() { "$gen" promote --repo repo --board $B --from-channel testing --release r2 --to-channel stable \
   --key K.key --level 1 "$@"; }
-refused "promote of the planted release, pinned" promote --trusted-root pins/root.json &&
+must_fail "promote of the planted release, pinned" promote --trusted-root pins/root.json &&
   has "promote names the root file" "repo/root/1.root.json has SHA-256 $planted" &&
   has "promote names the pinned hash" "has SHA-256 $sha"
-refused "promote of the planted release, pinned by the SHA-256" promote --trusted-root "$sha" &&
+must_fail "promote of the planted release, pinned by the SHA-256" promote --trusted-root "$sha" &&
   has "the message names both hashes" "$planted, the trusted root (--trusted-root $sha) has SHA-256 $sha"
-refused "promote of the planted release without a pin" promote && has "it says how to pin" "--trusted-root"
+must_fail "promote of the planted release without a pin" promote && has "it says how to pin" "--trusted-root"
 cmp -s stable.before repo/boards/$B/stable/manifest.json && pass "stable keeps its release" ||
   fail "stable changed: $(grep '"release"' repo/boards/$B/stable/manifest.json)"
 grep -rq "hello evil" repo/boards/$B/stable 2>/dev/null && fail "evil on stable" || true
 # verify --root checks an older release against the chain from the
 # installed root, not from the repository's own root/1
-refused "verify --release of the planted release" "$gen" verify --repo repo --board $B --channel testing \
+must_fail "verify --release of the planted release" "$gen" verify --repo repo --board $B --channel testing \
   --root pins/root.json --release r2 && has "verify names the unknown key" "signed by unknown key"
 
 # ---- every other signing command refuses the planted root too
-refused "publish in the planted repository" pub repo stable r9 K.key pins/root.json && has "publish names both" "$planted"
-refused "timestamp in the planted repository" "$gen" timestamp --repo repo --board $B --channel testing --key T.key \
+must_fail "publish in the planted repository" pub repo stable r9 K.key pins/root.json && has "publish names both" "$planted"
+must_fail "timestamp in the planted repository" "$gen" timestamp --repo repo --board $B --channel testing --key T.key \
   --trusted-root pins/root.json && has "timestamp names both" "$planted"
-refused "rollout in the planted repository" "$gen" rollout --repo repo --board $B --channel stable --percent 50 \
+must_fail "rollout in the planted repository" "$gen" rollout --repo repo --board $B --channel stable --percent 50 \
   --key T.key --trusted-root pins/root.json && has "rollout names both" "$planted"
-refused "root rotate in the planted repository" "$gen" root rotate --repo repo --key R.key --expires 100 \
+must_fail "root rotate in the planted repository" "$gen" root rotate --repo repo --key R.key --expires 100 \
   --trusted-root pins/root.json && has "root rotate names both" "$planted"
 [ ! -e repo/root/2.root.json ] && pass "no root 2 written" || fail "root 2 written over the planted root"
 cmp -s stable.before repo/boards/$B/stable/manifest.json && pass "stable still keeps its release" || fail "stable changed"
@@ -118,7 +113,7 @@ cmp -s stable.before repo/boards/$B/stable/manifest.json && pass "stable still k
 # ---- a pin given for a repository whose root was removed is refused, not
 # taken for a repository that never had one
 rm -rf repo/root
-refused "publish pinned in a repository whose root is gone" pub repo stable r9 K.key pins/root.json &&
+must_fail "publish pinned in a repository whose root is gone" pub repo stable r9 K.key pins/root.json &&
   has "it names the missing file" "root/1.root.json is missing"
 
 echo "$fails failure(s)"

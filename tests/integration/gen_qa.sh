@@ -5,13 +5,13 @@
 # with it, qa is clean and the second build resolves to the first's unihash.
 # Usage: gen_qa.sh EQOTA_GEN
 set -euo pipefail
+# before any cd: $0 may be a relative path
+# shellcheck source=tests/integration/lib/check.sh
+. "$(dirname "$0")/lib/check.sh"
 gen=$1
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 "$gen" keygen --out k >/dev/null
 
 build() { # BUILD_DIR OUT_FOLDER EXTRA_CFLAGS

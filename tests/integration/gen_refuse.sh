@@ -5,14 +5,14 @@
 # listed in a warning, and refused with --policy strict.
 # Usage: gen_refuse.sh EQOTA_GEN
 set -euo pipefail
+# before any cd: $0 may be a relative path
+# shellcheck source=tests/integration/lib/check.sh
+. "$(dirname "$0")/lib/check.sh"
 gen=$1
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to build the bad packages"; exit 77; }
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 "$gen" keygen --out rel >/dev/null
 
 # mk FILE SPEC...: a tarball from python tarfile specs "f:PATH[:MODE]",
@@ -51,9 +51,9 @@ publish_pkg() {
   "$gen" publish --repo "repo$n" --board tb --channel stable --release r1 --packages "p$n" --key rel.key \
     --store "s$n.db" --level 1 "$@"
 }
-# refused NAME FILE SUBSTRING... [-- OPTIONS]: publishing must fail and name
+# publish_refused NAME FILE SUBSTRING... [-- OPTIONS]: publishing must fail and name
 # the package file and print every SUBSTRING; nothing may be published.
-refused() {
+publish_refused() {
   local name=$1 f=$2; shift 2
   local want=() opts=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do want+=("$1"); shift; done
@@ -71,13 +71,13 @@ refused() {
 # Finding 1: eqota's own folder in a slot.
 mk reserved_1.tar d:usr d:usr/lib d:usr/lib/eqota d:usr/lib/eqota/slot d:usr/lib/eqota/slot/packages \
   l:usr/lib/eqota/slot/packages/zeta.files.tmp:/etc/passwd
-refused "entry in eqota's reserved folder" reserved_1.tar \
+publish_refused "entry in eqota's reserved folder" reserved_1.tar \
   "entry 'usr/lib/eqota/slot'" "is eqota's own folder, reserved for the agent"
 mk reservedfile_1.tar f:usr/lib/eqota/slot/manifest.json
-refused "file in eqota's reserved folder (no folder entries)" reservedfile_1.tar \
+publish_refused "file in eqota's reserved folder (no folder entries)" reservedfile_1.tar \
   "entry 'usr/lib/eqota/slot/manifest.json'" "is eqota's own folder"
 mk reservedlink_1.tar d:usr d:usr/lib l:usr/lib/eqota:/tmp
-refused "symlink replacing a folder above the reserved one" reservedlink_1.tar \
+publish_refused "symlink replacing a folder above the reserved one" reservedlink_1.tar \
   "entry 'usr/lib/eqota'" "a non-directory on the way to eqota's reserved folder"
 # The same as a .deb, the usual package format.
 mkdir -p debsrc/DEBIAN debsrc/usr/lib/eqota/slot/packages
@@ -85,21 +85,21 @@ printf 'Package: evil\nVersion: 1\nArchitecture: all\nMaintainer: t <t@example.o
 ln -s /etc/shadow debsrc/usr/lib/eqota/slot/packages/x.files.tmp
 if command -v dpkg-deb >/dev/null; then
   dpkg-deb --root-owner-group -b debsrc evil_1_all.deb >/dev/null
-  refused ".deb with an entry in eqota's reserved folder" evil_1_all.deb "entry 'usr/lib/eqota/slot'" "reserved"
+  publish_refused ".deb with an entry in eqota's reserved folder" evil_1_all.deb "entry 'usr/lib/eqota/slot'" "reserved"
 else
   echo "SKIP-CASE: dpkg-deb not installed, the .deb case is not run"
 fi
 
 # Finding 7: what every device refuses.
 mk throughlink_1.tar d:usr l:usr/etc2:/etc f:usr/etc2/passwd
-refused "write through the package's own symlink" throughlink_1.tar \
+publish_refused "write through the package's own symlink" throughlink_1.tar \
   "entry 'usr/etc2/passwd'" "path goes through symlink 'usr/etc2' of this payload"
 long=$(printf 'n%.0s' $(seq 256))
 mk longname_1.tar d:usr "f:usr/$long"
-refused "path component longer than 255 bytes" longname_1.tar \
+publish_refused "path component longer than 255 bytes" longname_1.tar \
   "entry 'usr/nnnn" "is 256 bytes long, the limit is 255"
 mk throughfile_1.tar f:opt f:opt/x
-refused "path through the package's own file" throughfile_1.tar "entry 'opt/x'" "path goes through 'opt', a non-directory of this payload"
+publish_refused "path through the package's own file" throughfile_1.tar "entry 'opt/x'" "path goes through 'opt', a non-directory of this payload"
 
 # setuid/setgid files and device nodes: warned about, refused when strict.
 mk special_1.tar d:usr d:usr/bin f:usr/bin/su:4755 f:usr/bin/wall:2755 d:dev c:dev/null
@@ -110,7 +110,7 @@ else fail "default policy: $out"; fi
 n=$((n + 1))
 if out=$(publish_pkg special_1.tar --policy default 2>&1) && grep -qF "3 setuid/setgid" <<<"$out"; then
   pass "--policy default is the default"; else fail "--policy default: $out"; fi
-refused "--policy strict refuses setuid files and device nodes" special_1.tar \
+publish_refused "--policy strict refuses setuid files and device nodes" special_1.tar \
   "refused by --policy strict: 3 setuid/setgid files or device nodes: 'dev/null (character device)'" -- --policy strict
 mk plain_1.tar d:usr d:usr/bin f:usr/bin/tool:755
 n=$((n + 1))

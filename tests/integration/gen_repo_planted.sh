@@ -16,24 +16,10 @@ cd "$w"
 . "$src/tests/integration/lib/check.sh"
 export XDG_CACHE_HOME=$w/cache
 
-# mk DIR V: packages p0 and p1 at version V (16 KB each, each version its own).
-mk() {
-  python3 - "$@" <<'PY'
-import io, os, random, sys, tarfile
-out, v = sys.argv[1], int(sys.argv[2])
-os.makedirs(out, exist_ok=True)
-for i in range(2):
-    body = bytearray(random.Random(i).randbytes(16384))
-    for k in range(0, len(body), 997):
-        body[k] = (body[k] + v) & 0xff
-    with tarfile.open(os.path.join(out, "p%d_%d.tar" % (i, v)), "w", format=tarfile.PAX_FORMAT) as t:
-        ti = tarfile.TarInfo("usr/share/p%d/data" % i)
-        ti.mode, ti.size = 0o644, len(body)
-        t.addfile(ti, io.BytesIO(bytes(body)))
-PY
-}
-mk s1 1
-mk s2 2
+# shellcheck source=tests/integration/lib/tarpkg.sh
+. "$src/tests/integration/lib/tarpkg.sh"
+tarpkg_pair s1 1
+tarpkg_pair s2 2
 "$gen" keygen --out K >/dev/null
 pub() { "$gen" -q publish --repo repo --board b --key K.key --store s.db --level 3 --channel "$1" --release "$2" \
   --packages "$3"; }

@@ -16,23 +16,9 @@ cd "$w"
 . "$src/tests/integration/lib/check.sh"
 export XDG_CACHE_HOME=$w/cache
 
-# mk DIR V: packages p0 and p1 at version V (16 KB each, each version its own).
-mk() {
-  python3 - "$@" <<'PY'
-import io, os, random, sys, tarfile
-out, v = sys.argv[1], int(sys.argv[2])
-os.makedirs(out, exist_ok=True)
-for i in range(2):
-    body = bytearray(random.Random(i).randbytes(16384))
-    for k in range(0, len(body), 997):
-        body[k] = (body[k] + v) & 0xff
-    with tarfile.open(os.path.join(out, "p%d_%d.tar" % (i, v)), "w", format=tarfile.PAX_FORMAT) as t:
-        ti = tarfile.TarInfo("usr/share/p%d/data" % i)
-        ti.mode, ti.size = 0o644, len(body)
-        t.addfile(ti, io.BytesIO(bytes(body)))
-PY
-}
-for v in 1 2 3; do mk "s$v" "$v"; done
+# shellcheck source=tests/integration/lib/tarpkg.sh
+. "$src/tests/integration/lib/tarpkg.sh"
+for v in 1 2 3; do tarpkg_pair "s$v" "$v"; done
 for k in R K T; do "$gen" keygen --out "$k" >/dev/null; done
 "$gen" root init --repo repo --key R.key --root-pub R.pub --release-pub K.pub --timestamp-pub T.pub >/dev/null
 # The operator's pin, kept outside the repository (docs/eqota-gen.md).

@@ -14,9 +14,7 @@ level=${EQ_TEST_LEVEL:-9}
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w"
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$src/tests/integration/lib/check.sh"
 field() { sed -n "s/.*\b$1=\([0-9]*\).*/\1/p" <<<"$2"; }
 
 "$gen" keygen --out rel >/dev/null

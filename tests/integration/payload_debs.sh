@@ -7,7 +7,12 @@
 set -euo pipefail
 
 tool=${1:?usage: payload_debs.sh path/to/eq-payload}
-cache=${EQ_CACHE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/.cache}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+cache=${EQ_CACHE_DIR:-$src/.cache}
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
+# shellcheck source=tests/integration/lib/archive.sh
+. "$src/tests/integration/lib/archive.sh"
 debdir=$cache/debs
 max=${EQ_PAYLOAD_DEBS_MAX:-20}
 
@@ -19,22 +24,25 @@ fi
 
 mkdir -p "$debdir"
 if [ "$(find "$debdir" -name '*.deb' | wc -l)" -lt 10 ]; then
+	# Offline that is a skip; a download that fails with the archive
+	# reachable is a failure.
+	archive_need libc6
 	mkdir -p "$debdir/dl-payload"
 	(cd "$debdir/dl-payload" && apt-get download libc6 bash coreutils libssl3 zlib1g busybox libcurl4 \
-		systemd perl-base tar dpkg util-linux iproute2 openssl libsystemd0)
+		systemd perl-base tar dpkg util-linux iproute2 openssl libsystemd0) ||
+		{ echo "FAIL: apt-get download failed with the archive reachable"; exit 1; }
 fi
 
 # One .deb per package name, sorted, at most $max.
 mapfile -t debs < <(find "$debdir" -name '*.deb' | sort | awk -F/ '{n=$NF; sub(/_.*/, "", n); if (!seen[n]++) print}' | head -n "$max")
 if [ "${#debs[@]}" -lt 10 ]; then
-	echo "payload_debs: only ${#debs[@]} .deb files under $debdir" >&2
+	echo "FAIL: only ${#debs[@]} .deb files under $debdir"
 	exit 1
 fi
 
 work=$(mktemp -d /tmp/eq-payload-debs.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-fail=0
 for deb in "${debs[@]}"; do
 	name=$(basename "$deb" .deb)
 	d=$work/$name
@@ -61,13 +69,10 @@ for deb in "${debs[@]}"; do
 	[ "$n1" = "$tar_entries" ] || status="$n1 entries, data.tar has $tar_entries"
 	[ "$gnu_n" = "$n1" ] || status="GNU tar lists $gnu_n entries, payload has $n1"
 	cmp -s "$d/p1.tar" "$d/p2.tar" || status="p1/p2 bytes differ"
-	printf 'payload_debs: %-50s entries=%-6s size=%-10s sha=%s %s\n' "$name" "$n1" "$size1" "${sha1:0:16}" "$status"
-	[ "$status" = ok ] || fail=1
+	line=$(printf '%-50s entries=%-6s size=%-10s sha=%s' "$name" "$n1" "$size1" "${sha1:0:16}")
+	if [ "$status" = ok ]; then pass "$line"; else fail "$line: $status"; fi
 	rm -rf "$d"
 done
 
-if [ "$fail" != 0 ]; then
-	echo "payload_debs: FAILED" >&2
-	exit 1
-fi
+[ "$fails" -eq 0 ] || exit 1
 echo "payload_debs: ${#debs[@]} packages ok"

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Finding 8 of issue 12: no test hook in an installed build. Configures a
 # release build (EQ_TEST_HOOKS=OFF, EQ_BUILD_TESTS=OFF) in a temporary
 # folder, builds only eqota and eqota-gen, and searches both binaries
@@ -16,7 +16,8 @@
 # A build with hooks as BUILT_DIR shows the check fail.
 set -eu
 src=$1 cc=$2 built=${3:-}
-fail=0
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
 
 names=$(cd "$src" && grep -rhoE 'EQ_TEST_[A-Z0-9_]+' --include='*.c' --include='*.h' \
   common agent manifest delta bootloader | sort -u)
@@ -59,20 +60,16 @@ for bin in $bins; do
   fi
   for n in $names; do
     if grep -aq -- "$n" "$bin"; then
-      echo "FAIL: $bin contains the test hook name '$n'"
-      fail=1
+      fail "$bin contains the test hook name '$n'"
     fi
   done
   if grep -aqi -- "test hook" "$bin"; then
-    echo "FAIL: $bin contains 'test hook' (a hook's message or the '(test hooks)' version suffix)"
-    fail=1
+    fail "$bin contains 'test hook' (a hook's message or the '(test hooks)' version suffix)"
   fi
   v=$("$bin" --version 2>&1 || true)
   case "$v" in
-  *"test hooks"*) echo "FAIL: $bin --version says '$v'"; fail=1 ;;
+  *"test hooks"*) fail "$bin --version says '$v'" ;;
   esac
 done
-if [ $fail -eq 0 ]; then
-  echo "release_hooks: eqota and eqota-gen carry none of: $names, 'test hook'"
-fi
-exit $fail
+[ "$fails" -eq 0 ] || exit 1
+pass "eqota and eqota-gen carry none of: $names, 'test hook'"

@@ -31,9 +31,9 @@ httpd_start "$work/www" "$work/log"
 
 # start_bad MODE: starts badhttp.py in MODE and exports EQ_BAD_<MODE>_PORT.
 start_bad() {
-	local mode=$1 var port pid try
+	local mode=$1 var port pid
 	var="EQ_BAD_$(echo "$mode" | tr 'a-z-' 'A-Z_')_PORT"
-	for try in 1 2 3 4 5 6 7 8 9 10; do
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		port=$(httpd_free_port)
 		python3 "$here/lib/badhttp.py" "$mode" "$port" "$work/www" --lifetime 110 --max-requests 200 \
 			--log "$work/log/bad-$mode.log" &

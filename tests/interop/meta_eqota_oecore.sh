@@ -29,7 +29,6 @@ as_user() { if [ "$(id -u)" = 0 ]; then runuser -u "$user" -- "$@"; else "$@"; f
 
 w=$(mktemp -d /tmp/eq-oecore.XXXXXX)
 chmod 755 "$w"
-bpid=
 cleanup() {
   # The BitBake server this test started, and nothing else.
   [ -f "$w/build/bitbake.lock" ] && as_user env PATH="$EQ_BITBAKE_DIR/bin:$PATH" \

@@ -12,6 +12,10 @@ set(EQ_QEMU_WORK ${CMAKE_BINARY_DIR}/tests/qemu-work)
 
 add_test(NAME qemu.harness.options COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/options-test.sh)
 set_tests_properties(qemu.harness.options PROPERTIES LABELS qemu TIMEOUT 120)
+# The accel scenario's verdict on its KVM boot, without booting: cheap, so
+# in the unit label too, where it runs on every host.
+add_test(NAME qemu.harness.accel_verdict COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/accel-verdict-test.sh)
+set_tests_properties(qemu.harness.accel_verdict PROPERTIES LABELS "qemu;unit" TIMEOUT 60)
 
 # A board that cannot run here still has its tests, skipped with the reason.
 function(eq_add_qemu_skipped board reason)

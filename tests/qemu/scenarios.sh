@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# run.sh and harness.sh set the variables these scenarios read:
+# shellcheck disable=SC2154
 # The end-to-end scenarios, one function each, sourced by tests/qemu/run.sh
 # (which provides qboot, qline, pass, fail, $bwork, $sdir, $disk).
 
@@ -495,6 +497,32 @@ scenario_tampered() {
 # probe must answer no, and a boot forced onto it must run under TCG and
 # say so. Then the board's own KVM setting, forced: on a host without a
 # usable KVM that boot falls back too, on one with KVM it runs there.
+# kvm_verdict PICKED FORCED FELL_BACK WHY ARGS: the accel scenario's boot
+# forced onto KVM, judged against what the host claimed before it. PICKED:
+# accel_pick's answer (kvm when the probe found KVM usable, or when
+# EQ_QEMU_ACCEL=kvm says so); FORCED: 1 when EQ_QEMU_ACCEL chose it;
+# FELL_BACK: 1 when the boot failed under KVM and ran again under TCG; WHY:
+# QEMU's message; ARGS: the board's KVM arguments. A host claimed to have
+# KVM that then fails the board's boot, or a probe that said "no KVM" on a
+# host where KVM ran the boot, fails: either way every boot there runs
+# under the wrong accelerator. Without KVM the fallback is all there is to
+# see, and it is printed.
+kvm_verdict() {
+	local picked=$1 forced=$2 fell=$3 why=$4 args=$5 by="the KVM probe"
+	[ "$forced" = 1 ] && by="EQ_QEMU_ACCEL=$picked"
+	if [ "$fell" = 1 ] && [ "$picked" = kvm ]; then
+		fail "2-board-kvm: $by claimed KVM usable, but the board's boot failed under it ($why) and ran under TCG"
+	elif [ "$fell" = 1 ]; then
+		echo "info: 2-board-kvm: no usable KVM here ($why); the boot ran under TCG, as $by said"
+	elif [ "$picked" = kvm ]; then
+		pass "2-board-kvm: the board's KVM setting ($args) ran the boot, as $by said"
+	elif [ "$forced" = 1 ]; then
+		echo "info: 2-board-kvm: the board's KVM setting ($args) ran the boot ($by chose TCG for the others)"
+	else
+		fail "2-board-kvm: the KVM probe said no usable KVM, but the board's KVM setting ($args) ran the boot: the probe is wrong (tests/qemu/lib/harness.sh accel_probe)"
+	fi
+}
+
 scenario_accel() {
 	local broken='-accel kvm,eqota-broken-setting=on' why
 	httpd_start "$bwork/repo" "$sdir/logs"
@@ -515,13 +543,14 @@ scenario_accel() {
 	expect_boot 1-broken A
 	expect_line 1-broken "mark-good rc=0"
 
+	# What this host claims before the boot: the probe's answer (cached
+	# since run.sh asked), or EQ_QEMU_ACCEL.
+	local picked fell=0
+	picked=$(accel_pick)
 	accel=kvm
 	qboot 2-board-kvm status
-	if [ "$qkvmfalls" = 2 ]; then
-		echo "info: 2-board-kvm: no usable KVM here ($(kvm_reason "$sdir/2-board-kvm.kvm.log.stderr")); the boot ran under TCG"
-	else
-		echo "info: 2-board-kvm: the board's KVM setting ($(accel_args kvm)) ran the boot"
-	fi
+	[ "$qkvmfalls" = 2 ] && fell=1
+	kvm_verdict "$picked" "${EQ_QEMU_ACCEL:+1}" "$fell" "$(kvm_reason "$sdir/2-board-kvm.kvm.log.stderr")" "$(accel_args kvm)"
 	expect_boot 2-board-kvm A
 	expect_line 2-board-kvm "mark-good rc=0"
 	httpd_stop

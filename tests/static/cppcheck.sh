@@ -11,6 +11,7 @@ src=$1 build=$2
 static_need cppcheck
 w=$(mktemp -d /tmp/eq-cppcheck.XXXXXX)
 trap 'rm -rf "$w"' EXIT
+# shellcheck disable=SC2054 # the commas are cppcheck's list syntax
 args=(--enable=warning,style,performance,portability --std=c11 --inline-suppr --quiet --error-exitcode=1
 	"--suppressions-list=$src/.cppcheck/suppressions.txt" --template='{file}:{line}: {severity}/{id}: {message}')
 

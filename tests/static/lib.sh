@@ -28,3 +28,25 @@ PY
 static_need() {
 	command -v "$1" >/dev/null || { echo "SKIP: $1 is not installed (scripts/setup.sh installs it)"; exit 77; }
 }
+# static_shell_scripts SRC   every tracked shell script: *.sh, and files
+#                            whose first line is a sh or bash #! or a
+#                            "# shellcheck shell=" directive
+static_shell_scripts() {
+	local f first
+	if git -C "$1" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git -C "$1" ls-files
+	else
+		(cd "$1" && find . -path ./.git -prune -o -path './build*' -prune -o -path ./.cache -prune -o -type f -print | sed 's|^\./||')
+	fi | while IFS= read -r f; do
+		[ -f "$1/$f" ] || continue
+		case $f in
+		*.sh) echo "$1/$f"; continue ;;
+		*.c | *.h | *.py | *.md | *.json | *.cmake | *.txt | *.deb) continue ;;
+		esac
+		IFS= read -r first < "$1/$f" 2>/dev/null || continue
+		case $first in
+		'#!'*/sh | '#!'*/bash | '#!'*/dash | '#!'*'env bash' | '#!'*'env sh' | '#!'*/sh\ * | '#!'*/bash\ * | \
+			'# shellcheck shell='*) echo "$1/$f" ;;
+		esac
+	done
+}

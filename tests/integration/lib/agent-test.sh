@@ -8,6 +8,8 @@
 # bg[], the web server, and removes $w. A failing command is named with
 # its line.
 agent_test_name=$1
+# gen and simboot are for the scripts that source this file
+# shellcheck disable=SC2034
 eqota=$2 gen=$3 simboot=$4 src=$5
 . "$src/tests/integration/lib/httpd.sh"
 . "$src/tests/integration/lib/simdevice.sh"
@@ -23,4 +25,4 @@ agent_test_cleanup() {
 }
 trap agent_test_cleanup EXIT
 trap 'echo "$agent_test_name.sh: stopped by a failing command at line $LINENO: $BASH_COMMAND" >&2' ERR
-cd "$w"
+cd "$w" || exit 1

@@ -8,6 +8,13 @@
 #   run NAME WANT_RC CMD...      CMD's output in $out; a FAIL line and status
 #                                1 when CMD's exit status is not WANT_RC
 #   refused NAME MESSAGE CMD...  CMD exits 1 and prints MESSAGE
+#   ok NAME CMD...               CMD succeeds (output in $out)
+#   setup_step NAME WANT_RC CMD...
+#                                a step the later checks rely on: when
+#                                CMD's exit status is not WANT_RC, stops the
+#                                test (exit 1) with a SETUP FAILED line, so
+#                                that it is not reported later as a check's
+#                                confusing failure
 # and end the test with `[ "$fails" -eq 0 ]`.
 fails=0
 pass() { echo "PASS: $*"; }
@@ -33,4 +40,16 @@ refused() {
   if run "$name" 1 "$@"; then
     if grep -qF -- "$msg" <<<"$out"; then pass "$name: refused ($msg)"; else fail "$name: message '$out'"; fi
   fi
+}
+ok() { # NAME CMD...: CMD succeeds (its output in $out)
+  local name=$1; shift
+  if out=$("$@" 2>&1); then pass "$name"; else fail "$name: $out"; fi
+}
+setup_step() {
+  local name=$1 want=$2 rc=0 o; shift 2
+  o=$("$@" 2>&1) || rc=$?
+  [ "$rc" -eq "$want" ] && return 0
+  echo "SETUP FAILED: $name: exit $rc, expected $want; the checks after it cannot run"
+  echo "$o" | tail -20
+  exit 1
 }

@@ -55,8 +55,8 @@ httpd_free_port() {
 
 # Waits until 127.0.0.1:$1 accepts a connection or pid $2 is gone.
 httpd_wait_port_() {
-	local port=$1 pid=$2 i
-	for i in $(seq 1 100); do
+	local port=$1 pid=$2
+	for _ in $(seq 1 100); do
 		kill -0 "$pid" 2>/dev/null || return 1
 		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			return 0
@@ -133,8 +133,8 @@ httpd_log_flush() {
 		kill -HUP "$HTTPD_PID" 2>/dev/null || return 1
 		# then until the log stops growing (at most 2 s): the lines of a
 		# burst may come out in more than one write
-		local i prev=-1 cur
-		for i in $(seq 20); do
+		local prev=-1 cur
+		for _ in $(seq 20); do
 			sleep 0.1
 			cur=$(stat -c %s "$HTTPD_ACCESS_LOG" 2>/dev/null || echo 0)
 			[ "$cur" = "$prev" ] && break

@@ -81,6 +81,7 @@ with open(sys.argv[2], "a", buffering=1) as log:
         m = s.recv(4096).decode(errors="replace")
         log.write("%.3f %s\n" % (time.monotonic(), m.replace("\n", " | ")))
 PY
+	# shellcheck disable=SC2034 # read by the scripts that source this file
 	SIMDEVICE_NOTIFY_PID=$!
 	local i
 	for ((i = 0; i < 100; i++)); do [ -S "$1" ] && return 0; sleep 0.1; done

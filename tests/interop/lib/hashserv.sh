@@ -29,8 +29,8 @@ hashserv_start() {
 		--log DEBUG "$@" >"$log" 2>&1 &
 	HS_PID=$!
 	HS_PIDS+=("$HS_PID")
-	local i port=
-	for i in $(seq 1 200); do
+	local port=
+	for _ in $(seq 1 200); do
 		port=$(sed -n "s/^Listening on ('127.0.0.1', \([0-9]*\)).*/\1/p" "$log")
 		[ -n "$port" ] && break
 		kill -0 "$HS_PID" 2>/dev/null || break
@@ -45,6 +45,7 @@ hashserv_start() {
 	# The server keeps logging (at debug level, the only one that names the
 	# port) into the unlinked file.
 	rm -f "$log"
+	# shellcheck disable=SC2034 # read by the scripts that source this file
 	HS_ADDR=127.0.0.1:$port
 }
 

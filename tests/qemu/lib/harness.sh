@@ -1,4 +1,7 @@
 # shellcheck shell=bash
+# run.sh sets the variables named below before it sources this file, and
+# reads qlast, qresets, qkvmfalls back:
+# shellcheck disable=SC2154,SC2034
 # harness.sh: what every QEMU end-to-end scenario shares. Sourced by
 # tests/qemu/run.sh after it has set:
 #   top     the source tree
@@ -55,6 +58,7 @@ accel_probe() {
 		# 64 KiB BIOS; at the reset vector: mov al,0x31; out 0xf4,al; hlt
 		head -c 65536 /dev/zero | tr '\0' '\364' > "$fw"
 		printf '\260\061\346\364\364' | dd of="$fw" bs=1 seek=65520 conv=notrunc status=none
+		# shellcheck disable=SC2054 # the commas are QEMU's option syntax
 		machine=(-device isa-debug-exit,iobase=0xf4,iosize=0x04)
 		want=99
 	else
