@@ -52,13 +52,12 @@ struct inst {
 static eq_err miss(struct inst *x, struct eq_error *err, const char *fmt, ...) EQ_PRINTF(3, 4);
 static eq_err miss(struct inst *x, struct eq_error *err, const char *fmt, ...)
 {
-	char msg[EQ_ERROR_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	eq_error_setv(err, EQ_ERR_VERIFY, fmt, ap);
 	va_end(ap);
 	x->mismatch = true;
-	return eq_error_set(err, EQ_ERR_VERIFY, "%s", msg);
+	return EQ_ERR_VERIFY;
 }
 
 static void progress(struct inst *x, const char *item)

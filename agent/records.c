@@ -162,12 +162,11 @@ struct pctx {
 static eq_err perr(struct pctx *p, eq_err code, const char *fmt, ...) EQ_PRINTF(3, 4);
 static eq_err perr(struct pctx *p, eq_err code, const char *fmt, ...)
 {
-	char msg[EQ_ERROR_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	eq_error_setv(p->err, code, fmt, ap);
 	va_end(ap);
-	return eq_error_set(p->err, code, "%s:%lu: %s", p->name, p->line, msg);
+	return eq_error_prefix(p->err, code, "%s:%lu", p->name, p->line);
 }
 
 

@@ -127,13 +127,12 @@ static size_t line_no(const char *raw, size_t off)
 static void invalid(struct copy *c, size_t off, const char *fmt, ...) EQ_PRINTF(3, 4);
 static void invalid(struct copy *c, size_t off, const char *fmt, ...)
 {
-	char why[256];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	eq_error_setv(&c->why, EQ_ERR_PARSE, fmt, ap);
 	va_end(ap);
 	c->kind = COPY_INVALID;
-	eq_error_set(&c->why, EQ_ERR_PARSE, "%s: line %zu (byte %zu): %s", c->path, line_no(c->blk.raw, off), off, why);
+	eq_error_prefix(&c->why, EQ_ERR_PARSE, "%s: line %zu (byte %zu)", c->path, line_no(c->blk.raw, off), off);
 }
 
 /* GRUB's find_next_line(): a backslash escapes the next byte, an escaped

@@ -66,19 +66,18 @@ static eq_err efail(struct ex *x, struct eq_error *err, eq_err code, bool with_e
 static eq_err efail(struct ex *x, struct eq_error *err, eq_err code, bool with_errno, const char *fmt, ...)
 {
 	int saved = errno;
-	char msg[320];
 	char q[TAR_QUOTE_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (with_errno)
+		eq_error_errnov(err, code, saved, fmt, ap);
+	else
+		eq_error_setv(err, code, fmt, ap);
 	va_end(ap);
 	const char *name = tar_quote(q, sizeof(q), x->ent ? x->ent->path : "");
-	uint64_t off = tar_reader_entry_offset(x->r);
-	if (with_errno) {
-		errno = saved;
-		return eq_error_errno(err, code, "payload: entry '%s' at byte %" PRIu64 ": %s", name, off, msg);
-	}
-	return eq_error_set(err, code, "payload: entry '%s' at byte %" PRIu64 ": %s", name, off, msg);
+	eq_error_prefix(err, code, "payload: entry '%s' at byte %" PRIu64, name, tar_reader_entry_offset(x->r));
+	errno = saved;
+	return code;
 }
 
 /* Opens directory @rel (possibly "") inside the root as an O_PATH fd. On

@@ -324,17 +324,16 @@ static eq_err rfail(struct eq_payload_reader *r, struct eq_error *err, eq_err co
 	EQ_PRINTF(4, 5);
 static eq_err rfail(struct eq_payload_reader *r, struct eq_error *err, eq_err code, const char *fmt, ...)
 {
-	char msg[320];
 	char q[TAR_QUOTE_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	eq_error_setv(err, code, fmt, ap);
 	va_end(ap);
 	r->failed = true;
 	if (!r->errname[0])
-		return eq_error_set(err, code, "payload: at byte %" PRIu64 ": %s", r->entry_off, msg);
-	return eq_error_set(err, code, "payload: entry '%s' at byte %" PRIu64 ": %s",
-			    tar_quote(q, sizeof(q), r->errname), r->entry_off, msg);
+		return eq_error_prefix(err, code, "payload: at byte %" PRIu64, r->entry_off);
+	return eq_error_prefix(err, code, "payload: entry '%s' at byte %" PRIu64, tar_quote(q, sizeof(q), r->errname),
+			       r->entry_off);
 }
 
 static void set_errname(struct eq_payload_reader *r, const char *name, size_t len)

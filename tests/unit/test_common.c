@@ -54,6 +54,62 @@ static eq_err outer_fail_errno(eq_err code, struct eq_error *err)
 	return eq_error_prefix(err, r, "outer");
 }
 
+/* A helper of the kind issue 30 found eight copies of: it formats the root
+ * cause and adds its fixed context, through eq_error_setv() and
+ * eq_error_prefix() (the rule in <eq/common.h>). */
+static eq_err at_line(struct eq_error *err, unsigned line, const char *fmt, ...) EQ_PRINTF(3, 4);
+static eq_err at_line(struct eq_error *err, unsigned line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	eq_error_setv(err, EQ_ERR_PARSE, fmt, ap);
+	va_end(ap);
+	return eq_error_prefix(err, EQ_ERR_PARSE, "f.conf:%u", line);
+}
+
+static eq_err errno_helper(struct eq_error *err, int saved, const char *fmt, ...) EQ_PRINTF(3, 4);
+static eq_err errno_helper(struct eq_error *err, int saved, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	eq_error_errnov(err, EQ_ERR_IO, saved, fmt, ap);
+	va_end(ap);
+	return EQ_ERR_IO;
+}
+
+/* Issue 30: the first failure (the root cause) is kept and each layer up
+ * adds context in front of it. */
+static void test_error_setv_rule(void **state)
+{
+	(void)state;
+	struct eq_error e;
+	eq_error_clear(&e);
+	assert_int_equal(at_line(&e, 7, "key '%s' is unknown", "frob"), EQ_ERR_PARSE);
+	assert_string_equal(e.msg, "f.conf:7: key 'frob' is unknown");
+	assert_int_equal(eq_error_prefix(&e, EQ_ERR_PARSE, "agent"), EQ_ERR_PARSE);
+	assert_string_equal(e.msg, "agent: f.conf:7: key 'frob' is unknown");
+	assert_int_equal(e.sys_errno, 0);
+	assert_int_equal(at_line(NULL, 1, "x"), EQ_ERR_PARSE);
+
+	/* A long root cause keeps the context in front whole; what does not
+	 * fit is cut from the end of the cause. */
+	char longv[700];
+	memset(longv, 'v', sizeof(longv) - 1);
+	longv[sizeof(longv) - 1] = '\0';
+	assert_int_equal(at_line(&e, 9, "value %s", longv), EQ_ERR_PARSE);
+	assert_int_equal(strncmp(e.msg, "f.conf:9: value vvv", 19), 0);
+	assert_int_equal(strlen(e.msg), EQ_ERROR_MSG_MAX - 1);
+
+	errno = EINTR;
+	assert_int_equal(errno_helper(&e, ENOENT, "cannot open '%s'", "x"), EQ_ERR_IO);
+	assert_string_equal(e.msg, "cannot open 'x': No such file or directory");
+	assert_int_equal(e.sys_errno, ENOENT);
+	assert_int_equal(errno, EINTR);
+	assert_int_equal(errno_helper(&e, 0, "y"), EQ_ERR_IO);
+	assert_int_equal(e.sys_errno, EIO);
+	assert_int_equal(errno_helper(NULL, ENOENT, "y"), EQ_ERR_IO);
+}
+
 /* Issue 11: the code returned must not depend on whether the caller passed
  * a message buffer; eq_error_prefix(NULL, ...) used to return EQ_ERR_STATE. */
 static void test_error_null_same_code(void **state)
@@ -338,11 +394,12 @@ EQ_HOOKS_MISSING(test_alloc_hook)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_error_prefix),   cmocka_unit_test(test_error_null_same_code),
-		cmocka_unit_test(test_buf_limit),      cmocka_unit_test(test_crc32_vectors),
-		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_sha256_impls),
-		cmocka_unit_test(test_atomic_replace), cmocka_unit_test(test_alloc_hook),
-		cmocka_unit_test(test_json_str),       cmocka_unit_test(test_dir_numbers),
+		cmocka_unit_test(test_error_prefix),    cmocka_unit_test(test_error_null_same_code),
+		cmocka_unit_test(test_error_setv_rule), cmocka_unit_test(test_buf_limit),
+		cmocka_unit_test(test_crc32_vectors),   cmocka_unit_test(test_sha256_vectors),
+		cmocka_unit_test(test_sha256_impls),    cmocka_unit_test(test_atomic_replace),
+		cmocka_unit_test(test_alloc_hook),      cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_dir_numbers),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -45,8 +45,18 @@ typedef enum {
 /*
  * Error detail filled by a failing function. Fixed size so the out-of-memory
  * path can report without allocating. Pass NULL where the detail is not
- * wanted. The first failure writes the message; each layer above may prefix
- * context with eq_error_prefix().
+ * wanted.
+ *
+ * The rule, for every caller: the innermost failure (the root cause) writes
+ * the message with eq_error_set() or eq_error_errno(); each layer above keeps
+ * it and adds its context in front with eq_error_prefix(), giving
+ * "manifest.json: packages[3].unihash: expected 64 hex chars". A layer calls
+ * eq_error_set() on an @err a callee has filled only when it replaces a code
+ * it tests for by name (r == EQ_ERR_NOTFOUND becoming "provision it
+ * first"), where its own words say more than the callee's. A helper that
+ * formats a message and adds fixed context takes a va_list, writes the
+ * message with eq_error_setv() and the context with eq_error_prefix(), never
+ * through a buffer of its own.
  */
 struct eq_error {
 	eq_err code;
@@ -66,6 +76,13 @@ EQ_API eq_err eq_error_set(struct eq_error *err, eq_err code, const char *fmt, .
 
 /* Like eq_error_set() and appends ": strerror(errno)"; saves errno. */
 EQ_API eq_err eq_error_errno(struct eq_error *err, eq_err code, const char *fmt, ...) EQ_PRINTF(3, 4);
+
+/* eq_error_set() and eq_error_errno() for helpers that take "...": @ap is
+ * consumed. eq_error_errnov() appends strerror(@saved_errno) (EIO if 0), the
+ * errno the helper saved on entry, before its own calls could change it. */
+EQ_API eq_err eq_error_setv(struct eq_error *err, eq_err code, const char *fmt, va_list ap) EQ_PRINTF(3, 0);
+EQ_API eq_err eq_error_errnov(struct eq_error *err, eq_err code, int saved_errno, const char *fmt, va_list ap)
+	EQ_PRINTF(4, 0);
 
 /* Prepends "CONTEXT: " to the message already in @err, sets @err's code to
  * @code and returns @code, so "return eq_error_prefix(err, r, ...);" returns
