@@ -230,22 +230,9 @@ static eq_err check_rel_path(struct pctx *p, const char *field, const char *path
 	}
 }
 
-/* Strict decimal: digits only, no leading zero (except "0"), <= max. */
 static bool parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
-	if (!s[0] || (s[0] == '0' && s[1]))
-		return false;
-	uint64_t v = 0;
-	for (const char *c = s; *c; c++) {
-		if (*c < '0' || *c > '9')
-			return false;
-		unsigned d = (unsigned)(*c - '0');
-		if (v > (max - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*ret = v;
-	return true;
+	return eq_parse_u64(s, strlen(s), max, ret);
 }
 
 static bool parse_u32(const char *s, uint32_t *ret)

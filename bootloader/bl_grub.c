@@ -34,7 +34,6 @@
 /* GRUB's `test -gt` converts with strtoul base 0 into a C int: decimal
  * without leading zeros (octal otherwise) and below 2^31. */
 #define SEQ_MAX 999999999ul
-#define SEQ_MAX_DIGITS 9u
 #define VAR_SEQ "EQ_SEQ"
 #define VAR_SEQ2 "EQ_SEQ2"
 
@@ -162,16 +161,10 @@ static const struct gvar *find_var(const struct block *b, const char *name)
  * ours agree. */
 static bool parse_seq(const char *s, unsigned long *ret)
 {
-	size_t n = strlen(s);
-	if (n == 0 || n > SEQ_MAX_DIGITS || (n > 1 && s[0] == '0'))
+	uint64_t v;
+	if (!eq_parse_u64(s, strlen(s), SEQ_MAX, &v))
 		return false;
-	unsigned long v = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10u + (unsigned long)(s[i] - '0');
-	}
-	*ret = v;
+	*ret = (unsigned long)v;
 	return true;
 }
 

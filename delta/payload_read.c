@@ -416,23 +416,11 @@ static bool parse_num(const uint8_t *f, size_t width, uint64_t *ret)
 	return true;
 }
 
+/* GNU tar, libarchive, Python's tarfile and dpkg-deb write pax numbers
+ * without leading zeros; one that has them is refused, as elsewhere. */
 static bool parse_decimal(const char *s, size_t len, uint64_t max, uint64_t *ret)
 {
-	uint64_t v = 0;
-	if (len == 0 || len > 20)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		unsigned d = (unsigned)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (v > max)
-		return false;
-	*ret = v;
-	return true;
+	return eq_parse_u64(s, len, max, ret);
 }
 
 static bool all_zero(const uint8_t *b, size_t n)

@@ -306,6 +306,46 @@ static void touch(const char *dir, const char *name)
 	assert_int_equal(eq_file_replace_atomic(path, "", 0, 0600, &e), EQ_OK);
 }
 
+/* Issue 30: one strict decimal parser for input from outside. */
+static void test_parse_u64(void **state)
+{
+	(void)state;
+	uint64_t v = 42;
+	assert_true(eq_parse_u64("0", 1, 0, &v) && v == 0);
+	assert_true(eq_parse_u64("7", 1, 7, &v) && v == 7);
+	assert_true(eq_parse_u64("18446744073709551615", 20, UINT64_MAX, &v) && v == UINT64_MAX);
+	assert_true(eq_parse_u64("123x", 3, 1000, &v) && v == 123); /* exactly @len bytes */
+	v = 42;
+	const char *bad[] = {"",
+			     "00",
+			     "007",
+			     "+7",
+			     "-7",
+			     " 7",
+			     "7 ",
+			     "0x7",
+			     "7a",
+			     "1e3",
+			     "18446744073709551616",
+			     "99999999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		assert_false(eq_parse_u64(bad[i], strlen(bad[i]), UINT64_MAX, &v));
+		assert_int_equal(v, 42);
+	}
+	assert_false(eq_parse_u64("8", 1, 7, &v));
+	assert_false(eq_parse_u64("1000", 4, 999, &v));
+	assert_true(eq_parse_u64("999", 3, 999, &v) && v == 999);
+	assert_false(eq_parse_u64("7\0", 2, 99, &v));
+	assert_false(eq_parse_u64("18446744073709551615", 20, UINT64_MAX - 1, &v));
+	/* Leading zeros only where the caller asks for them. */
+	assert_true(eq_parse_u64_padded("007", 3, 7, &v) && v == 7);
+	assert_true(eq_parse_u64_padded("00000000000000000000018446744073709551615", 41, UINT64_MAX, &v) &&
+		    v == UINT64_MAX);
+	assert_false(eq_parse_u64_padded("008", 3, 7, &v));
+	assert_false(eq_parse_u64_padded("", 0, 7, &v));
+	assert_false(eq_parse_u64_padded("-0", 2, 7, &v));
+}
+
 static void test_dir_numbers(void **state)
 {
 	(void)state;
@@ -320,16 +360,18 @@ static void test_dir_numbers(void **state)
 	uint64_t *v;
 	size_t n;
 	struct eq_error e;
+	/* Issue 30: without a fixed width "0007" is refused, as gen_history
+	 * opens a listed release by its number ("7/"), not by its name. */
 	assert_int_equal(eq_dir_numbers(dir, "", 0, &v, &n, &e), EQ_OK);
-	assert_int_equal(n, 4);
-	assert_true(v[0] == 3 && v[1] == 7 && v[2] == 12 && v[3] == UINT64_MAX);
+	assert_int_equal(n, 3);
+	assert_true(v[0] == 3 && v[1] == 12 && v[2] == UINT64_MAX);
 	eq_free(v);
 	assert_int_equal(eq_dir_numbers(dir, ".json", 20, &v, &n, &e), EQ_OK);
 	assert_int_equal(n, 2);
 	assert_true(v[0] == 1 && v[1] == 2);
 	eq_free(v);
 	assert_int_equal(eq_dir_numbers(dir, ".json", 0, &v, &n, &e), EQ_OK);
-	assert_int_equal(n, 3);
+	assert_int_equal(n, 1);
 	eq_free(v);
 	char missing[300];
 	snprintf(missing, sizeof(missing), "%s/none", dir);
@@ -399,7 +441,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_crc32_vectors),   cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_sha256_impls),    cmocka_unit_test(test_atomic_replace),
 		cmocka_unit_test(test_alloc_hook),      cmocka_unit_test(test_json_str),
-		cmocka_unit_test(test_dir_numbers),
+		cmocka_unit_test(test_dir_numbers),     cmocka_unit_test(test_parse_u64),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -246,6 +246,22 @@ EQ_API bool eq_hex_decode(const char *hex, uint8_t *out, size_t len);
 /* true if @s is exactly 64 lower-case hex digits. */
 EQ_API bool eq_is_sha256_hex(const char *s);
 
+/* ---- decimal numbers --------------------------------------------------- */
+
+/*
+ * The one parser of decimal numbers from outside the program (files,
+ * network, reports, names in a folder): exactly the @len bytes at @s (no NUL
+ * needed), decimal digits only (no sign, no space, no "0x"), no leading zero
+ * except "0" itself, at most @max. One rule everywhere, so "007" and "7" can
+ * never name one thing twice. Returns false, *@ret untouched, for anything
+ * else.
+ */
+EQ_API bool eq_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *ret) EQ_MUST_CHECK;
+/* As eq_parse_u64() with leading zeros accepted ("007" is 7). Only where a
+ * real producer writes them (fixed-width names such as the report queue's,
+ * a number a person types); say which at the call. */
+EQ_API bool eq_parse_u64_padded(const char *s, size_t len, uint64_t max, uint64_t *ret) EQ_MUST_CHECK;
+
 /* ---- parallel --------------------------------------------------------- */
 
 /* Threads eq_parallel() runs at most. */
