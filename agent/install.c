@@ -69,19 +69,6 @@ static void progress(struct inst *x, const char *item)
 	x->in->progress(&x->prog, x->in->progress_ctx);
 }
 
-static void fmt_size(uint64_t v, bool round_up, char out[32])
-{
-	static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-	unsigned u = 0;
-	uint64_t div = 1;
-	while (u < 4 && v / div >= 1024) {
-		div *= 1024;
-		u++;
-	}
-	uint64_t q = v / div + (round_up && v % div ? 1 : 0);
-	snprintf(out, 32, "%" PRIu64 " %s", q, unit[u]);
-}
-
 /* A sink that hashes and counts what it writes to a file descriptor, and
  * remembers whether the failure was its own (our disk) or the producer's. */
 struct hsink {
@@ -1000,14 +987,14 @@ eq_err eq_install_check_space(const struct eq_install *in, const struct eq_plan 
 		snprintf(what, sizeof(what), "slot %s", in->target_name);
 	else
 		snprintf(what, sizeof(what), "target '%s'", in->target_root);
-	char a[32], b[32], c[32], d[32];
+	char a[EQ_SIZE_STR_MAX], b[EQ_SIZE_STR_MAX], c[EQ_SIZE_STR_MAX], d[EQ_SIZE_STR_MAX];
 	if (ws.st_dev == ts.st_dev) {
 		uint64_t need = add_sat(work_need, target_need);
 		if (tfree < need) {
-			fmt_size(tfree, false, a);
-			fmt_size(need, true, b);
-			fmt_size(target_need, true, c);
-			fmt_size(work_need, true, d);
+			eq_format_size(tfree, EQ_SIZE_DOWN, a);
+			eq_format_size(need, EQ_SIZE_UP, b);
+			eq_format_size(target_need, EQ_SIZE_UP, c);
+			eq_format_size(work_need, EQ_SIZE_UP, d);
 			return eq_error_set(err, EQ_ERR_LIMIT,
 					    "%s has %s free, release needs %s (%s of files, %s of downloads and "
 					    "temporary payloads in the same filesystem)",
@@ -1016,13 +1003,13 @@ eq_err eq_install_check_space(const struct eq_install *in, const struct eq_plan 
 		return EQ_OK;
 	}
 	if (tfree < target_need) {
-		fmt_size(tfree, false, a);
-		fmt_size(target_need, true, b);
+		eq_format_size(tfree, EQ_SIZE_DOWN, a);
+		eq_format_size(target_need, EQ_SIZE_UP, b);
 		return eq_error_set(err, EQ_ERR_LIMIT, "%s has %s free, release needs %s", what, a, b);
 	}
 	if (wfree < work_need) {
-		fmt_size(wfree, false, a);
-		fmt_size(work_need, true, b);
+		eq_format_size(wfree, EQ_SIZE_DOWN, a);
+		eq_format_size(work_need, EQ_SIZE_UP, b);
 		return eq_error_set(err, EQ_ERR_LIMIT,
 				    "work dir '%s' has %s free, downloads and temporary payloads need %s", in->work_dir,
 				    a, b);

@@ -101,20 +101,6 @@ static eq_err cut(const struct wctx *w, const char *path, struct eq_error *err)
 
 /* ---- parsing, as grub-core/lib/envblk.c does ----------------------------- */
 
-/* User-controlled text in a message: printable ASCII, at most 40 bytes. */
-static const char *shown(const char *s, char buf[48])
-{
-	size_t i = 0;
-	for (; i < 40 && s[i]; i++)
-		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	if (s[i]) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
 static size_t line_no(const char *raw, size_t off)
 {
 	size_t n = 1;
@@ -230,13 +216,13 @@ static bool parse_lines(struct copy *c)
 		value[vl] = '\0';
 		t += vl + 1;
 		if (memchr(value, '\0', vl)) {
-			invalid(c, start, "a NUL byte in the value of %s", shown(name, q));
+			invalid(c, start, "a NUL byte in the value of %s", eq_quote(q, sizeof(q), name));
 			return false;
 		}
 		const struct gvar *dup = find_var(b, name);
 		if (dup) {
 			invalid(c, start, "%s set again (first on line %zu): GRUB reads one and saves the other",
-				shown(name, q), line_no(raw, dup->offset));
+				eq_quote(q, sizeof(q), name), line_no(raw, dup->offset));
 			return false;
 		}
 		b->var[b->n_var++] = (struct gvar){.name = name, .value = value, .offset = start};
@@ -268,11 +254,11 @@ static void parse_block(struct copy *c)
 		const struct gvar *has = s1 ? s1 : s2;
 		invalid(c, has->offset,
 			"%s='%s' without %s: a write was cut between the block's two sectors, or it is garbled",
-			has->name, shown(has->value, q), s1 ? VAR_SEQ2 : VAR_SEQ);
+			has->name, eq_quote(q, sizeof(q), has->value), s1 ? VAR_SEQ2 : VAR_SEQ);
 	} else if (!d1 || !d2) {
 		const struct gvar *bad = d1 ? s2 : s1;
 		invalid(c, bad->offset, "%s='%s' is not a decimal number 0..%lu without leading zeros", bad->name,
-			shown(bad->value, q), SEQ_MAX);
+			eq_quote(q, sizeof(q), bad->value), SEQ_MAX);
 	} else if (v1 != v2) {
 		invalid(c, s2->offset, "EQ_SEQ=%lu but EQ_SEQ2=%lu: a write was cut between the block's two sectors",
 			v1, v2);

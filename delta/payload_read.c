@@ -113,23 +113,6 @@ void tar_put_octal(uint8_t *field, size_t width, uint64_t v)
 	}
 }
 
-const char *tar_quote(char *out, size_t outlen, const char *s)
-{
-	size_t i = 0;
-	if (!s)
-		s = "";
-	for (; s[i] && i + 4 < outlen; i++) {
-		unsigned char c = (unsigned char)s[i];
-		out[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-	}
-	if (s[i] && outlen >= 4) {
-		memcpy(out + i, "...", 3);
-		i += 3;
-	}
-	out[i] = '\0';
-	return out;
-}
-
 const char *tar_path_problem(const char *path)
 {
 	if (!path[0])
@@ -332,7 +315,7 @@ static eq_err rfail(struct eq_payload_reader *r, struct eq_error *err, eq_err co
 	r->failed = true;
 	if (!r->errname[0])
 		return eq_error_prefix(err, code, "payload: at byte %" PRIu64, r->entry_off);
-	return eq_error_prefix(err, code, "payload: entry '%s' at byte %" PRIu64, tar_quote(q, sizeof(q), r->errname),
+	return eq_error_prefix(err, code, "payload: entry '%s' at byte %" PRIu64, eq_quote(q, sizeof(q), r->errname),
 			       r->entry_off);
 }
 

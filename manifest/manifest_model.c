@@ -318,8 +318,8 @@ eq_err eq_manifest_add_package(struct eq_manifest *m, const struct eq_manifest_p
 {
 	assert(m && p);
 	char where[EQ_MANIFEST_PKG_MAX + 16];
-	char q[80];
-	eqm_quote(q, sizeof(q), p->name ? p->name : "");
+	char q[68];
+	eq_quote(q, sizeof(q), p->name ? p->name : "");
 	snprintf(where, sizeof(where), "package '%s'", q);
 	return eqm_add_package(m, p, where, EQ_ERR_INVAL, err);
 }

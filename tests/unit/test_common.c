@@ -346,6 +346,42 @@ static void test_parse_u64(void **state)
 	assert_false(eq_parse_u64_padded("-0", 2, 7, &v));
 }
 
+/* Issue 30: one quoting rule for text from outside in messages. */
+static void test_quote(void **state)
+{
+	(void)state;
+	char q[16];
+	assert_string_equal(eq_quote(q, sizeof(q), "usr/bin/x"), "usr/bin/x");
+	assert_string_equal(eq_quote(q, sizeof(q), "a\nb\tc'd\x7f\xc3\xa9"), "a?b?c?d???");
+	assert_string_equal(eq_quote(q, sizeof(q), "123456789012"), "123456789012");
+	assert_string_equal(eq_quote(q, sizeof(q), "1234567890123"), "123456789012...");
+	assert_string_equal(eq_quote(q, sizeof(q), NULL), "");
+	assert_string_equal(eq_quote_n(q, sizeof(q), "ab\0cd", 5), "ab?cd");
+	assert_string_equal(eq_quote_n(q, sizeof(q), "1234567890123", 13), "123456789012...");
+	char t[4];
+	assert_string_equal(eq_quote(t, sizeof(t), "x"), "...");
+	assert_string_equal(eq_quote(t, sizeof(t), ""), "");
+}
+
+/* Issue 30: one size formatter; a need rounds up, what is free down. */
+static void test_format_size(void **state)
+{
+	(void)state;
+	char s[EQ_SIZE_STR_MAX];
+	assert_string_equal(eq_format_size(0, EQ_SIZE_NEAREST, s), "0 B");
+	assert_string_equal(eq_format_size(1023, EQ_SIZE_UP, s), "1023 B");
+	assert_string_equal(eq_format_size(1024, EQ_SIZE_NEAREST, s), "1.0 KiB");
+	assert_string_equal(eq_format_size(1536, EQ_SIZE_NEAREST, s), "1.5 KiB");
+	assert_string_equal(eq_format_size(1025, EQ_SIZE_UP, s), "1.1 KiB");
+	assert_string_equal(eq_format_size(1126, EQ_SIZE_DOWN, s), "1.0 KiB");
+	assert_string_equal(eq_format_size(2047, EQ_SIZE_NEAREST, s), "2.0 KiB");
+	assert_string_equal(eq_format_size(2047, EQ_SIZE_DOWN, s), "1.9 KiB");
+	assert_string_equal(eq_format_size(5u << 20, EQ_SIZE_NEAREST, s), "5.0 MiB");
+	assert_string_equal(eq_format_size(3ull << 30, EQ_SIZE_NEAREST, s), "3.0 GiB");
+	assert_string_equal(eq_format_size(UINT64_MAX, EQ_SIZE_DOWN, s), "16777215.9 TiB");
+	assert_string_equal(eq_format_size(UINT64_MAX, EQ_SIZE_UP, s), "16777216.0 TiB");
+}
+
 static void test_dir_numbers(void **state)
 {
 	(void)state;
@@ -442,6 +478,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sha256_impls),    cmocka_unit_test(test_atomic_replace),
 		cmocka_unit_test(test_alloc_hook),      cmocka_unit_test(test_json_str),
 		cmocka_unit_test(test_dir_numbers),     cmocka_unit_test(test_parse_u64),
+		cmocka_unit_test(test_quote),           cmocka_unit_test(test_format_size),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

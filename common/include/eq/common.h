@@ -262,6 +262,28 @@ EQ_API bool eq_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *ret)
  * a number a person types); say which at the call. */
 EQ_API bool eq_parse_u64_padded(const char *s, size_t len, uint64_t max, uint64_t *ret) EQ_MUST_CHECK;
 
+/* ---- text for messages ---------------------------------------------------- */
+
+/*
+ * Text from outside (a file name in a payload, a variable's value, a key)
+ * made safe to quote in a message: printable ASCII is kept, every other
+ * byte and the quote mark ' become '?', so the text cannot forge message or
+ * log lines nor end its quotes; at most @size - 4 bytes, then "...". @size
+ * is at least 4; returns @out. A NULL @s quotes as "".
+ */
+EQ_API const char *eq_quote(char *out, size_t size, const char *s);
+/* The same for @len bytes that need not end in a NUL. */
+EQ_API const char *eq_quote_n(char *out, size_t size, const char *s, size_t len);
+
+/* How eq_format_size() rounds: to the nearest tenth, or up (a need) or
+ * down (what is free), so "needs 1.3 MiB, has 1.2 MiB" never reads as
+ * enough. */
+enum eq_size_round { EQ_SIZE_NEAREST, EQ_SIZE_UP, EQ_SIZE_DOWN };
+#define EQ_SIZE_STR_MAX 32
+/* A byte count for people: "512 B", "1.5 KiB", ... up to TiB, one decimal
+ * in binary units. Returns @out. */
+EQ_API const char *eq_format_size(uint64_t v, enum eq_size_round round, char out[EQ_SIZE_STR_MAX]);
+
 /* ---- parallel --------------------------------------------------------- */
 
 /* Threads eq_parallel() runs at most. */
