@@ -702,7 +702,7 @@ static eq_err get_number(const struct eq_manifest *m, uint64_t *ret, char releas
 	struct eq_manifest_header h;
 	eq_err r = eq_manifest_get_header(m, &h, err);
 	if (r)
-		return r;
+		return eq_error_prefix(err, r, "manifest: release number and name");
 	*ret = h.number;
 	if (release)
 		snprintf(release, 65, "%s", h.release);
@@ -1373,12 +1373,13 @@ static eq_err update_run(struct eq_agent *a, bool retry, struct eq_update_result
 		 * poll, and a person sees why nothing happened. */
 		char when[EQ_MANIFEST_TIME_LEN + 1];
 		eq_manifest_format_time(c.next_attempt, when);
-		(void)!get_number(c.next, &res.number, res.release, NULL);
-		r = eq_error_set(err, EQ_ERR_STATE,
-				 "release %" PRIu64 " failed to install %" PRIu64
-				 " time%s (last: %s); waiting until %s "
-				 "before the next attempt ('eqota update --retry' tries now)",
-				 res.number, c.attempts, c.attempts == 1 ? "" : "s", c.error, when);
+		r = get_number(c.next, &res.number, res.release, err);
+		if (!r)
+			r = eq_error_set(err, EQ_ERR_STATE,
+					 "release %" PRIu64 " failed to install %" PRIu64
+					 " time%s (last: %s); waiting until %s "
+					 "before the next attempt ('eqota update --retry' tries now)",
+					 res.number, c.attempts, c.attempts == 1 ? "" : "s", c.error, when);
 		eq_check_done(&c);
 		return r;
 	}
@@ -1387,17 +1388,24 @@ static eq_err update_run(struct eq_agent *a, bool retry, struct eq_update_result
 		res.deferred = c.deferred;
 		res.policy = c.policy;
 		res.rollout = c.rollout;
-		(void)!get_number(c.next, &res.number, res.release, NULL);
+		r = get_number(c.next, &res.number, res.release, err);
 		eq_check_done(&c);
+		if (r)
+			return r;
 		res.seconds = eq_now_s() - t0;
 		*ret = res;
 		return EQ_OK;
 	}
 	int target = 1 - booted;
-	(void)!get_number(c.next, &res.number, res.release, NULL);
+	r = get_number(c.next, &res.number, res.release, err);
 	uint64_t run_number = 0;
 	char run_release[65] = "";
-	(void)!get_number(c.running, &run_number, run_release, NULL);
+	if (!r && (r = get_number(c.running, &run_number, run_release, err)))
+		eq_error_prefix(err, r, "running slot %s", eq_bl_slot_name((unsigned)booted));
+	if (r) {
+		eq_check_done(&c);
+		return r;
+	}
 	/* The running slot is read through eq_slot_open(), not at "/": other
 	 * file systems are mounted on a block slot's directories while it
 	 * runs, and kept packages and rebuilt payloads must come from the
@@ -1654,8 +1662,10 @@ eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error
 		return eq_error_prefix(err, r, "cannot roll back: slot %s holds no verified release",
 				       eq_bl_slot_name((unsigned)other));
 	uint64_t number = 0;
-	(void)!get_number(m, &number, NULL, NULL);
+	r = get_number(m, &number, NULL, err);
 	eq_manifest_free(m);
+	if (r)
+		return eq_error_prefix(err, r, "cannot roll back: slot %s", eq_bl_slot_name((unsigned)other));
 	struct eq_state st;
 	if ((r = load_state(a, &st, err)))
 		return r;
@@ -1667,27 +1677,16 @@ eq_err eq_agent_rollback(struct eq_agent *a, const char *reason, struct eq_error
 	if (st.phase == EQ_PHASE_TRYING && st.target_slot == booted) {
 		idle.failed_number = st.target_number;
 	} else {
+		/* Optional: a running slot whose release cannot be read marks
+		 * no release as failed (failed_number stays 0, "none"). */
 		struct eq_manifest *cur = NULL;
-		if (read_running(a, booted, &cur, NULL) == EQ_OK)
-			(void)!get_number(cur, &idle.failed_number, NULL, NULL);
+		if (read_running(a, booted, &cur, NULL) || get_number(cur, &idle.failed_number, NULL, NULL))
+			idle.failed_number = 0;
 		eq_manifest_free(cur);
 	}
 	snprintf(idle.failed_reason, sizeof(idle.failed_reason), "%s", reason);
 	eq_log(EQ_LOG_NOTICE, "slot %s marked bad; the next boot starts slot %s (release %" PRIu64 ")",
 	       eq_bl_slot_name((unsigned)booted), eq_bl_slot_name((unsigned)other), number);
-	return save_state(a, &idle, err);
-}
-
-eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err)
-{
-	int booted;
-	eq_err r = booted_slot(a, &booted, err);
-	if (r)
-		return r;
-	if ((r = eq_bl_mark_good(a->bl, (unsigned)booted, err)))
-		return eq_error_prefix(err, r, "bootloader");
-	struct eq_state idle;
-	eq_state_init(&idle);
 	return save_state(a, &idle, err);
 }
 

@@ -502,11 +502,11 @@ eq_err eq_config_parse(const char *name, const char *text, size_t len, struct eq
 	if (r == EQ_OK)
 		r = check_required(p);
 	if (r == EQ_OK)
-		r = set_default(p, &p->c.mkfs, "mkfs.ext4 -q -F");
+		r = set_default(p, &p->c.mkfs, EQ_CONFIG_DEFAULT_MKFS);
 	if (r == EQ_OK)
 		r = set_default(p, &p->c.cmdline, "/proc/cmdline");
 	if (r == EQ_OK)
-		r = set_default(p, &p->c.data_dir, "/var/lib/eqota");
+		r = set_default(p, &p->c.data_dir, EQ_CONFIG_DEFAULT_DATA_DIR);
 	if (r == EQ_OK)
 		r = set_default(p, &p->c.device_id_file, "/etc/machine-id");
 	if (r == EQ_OK)

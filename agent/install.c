@@ -50,13 +50,12 @@ struct inst {
 static eq_err miss(struct inst *x, struct eq_error *err, const char *fmt, ...) EQ_PRINTF(3, 4);
 static eq_err miss(struct inst *x, struct eq_error *err, const char *fmt, ...)
 {
-	char msg[EQ_ERROR_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	eq_error_setv(err, EQ_ERR_VERIFY, fmt, ap);
 	va_end(ap);
 	x->mismatch = true;
-	return eq_error_set(err, EQ_ERR_VERIFY, "%s", msg);
+	return EQ_ERR_VERIFY;
 }
 
 static void progress(struct inst *x, const char *item)
@@ -66,19 +65,6 @@ static void progress(struct inst *x, const char *item)
 	x->prog.item = item;
 	x->prog.elapsed_s = eq_now_s() - x->t0;
 	x->in->progress(&x->prog, x->in->progress_ctx);
-}
-
-static void fmt_size(uint64_t v, bool round_up, char out[32])
-{
-	static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-	unsigned u = 0;
-	uint64_t div = 1;
-	while (u < 4 && v / div >= 1024) {
-		div *= 1024;
-		u++;
-	}
-	uint64_t q = v / div + (round_up && v % div ? 1 : 0);
-	snprintf(out, 32, "%" PRIu64 " %s", q, unit[u]);
 }
 
 /* A sink that hashes and counts what it writes to a file descriptor, and
@@ -900,14 +886,14 @@ eq_err eq_install_check_space(const struct eq_install *in, const struct eq_plan 
 		snprintf(what, sizeof(what), "slot %s", in->target_name);
 	else
 		snprintf(what, sizeof(what), "target '%s'", in->target_root);
-	char a[32], b[32], c[32], d[32];
+	char a[EQ_SIZE_STR_MAX], b[EQ_SIZE_STR_MAX], c[EQ_SIZE_STR_MAX], d[EQ_SIZE_STR_MAX];
 	if (ws.st_dev == ts.st_dev) {
 		uint64_t need = add_sat(work_need, target_need);
 		if (tfree < need) {
-			fmt_size(tfree, false, a);
-			fmt_size(need, true, b);
-			fmt_size(target_need, true, c);
-			fmt_size(work_need, true, d);
+			eq_format_size(tfree, EQ_SIZE_DOWN, a);
+			eq_format_size(need, EQ_SIZE_UP, b);
+			eq_format_size(target_need, EQ_SIZE_UP, c);
+			eq_format_size(work_need, EQ_SIZE_UP, d);
 			return eq_error_set(err, EQ_ERR_LIMIT,
 					    "%s has %s free, release needs %s (%s of files, %s of downloads and "
 					    "temporary payloads in the same filesystem)",
@@ -916,13 +902,13 @@ eq_err eq_install_check_space(const struct eq_install *in, const struct eq_plan 
 		return EQ_OK;
 	}
 	if (tfree < target_need) {
-		fmt_size(tfree, false, a);
-		fmt_size(target_need, true, b);
+		eq_format_size(tfree, EQ_SIZE_DOWN, a);
+		eq_format_size(target_need, EQ_SIZE_UP, b);
 		return eq_error_set(err, EQ_ERR_LIMIT, "%s has %s free, release needs %s", what, a, b);
 	}
 	if (wfree < work_need) {
-		fmt_size(wfree, false, a);
-		fmt_size(work_need, true, b);
+		eq_format_size(wfree, EQ_SIZE_DOWN, a);
+		eq_format_size(work_need, EQ_SIZE_UP, b);
 		return eq_error_set(err, EQ_ERR_LIMIT,
 				    "work dir '%s' has %s free, downloads and temporary payloads need %s", in->work_dir,
 				    a, b);

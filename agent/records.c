@@ -162,12 +162,11 @@ struct pctx {
 static eq_err perr(struct pctx *p, eq_err code, const char *fmt, ...) EQ_PRINTF(3, 4);
 static eq_err perr(struct pctx *p, eq_err code, const char *fmt, ...)
 {
-	char msg[EQ_ERROR_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	eq_error_setv(p->err, code, fmt, ap);
 	va_end(ap);
-	return eq_error_set(p->err, code, "%s:%lu: %s", p->name, p->line, msg);
+	return eq_error_prefix(p->err, code, "%s:%lu", p->name, p->line);
 }
 
 
@@ -231,22 +230,9 @@ static eq_err check_rel_path(struct pctx *p, const char *field, const char *path
 	}
 }
 
-/* Strict decimal: digits only, no leading zero (except "0"), <= max. */
 static bool parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
-	if (!s[0] || (s[0] == '0' && s[1]))
-		return false;
-	uint64_t v = 0;
-	for (const char *c = s; *c; c++) {
-		if (*c < '0' || *c > '9')
-			return false;
-		unsigned d = (unsigned)(*c - '0');
-		if (v > (max - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*ret = v;
-	return true;
+	return eq_parse_u64(s, strlen(s), max, ret);
 }
 
 static bool parse_u32(const char *s, uint32_t *ret)

@@ -184,7 +184,7 @@ static eq_err empty_dir(const char *path, struct eq_error *err)
 static eq_err mnt_dir(const struct eq_config *cfg, const char *name, const char *suffix, char **ret,
 		      struct eq_error *err)
 {
-	const char *data = cfg->data_dir && cfg->data_dir[0] ? cfg->data_dir : "/var/lib/eqota";
+	const char *data = cfg->data_dir && cfg->data_dir[0] ? cfg->data_dir : EQ_CONFIG_DEFAULT_DATA_DIR;
 	char *p = eq_asprintf("%s/mnt/%s%s", data, name, suffix);
 	if (!p)
 		return eq_error_set(err, EQ_ERR_NOMEM, "slot: out of memory");
@@ -201,7 +201,7 @@ static eq_err mnt_dir(const struct eq_config *cfg, const char *name, const char 
  * config is interpreted beyond the split. */
 static eq_err run_mkfs(const char *mkfs, const char *dev, struct eq_error *err)
 {
-	EQ_AUTOFREE char *copy = eq_strdup(mkfs && mkfs[0] ? mkfs : "mkfs.ext4 -q -F");
+	EQ_AUTOFREE char *copy = eq_strdup(mkfs && mkfs[0] ? mkfs : EQ_CONFIG_DEFAULT_MKFS);
 	if (!copy)
 		return eq_error_set(err, EQ_ERR_NOMEM, "slot: out of memory");
 	char *argv[MAX_MKFS_ARGS + 2];

@@ -44,22 +44,9 @@ int64_t eq_state_backoff_s(uint64_t attempts)
 	return d < EQ_RETRY_MAX_S ? d : EQ_RETRY_MAX_S;
 }
 
-/* Decimal digits only, no sign, no leading zero, at most @max. */
 static bool parse_u64(const char *v, uint64_t max, uint64_t *ret)
 {
-	if (!*v || (v[0] == '0' && v[1]))
-		return false;
-	uint64_t x = 0;
-	for (const char *c = v; *c; c++) {
-		if (*c < '0' || *c > '9')
-			return false;
-		unsigned d = (unsigned)(*c - '0');
-		if (x > (max - d) / 10)
-			return false;
-		x = x * 10 + d;
-	}
-	*ret = x;
-	return true;
+	return eq_parse_u64(v, strlen(v), max, ret);
 }
 
 static bool parse_slot(const char *v, int *ret)

@@ -233,21 +233,6 @@ static void problem(struct problems *p, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* User-controlled text quoted in a message: at most 40 bytes, anything not
- * printable ASCII shown as '?', so junk cannot forge message lines. */
-static const char *shown(const char *s, char buf[48])
-{
-	size_t i = 0;
-	for (; i < 40 && s[i]; i++)
-		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	if (s[i] && i == 40) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
 static void parse_order(const char *v, struct eq_bl_state *st, struct problems *p)
 {
 	char q[48];
@@ -278,11 +263,12 @@ static void parse_order(const char *v, struct eq_bl_state *st, struct problems *
 		if (slot < 0) {
 			char q2[48];
 			problem(p, "%s='%s': unknown slot '%s'%s, skipped as a boot script does",
-				eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER), shown(v, q), shown(name, q2),
+				eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER), eq_quote(q, sizeof(q), v),
+				eq_quote(q2, sizeof(q2), name),
 				memchr(tok, ',', len) ? " (slots are separated by spaces)" : "");
 		} else if (dup) {
 			problem(p, "%s='%s': slot %s is listed twice, the second is skipped",
-				eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER), shown(v, q), name);
+				eq_bl_var_name(p->bl, EQ_BL_VAR_ORDER), eq_quote(q, sizeof(q), v), name);
 		} else {
 			st->order[st->n_order++] = (unsigned)slot;
 		}
@@ -300,8 +286,8 @@ static void parse_left(const char *v, unsigned slot, unsigned good, struct eq_bl
 		st->left[slot] = (unsigned)(v[0] - '0');
 	} else {
 		st->left[slot] = 0;
-		problem(p, "%s='%s' is not a number 0..%u (a boot script reads it as 0)", var, shown(v, q),
-			EQ_BL_MAX_ATTEMPTS);
+		problem(p, "%s='%s' is not a number 0..%u (a boot script reads it as 0)", var,
+			eq_quote(q, sizeof(q), v), EQ_BL_MAX_ATTEMPTS);
 	}
 }
 
@@ -314,7 +300,7 @@ static void parse_trial(const char *v, struct eq_bl_state *st, struct problems *
 	st->trial = eq_bl_slot_index(v);
 	if (st->trial < 0)
 		problem(p, "%s='%s' is not a slot name (a boot script sees no trial)",
-			eq_bl_var_name(p->bl, EQ_BL_VAR_TRIAL), shown(v, q));
+			eq_bl_var_name(p->bl, EQ_BL_VAR_TRIAL), eq_quote(q, sizeof(q), v));
 }
 
 /* Fills @st from @v, always; EQ_ERR_PARSE for the first problem. */

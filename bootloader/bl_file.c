@@ -74,11 +74,7 @@ static enum line_kind classify(const struct eq_bl *bl, struct line *l, char *why
 		ok = name_char(l->p[i]);
 	if (!ok) {
 		char q[48];
-		size_t k = 0;
-		for (; k < l->len && k < 40; k++)
-			q[k] = (l->p[k] >= 0x20 && l->p[k] < 0x7f) ? l->p[k] : '?';
-		q[k] = '\0';
-		snprintf(why, why_size, "expected NAME=value, got '%s%s'", q, l->len > 40 ? "..." : "");
+		snprintf(why, why_size, "expected NAME=value, got '%s'", eq_quote_n(q, sizeof(q), l->p, l->len));
 		return LINE_GARBLED;
 	}
 	l->name_len = n;

@@ -34,7 +34,6 @@
 /* GRUB's `test -gt` converts with strtoul base 0 into a C int: decimal
  * without leading zeros (octal otherwise) and below 2^31. */
 #define SEQ_MAX 999999999ul
-#define SEQ_MAX_DIGITS 9u
 #define VAR_SEQ "EQ_SEQ"
 #define VAR_SEQ2 "EQ_SEQ2"
 
@@ -102,20 +101,6 @@ static eq_err cut(const struct wctx *w, const char *path, struct eq_error *err)
 
 /* ---- parsing, as grub-core/lib/envblk.c does ----------------------------- */
 
-/* User-controlled text in a message: printable ASCII, at most 40 bytes. */
-static const char *shown(const char *s, char buf[48])
-{
-	size_t i = 0;
-	for (; i < 40 && s[i]; i++)
-		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	if (s[i]) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
 static size_t line_no(const char *raw, size_t off)
 {
 	size_t n = 1;
@@ -127,13 +112,12 @@ static size_t line_no(const char *raw, size_t off)
 static void invalid(struct copy *c, size_t off, const char *fmt, ...) EQ_PRINTF(3, 4);
 static void invalid(struct copy *c, size_t off, const char *fmt, ...)
 {
-	char why[256];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	eq_error_setv(&c->why, EQ_ERR_PARSE, fmt, ap);
 	va_end(ap);
 	c->kind = COPY_INVALID;
-	eq_error_set(&c->why, EQ_ERR_PARSE, "%s: line %zu (byte %zu): %s", c->path, line_no(c->blk.raw, off), off, why);
+	eq_error_prefix(&c->why, EQ_ERR_PARSE, "%s: line %zu (byte %zu)", c->path, line_no(c->blk.raw, off), off);
 }
 
 /* GRUB's find_next_line(): a backslash escapes the next byte, an escaped
@@ -163,16 +147,10 @@ static const struct gvar *find_var(const struct block *b, const char *name)
  * ours agree. */
 static bool parse_seq(const char *s, unsigned long *ret)
 {
-	size_t n = strlen(s);
-	if (n == 0 || n > SEQ_MAX_DIGITS || (n > 1 && s[0] == '0'))
+	uint64_t v;
+	if (!eq_parse_u64(s, strlen(s), SEQ_MAX, &v))
 		return false;
-	unsigned long v = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10u + (unsigned long)(s[i] - '0');
-	}
-	*ret = v;
+	*ret = (unsigned long)v;
 	return true;
 }
 
@@ -238,13 +216,13 @@ static bool parse_lines(struct copy *c)
 		value[vl] = '\0';
 		t += vl + 1;
 		if (memchr(value, '\0', vl)) {
-			invalid(c, start, "a NUL byte in the value of %s", shown(name, q));
+			invalid(c, start, "a NUL byte in the value of %s", eq_quote(q, sizeof(q), name));
 			return false;
 		}
 		const struct gvar *dup = find_var(b, name);
 		if (dup) {
 			invalid(c, start, "%s set again (first on line %zu): GRUB reads one and saves the other",
-				shown(name, q), line_no(raw, dup->offset));
+				eq_quote(q, sizeof(q), name), line_no(raw, dup->offset));
 			return false;
 		}
 		b->var[b->n_var++] = (struct gvar){.name = name, .value = value, .offset = start};
@@ -276,11 +254,11 @@ static void parse_block(struct copy *c)
 		const struct gvar *has = s1 ? s1 : s2;
 		invalid(c, has->offset,
 			"%s='%s' without %s: a write was cut between the block's two sectors, or it is garbled",
-			has->name, shown(has->value, q), s1 ? VAR_SEQ2 : VAR_SEQ);
+			has->name, eq_quote(q, sizeof(q), has->value), s1 ? VAR_SEQ2 : VAR_SEQ);
 	} else if (!d1 || !d2) {
 		const struct gvar *bad = d1 ? s2 : s1;
 		invalid(c, bad->offset, "%s='%s' is not a decimal number 0..%lu without leading zeros", bad->name,
-			shown(bad->value, q), SEQ_MAX);
+			eq_quote(q, sizeof(q), bad->value), SEQ_MAX);
 	} else if (v1 != v2) {
 		invalid(c, s2->offset, "EQ_SEQ=%lu but EQ_SEQ2=%lu: a write was cut between the block's two sectors",
 			v1, v2);

@@ -74,20 +74,6 @@ struct uboot {
 	char where[EQ_ERROR_MSG_MAX / 2]; /* the copies, for messages */
 };
 
-/* At most 40 printable bytes of user text, so junk cannot forge messages. */
-static const char *shown(const char *s, char buf[48])
-{
-	size_t i = 0;
-	for (; i < 40 && s[i]; i++)
-		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	if (s[i] && i == 40) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
 /*
  * One line of fw_env.config, with libubootenv's grammar ("%s %lli %zx", a
  * '#' line is a comment). It silently skips lines it cannot parse and copies
@@ -110,7 +96,7 @@ static eq_err config_line(const char *path, unsigned no, const char *line, struc
 	// NOLINTNEXTLINE(cert-err34-c)
 	if (sscanf(s, "%255s %lli %zx", c.dev, &c.offset, &c.size) < 3)
 		return eq_error_set(err, EQ_ERR_PARSE, "%s: line %u: expected 'DEVICE OFFSET SIZE', got '%s'", path, no,
-				    shown(s, q));
+				    eq_quote(q, sizeof(q), s));
 	if (c.size == 0)
 		return eq_error_set(err, EQ_ERR_PARSE, "%s: line %u: environment size 0", path, no);
 	if (u->n_copies == 2)

@@ -63,6 +63,22 @@ eq_err eq_error_set(struct eq_error *err, eq_err code, const char *fmt, ...)
 	return code;
 }
 
+eq_err eq_error_setv(struct eq_error *err, eq_err code, const char *fmt, va_list ap)
+{
+	if (err)
+		vset(err, code, 0, fmt, ap);
+	return code;
+}
+
+eq_err eq_error_errnov(struct eq_error *err, eq_err code, int saved_errno, const char *fmt, va_list ap)
+{
+	int keep = errno;
+	if (err)
+		vset(err, code, saved_errno ? saved_errno : EIO, fmt, ap);
+	errno = keep;
+	return code;
+}
+
 eq_err eq_error_errno(struct eq_error *err, eq_err code, const char *fmt, ...)
 {
 	int saved = errno;

@@ -198,18 +198,14 @@ eq_err eq_rm_rf_at(int dirfd, const char *name, const char *shown, struct eq_err
 
 static bool number_name(const char *name, const char *suffix, unsigned width, uint64_t *ret)
 {
-	uint64_t v = 0;
-	unsigned n = 0;
-	for (; *name >= '0' && *name <= '9'; name++, n++) {
-		unsigned d = (unsigned)(*name - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (n == 0 || (width && n != width) || strcmp(name, suffix) != 0)
+	size_t n = strspn(name, "0123456789");
+	if ((width && n != width) || strcmp(name + n, suffix) != 0)
 		return false;
-	*ret = v;
-	return true;
+	/* A fixed width is written zero-padded (the report queue's names);
+	 * without one, "007" beside "7" would name release 7 twice. */
+	if (width)
+		return eq_parse_u64_padded(name, n, UINT64_MAX, ret);
+	return eq_parse_u64(name, n, UINT64_MAX, ret);
 }
 
 static int cmp_u64(const void *a, const void *b)

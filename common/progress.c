@@ -20,17 +20,6 @@ void eq_progress_printer_init(struct eq_progress_printer *pp, int fd)
 	pp->last_s = -1e9;
 }
 
-static void human(double v, char *out, size_t n)
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int i = 0;
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 void eq_progress_print(const struct eq_progress *p, void *vctx)
 {
 	struct eq_progress_printer *pp = vctx;
@@ -39,10 +28,10 @@ void eq_progress_print(const struct eq_progress *p, void *vctx)
 		return;
 	pp->last_s = p->elapsed_s;
 	char done[32], total[32], rate[32], left[32] = "?";
-	human((double)p->bytes_done, done, sizeof(done));
-	human((double)p->bytes_total, total, sizeof(total));
+	eq_format_size(p->bytes_done, EQ_SIZE_NEAREST, done);
+	eq_format_size(p->bytes_total, EQ_SIZE_NEAREST, total);
 	double r = p->elapsed_s > 0 ? (double)p->bytes_done / p->elapsed_s : 0;
-	human(r, rate, sizeof(rate));
+	eq_format_size((uint64_t)r, EQ_SIZE_NEAREST, rate);
 	if (r > 0 && p->bytes_total >= p->bytes_done) {
 		double secs = (double)(p->bytes_total - p->bytes_done) / r;
 		snprintf(left, sizeof(left), "%.0fs", secs);

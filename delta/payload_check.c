@@ -88,11 +88,11 @@ static eq_err check_prefixes(struct eq_payload_checker *c, const char *path, str
 		*s = '\0';
 		if (tar_strset_has(&c->symlinks, p))
 			return eq_error_set(err, EQ_ERR_UNSAFE, "path goes through symlink '%s' of this payload",
-					    tar_quote(q, sizeof(q), p));
+					    eq_quote(q, sizeof(q), p));
 		if (tar_strset_has(&c->nondir, p))
 			return eq_error_set(err, EQ_ERR_UNSAFE,
 					    "path goes through '%s', a non-directory of this payload",
-					    tar_quote(q, sizeof(q), p));
+					    eq_quote(q, sizeof(q), p));
 		*s = '/';
 	}
 	return EQ_OK;
@@ -114,7 +114,7 @@ static eq_err check_path(struct eq_payload_checker *c, const char *path, struct 
 	}
 	if (under_reserved(path))
 		return eq_error_set(err, EQ_ERR_UNSAFE, "'%s' is eqota's own folder, reserved for the agent",
-				    tar_quote(q, sizeof(q), EQ_PAYLOAD_RESERVED_DIR));
+				    eq_quote(q, sizeof(q), EQ_PAYLOAD_RESERVED_DIR));
 	return EQ_OK;
 }
 
@@ -140,11 +140,11 @@ eq_err eq_payload_checker_add(struct eq_payload_checker *c, const struct eq_payl
 		const char *why = tar_path_problem(e->link);
 		if (why)
 			return eq_error_set(err, EQ_ERR_UNSAFE, "hard link target '%s': %s",
-					    tar_quote(q, sizeof(q), e->link), why);
+					    eq_quote(q, sizeof(q), e->link), why);
 		if (!tar_strset_has(&c->nondir, e->link))
 			return eq_error_set(err, EQ_ERR_UNSAFE,
 					    "hard link to '%s', which is not an earlier file of the payload",
-					    tar_quote(q, sizeof(q), e->link));
+					    eq_quote(q, sizeof(q), e->link));
 		r = check_prefixes(c, e->link, err);
 		if (r)
 			return r;
@@ -236,7 +236,7 @@ eq_err eq_payload_check(eq_read_fn src, void *src_ctx, const struct eq_payload_l
 		if (r) {
 			char q[TAR_QUOTE_MAX];
 			r = eq_error_prefix(err, r, "payload: entry '%s' at byte %" PRIu64,
-					    tar_quote(q, sizeof(q), e->path), tar_reader_entry_offset(rd));
+					    eq_quote(q, sizeof(q), e->path), tar_reader_entry_offset(rd));
 			break;
 		}
 		f.entries++;

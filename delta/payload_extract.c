@@ -65,19 +65,18 @@ static eq_err efail(struct ex *x, struct eq_error *err, eq_err code, bool with_e
 static eq_err efail(struct ex *x, struct eq_error *err, eq_err code, bool with_errno, const char *fmt, ...)
 {
 	int saved = errno;
-	char msg[320];
 	char q[TAR_QUOTE_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (with_errno)
+		eq_error_errnov(err, code, saved, fmt, ap);
+	else
+		eq_error_setv(err, code, fmt, ap);
 	va_end(ap);
-	const char *name = tar_quote(q, sizeof(q), x->ent ? x->ent->path : "");
-	uint64_t off = tar_reader_entry_offset(x->r);
-	if (with_errno) {
-		errno = saved;
-		return eq_error_errno(err, code, "payload: entry '%s' at byte %" PRIu64 ": %s", name, off, msg);
-	}
-	return eq_error_set(err, code, "payload: entry '%s' at byte %" PRIu64 ": %s", name, off, msg);
+	const char *name = eq_quote(q, sizeof(q), x->ent ? x->ent->path : "");
+	eq_error_prefix(err, code, "payload: entry '%s' at byte %" PRIu64, name, tar_reader_entry_offset(x->r));
+	errno = saved;
+	return code;
 }
 
 /* Opens directory @rel (possibly "") inside the root as an O_PATH fd,
@@ -117,11 +116,11 @@ static eq_err resolve_fail(struct ex *x, const char *dir, struct eq_error *err)
 	char q[TAR_QUOTE_MAX];
 	if (errno == EXDEV || errno == ELOOP)
 		return efail(x, err, EQ_ERR_UNSAFE, false, "'%s' leads outside the root or through a symlink",
-			     tar_quote(q, sizeof(q), dir));
+			     eq_quote(q, sizeof(q), dir));
 	if (errno == ENOTDIR)
-		return efail(x, err, EQ_ERR_STATE, false, "'%s' is not a directory", tar_quote(q, sizeof(q), dir));
+		return efail(x, err, EQ_ERR_STATE, false, "'%s' is not a directory", eq_quote(q, sizeof(q), dir));
 	return efail(x, err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, true, "cannot open directory '%s'",
-		     tar_quote(q, sizeof(q), dir));
+		     eq_quote(q, sizeof(q), dir));
 }
 
 /* ---- eqota's reserved folder, after symlinks ------------------------------ */
@@ -276,7 +275,7 @@ static eq_err open_parent(struct ex *x, const char *path, int *ret_fd, const cha
 			if (rc < 0) {
 				char q[TAR_QUOTE_MAX];
 				return efail(x, err, EQ_ERR_IO, true, "cannot create directory '%s'",
-					     tar_quote(q, sizeof(q), dir));
+					     eq_quote(q, sizeof(q), dir));
 			}
 			eq_err e = record(x, dir, MADE_DIR, NULL, err);
 			if (e)
@@ -305,8 +304,7 @@ static eq_err set_xattrs_fd(struct ex *x, int fd, const char *proc_path, struct 
 				 : lsetxattr(proc_path, a->name, a->value, a->len, 0);
 		if (rc < 0) {
 			char q[TAR_QUOTE_MAX];
-			return efail(x, err, EQ_ERR_IO, true, "cannot set xattr '%s'",
-				     tar_quote(q, sizeof(q), a->name));
+			return efail(x, err, EQ_ERR_IO, true, "cannot set xattr '%s'", eq_quote(q, sizeof(q), a->name));
 		}
 	}
 	return EQ_OK;
@@ -556,10 +554,10 @@ eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const
 	x.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (x.rootfd < 0)
 		r = eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "payload: extract root '%s'",
-				   tar_quote(q, sizeof(q), root));
+				   eq_quote(q, sizeof(q), root));
 	struct stat rst;
 	if (!r && fstat(x.rootfd, &rst) != 0)
-		r = eq_error_errno(err, EQ_ERR_IO, "payload: extract root '%s'", tar_quote(q, sizeof(q), root));
+		r = eq_error_errno(err, EQ_ERR_IO, "payload: extract root '%s'", eq_quote(q, sizeof(q), root));
 	if (!r) {
 		x.root_id = (struct fid){rst.st_dev, rst.st_ino, true};
 		x.res_stale = true;

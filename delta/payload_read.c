@@ -113,23 +113,6 @@ void tar_put_octal(uint8_t *field, size_t width, uint64_t v)
 	}
 }
 
-const char *tar_quote(char *out, size_t outlen, const char *s)
-{
-	size_t i = 0;
-	if (!s)
-		s = "";
-	for (; s[i] && i + 4 < outlen; i++) {
-		unsigned char c = (unsigned char)s[i];
-		out[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-	}
-	if (s[i] && outlen >= 4) {
-		memcpy(out + i, "...", 3);
-		i += 3;
-	}
-	out[i] = '\0';
-	return out;
-}
-
 const char *tar_path_problem(const char *path)
 {
 	if (!path[0])
@@ -324,17 +307,16 @@ static eq_err rfail(struct eq_payload_reader *r, struct eq_error *err, eq_err co
 	EQ_PRINTF(4, 5);
 static eq_err rfail(struct eq_payload_reader *r, struct eq_error *err, eq_err code, const char *fmt, ...)
 {
-	char msg[320];
 	char q[TAR_QUOTE_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	eq_error_setv(err, code, fmt, ap);
 	va_end(ap);
 	r->failed = true;
 	if (!r->errname[0])
-		return eq_error_set(err, code, "payload: at byte %" PRIu64 ": %s", r->entry_off, msg);
-	return eq_error_set(err, code, "payload: entry '%s' at byte %" PRIu64 ": %s",
-			    tar_quote(q, sizeof(q), r->errname), r->entry_off, msg);
+		return eq_error_prefix(err, code, "payload: at byte %" PRIu64, r->entry_off);
+	return eq_error_prefix(err, code, "payload: entry '%s' at byte %" PRIu64, eq_quote(q, sizeof(q), r->errname),
+			       r->entry_off);
 }
 
 static void set_errname(struct eq_payload_reader *r, const char *name, size_t len)
@@ -417,23 +399,11 @@ static bool parse_num(const uint8_t *f, size_t width, uint64_t *ret)
 	return true;
 }
 
+/* GNU tar, libarchive, Python's tarfile and dpkg-deb write pax numbers
+ * without leading zeros; one that has them is refused, as elsewhere. */
 static bool parse_decimal(const char *s, size_t len, uint64_t max, uint64_t *ret)
 {
-	uint64_t v = 0;
-	if (len == 0 || len > 20)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		unsigned d = (unsigned)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (v > max)
-		return false;
-	*ret = v;
-	return true;
+	return eq_parse_u64(s, len, max, ret);
 }
 
 static bool all_zero(const uint8_t *b, size_t n)

@@ -52,9 +52,6 @@ unsigned tar_checksum(const uint8_t block[TAR_BLOCK]);
 /* Writes @v as width-1 zero-padded octal digits and a NUL; @v must fit. */
 void tar_put_octal(uint8_t *field, size_t width, uint64_t v);
 
-/* Copies @s into @out (size @outlen) for an error message: control bytes
- * become '?', long strings are cut with "...". Returns @out. */
-const char *tar_quote(char *out, size_t outlen, const char *s);
 
 /*
  * Checks a relative payload path (the form struct eq_payload_entry uses):

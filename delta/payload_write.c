@@ -116,7 +116,7 @@ static eq_err copy_xattrs(const struct eq_payload_limits *lim, const char *path,
 	char q[TAR_QUOTE_MAX];
 	if (e->n_xattrs > lim->max_xattrs)
 		return eq_error_set(err, EQ_ERR_LIMIT, "payload: entry '%s': %zu xattrs, the limit is %zu",
-				    tar_quote(q, sizeof(q), path), e->n_xattrs, lim->max_xattrs);
+				    eq_quote(q, sizeof(q), path), e->n_xattrs, lim->max_xattrs);
 	if (!e->n_xattrs)
 		return EQ_OK;
 	out->xattrs = eq_calloc(e->n_xattrs, sizeof(*out->xattrs));
@@ -129,11 +129,11 @@ static eq_err copy_xattrs(const struct eq_payload_limits *lim, const char *path,
 		if (!x->name || !x->name[0] || strpbrk(x->name, "=%"))
 			return eq_error_set(err, EQ_ERR_UNSUPPORTED,
 					    "payload: entry '%s': xattr name '%s' is empty or contains '=' or '%%'",
-					    tar_quote(q, sizeof(q), path), x->name ? x->name : "");
+					    eq_quote(q, sizeof(q), path), x->name ? x->name : "");
 		if (x->len > lim->max_xattr_size)
 			return eq_error_set(err, EQ_ERR_LIMIT,
 					    "payload: entry '%s': xattr '%s' of %zu bytes exceeds the limit of %zu",
-					    tar_quote(q, sizeof(q), path), x->name, x->len, lim->max_xattr_size);
+					    eq_quote(q, sizeof(q), path), x->name, x->len, lim->max_xattr_size);
 		struct eq_xattr *o = &out->xattrs[out->n_xattrs];
 		o->name = eq_strdup(x->name);
 		o->value = eq_malloc(x->len ? x->len : 1);
@@ -148,7 +148,7 @@ static eq_err copy_xattrs(const struct eq_payload_limits *lim, const char *path,
 	for (size_t i = 1; i < out->n_xattrs; i++)
 		if (!strcmp(out->xattrs[i - 1].name, out->xattrs[i].name))
 			return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': xattr '%s' given twice",
-					    tar_quote(q, sizeof(q), path), out->xattrs[i].name);
+					    eq_quote(q, sizeof(q), path), out->xattrs[i].name);
 	return EQ_OK;
 }
 
@@ -158,35 +158,35 @@ static eq_err check_entry(const struct eq_payload_limits *lim, const char *path,
 	char q[TAR_QUOTE_MAX];
 	const char *why = tar_path_problem(path);
 	if (why)
-		return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': %s", tar_quote(q, sizeof(q), path), why);
+		return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': %s", eq_quote(q, sizeof(q), path), why);
 	if (strlen(path) > lim->max_path)
 		return eq_error_set(err, EQ_ERR_LIMIT, "payload: entry '%s': path is longer than %zu bytes",
-				    tar_quote(q, sizeof(q), path), lim->max_path);
+				    eq_quote(q, sizeof(q), path), lim->max_path);
 	if (e->mode & ~07777u)
 		return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': mode %o has bits outside 07777",
-				    tar_quote(q, sizeof(q), path), e->mode);
+				    eq_quote(q, sizeof(q), path), e->mode);
 	switch (e->type) {
 	case EQ_ENTRY_FILE:
 		if (e->size > lim->max_file_size)
 			return eq_error_set(err, EQ_ERR_LIMIT,
 					    "payload: entry '%s': size %" PRIu64 " exceeds the limit of %" PRIu64,
-					    tar_quote(q, sizeof(q), path), e->size, lim->max_file_size);
+					    eq_quote(q, sizeof(q), path), e->size, lim->max_file_size);
 		if (e->size && data_fd < 0 && root == NO_ROOT)
 			return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': file has no data fd",
-					    tar_quote(q, sizeof(q), path));
+					    eq_quote(q, sizeof(q), path));
 		break;
 	case EQ_ENTRY_SYMLINK:
 	case EQ_ENTRY_HARDLINK:
 		if (!e->link || !e->link[0])
 			return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': empty link target",
-					    tar_quote(q, sizeof(q), path));
+					    eq_quote(q, sizeof(q), path));
 		if (strlen(e->link) > lim->max_path)
 			return eq_error_set(err, EQ_ERR_LIMIT,
 					    "payload: entry '%s': link target is longer than %zu bytes",
-					    tar_quote(q, sizeof(q), path), lim->max_path);
+					    eq_quote(q, sizeof(q), path), lim->max_path);
 		if (e->type == EQ_ENTRY_HARDLINK && (why = tar_path_problem(skip_dot_slash(e->link))))
 			return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': hard link target: %s",
-					    tar_quote(q, sizeof(q), path), why);
+					    eq_quote(q, sizeof(q), path), why);
 		break;
 	case EQ_ENTRY_DIR:
 	case EQ_ENTRY_CHR:
@@ -194,7 +194,7 @@ static eq_err check_entry(const struct eq_payload_limits *lim, const char *path,
 	case EQ_ENTRY_FIFO: break;
 	default:
 		return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': unknown type %d",
-				    tar_quote(q, sizeof(q), path), (int)e->type);
+				    eq_quote(q, sizeof(q), path), (int)e->type);
 	}
 	return EQ_OK;
 }
@@ -210,11 +210,10 @@ static eq_err add_entry(struct eq_payload_builder *b, const struct eq_payload_en
 	if (r)
 		return r;
 	if (tar_strset_has(&b->paths, path))
-		return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s' added twice",
-				    tar_quote(q, sizeof(q), path));
+		return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s' added twice", eq_quote(q, sizeof(q), path));
 	if (b->n >= b->lim.max_entries)
 		return eq_error_set(err, EQ_ERR_LIMIT, "payload: more than %" PRIu64 " entries at '%s'",
-				    b->lim.max_entries, tar_quote(q, sizeof(q), path));
+				    b->lim.max_entries, eq_quote(q, sizeof(q), path));
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 256;
 		struct bent *n = eq_realloc(b->ents, cap * sizeof(*n));
@@ -383,7 +382,7 @@ static eq_err read_xattrs(const struct eq_payload_limits *lim, const char *full,
 	if (len < 0) {
 		if (errno == ENOTSUP || errno == ENOSYS)
 			return EQ_OK;
-		return eq_error_errno(err, EQ_ERR_IO, "payload: entry '%s': llistxattr", tar_quote(q, sizeof(q), rel));
+		return eq_error_errno(err, EQ_ERR_IO, "payload: entry '%s': llistxattr", eq_quote(q, sizeof(q), rel));
 	}
 	size_t count = 0;
 	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(names + i) + 1)
@@ -393,7 +392,7 @@ static eq_err read_xattrs(const struct eq_payload_limits *lim, const char *full,
 		return EQ_OK;
 	if (count > lim->max_xattrs)
 		return eq_error_set(err, EQ_ERR_LIMIT, "payload: entry '%s': %zu xattrs, the limit is %zu",
-				    tar_quote(q, sizeof(q), rel), count, lim->max_xattrs);
+				    eq_quote(q, sizeof(q), rel), count, lim->max_xattrs);
 	out->x = eq_calloc(count, sizeof(*out->x));
 	if (!out->x)
 		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for xattrs");
@@ -404,11 +403,11 @@ static eq_err read_xattrs(const struct eq_payload_limits *lim, const char *full,
 		ssize_t vlen = lgetxattr(full, name, NULL, 0);
 		if (vlen < 0)
 			return eq_error_errno(err, EQ_ERR_IO, "payload: entry '%s': lgetxattr '%s'",
-					      tar_quote(q, sizeof(q), rel), name);
+					      eq_quote(q, sizeof(q), rel), name);
 		if ((size_t)vlen > lim->max_xattr_size)
 			return eq_error_set(err, EQ_ERR_LIMIT,
 					    "payload: entry '%s': xattr '%s' of %zd bytes exceeds the limit of %zu",
-					    tar_quote(q, sizeof(q), rel), name, vlen, lim->max_xattr_size);
+					    eq_quote(q, sizeof(q), rel), name, vlen, lim->max_xattr_size);
 		struct eq_xattr *x = &out->x[out->n++];
 		x->name = eq_strdup(name);
 		x->value = eq_malloc((size_t)vlen + 1);
@@ -417,7 +416,7 @@ static eq_err read_xattrs(const struct eq_payload_limits *lim, const char *full,
 		ssize_t got = lgetxattr(full, name, x->value, (size_t)vlen);
 		if (got != vlen)
 			return eq_error_errno(err, EQ_ERR_IO, "payload: entry '%s': xattr '%s' changed while read",
-					      tar_quote(q, sizeof(q), rel), name);
+					      eq_quote(q, sizeof(q), rel), name);
 		x->len = (size_t)vlen;
 	}
 	return EQ_OK;
@@ -458,21 +457,21 @@ static eq_err add_fs(struct eq_payload_builder *b, size_t ridx, const char *rel,
 	char q[TAR_QUOTE_MAX];
 	const char *why = tar_path_problem(rel);
 	if (why)
-		return eq_error_set(err, EQ_ERR_INVAL, "payload: '%s': %s", tar_quote(q, sizeof(q), rel), why);
+		return eq_error_set(err, EQ_ERR_INVAL, "payload: '%s': %s", eq_quote(q, sizeof(q), rel), why);
 	if (strlen(rel) > b->lim.max_path)
 		return eq_error_set(err, EQ_ERR_LIMIT, "payload: entry '%s': path is longer than %zu bytes",
-				    tar_quote(q, sizeof(q), rel), b->lim.max_path);
+				    eq_quote(q, sizeof(q), rel), b->lim.max_path);
 	const char *base;
 	int pfd = open_parent_in(b->root_fds[ridx], rel, &base);
 	if (pfd < 0) {
 		if (errno == ENOENT)
 			return eq_error_errno(err, EQ_ERR_NOTFOUND, "payload: '%s' not found under '%s'",
-					      tar_quote(q, sizeof(q), rel), b->roots[ridx]);
+					      eq_quote(q, sizeof(q), rel), b->roots[ridx]);
 		eq_err code = errno == EXDEV || errno == ELOOP ? EQ_ERR_UNSAFE
 			      : errno == ENOMEM                ? EQ_ERR_NOMEM
 							       : EQ_ERR_IO;
-		return eq_error_errno(err, code, "payload: '%s': parent folder under '%s'",
-				      tar_quote(q, sizeof(q), rel), b->roots[ridx]);
+		return eq_error_errno(err, code, "payload: '%s': parent folder under '%s'", eq_quote(q, sizeof(q), rel),
+				      b->roots[ridx]);
 	}
 	/* The entry itself is never followed: its metadata by name below
 	 * the parent's descriptor, xattrs through /proc like extract's. */
@@ -486,9 +485,9 @@ static eq_err add_fs(struct eq_payload_builder *b, size_t ridx, const char *rel,
 	else if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			r = eq_error_errno(err, EQ_ERR_NOTFOUND, "payload: '%s' not found under '%s'",
-					   tar_quote(q, sizeof(q), rel), b->roots[ridx]);
+					   eq_quote(q, sizeof(q), rel), b->roots[ridx]);
 		else
-			r = eq_error_errno(err, EQ_ERR_IO, "payload: lstat '%s'", tar_quote(q, sizeof(q), rel));
+			r = eq_error_errno(err, EQ_ERR_IO, "payload: lstat '%s'", eq_quote(q, sizeof(q), rel));
 	}
 	if (r) {
 		close(pfd);
@@ -526,11 +525,11 @@ static eq_err add_found(struct eq_payload_builder *b, size_t ridx, const char *r
 			return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for a link target");
 		ssize_t n = readlinkat(pfd, base, target, cap);
 		if (n < 0)
-			return eq_error_errno(err, EQ_ERR_IO, "payload: readlink '%s'", tar_quote(q, sizeof(q), rel));
+			return eq_error_errno(err, EQ_ERR_IO, "payload: readlink '%s'", eq_quote(q, sizeof(q), rel));
 		if ((size_t)n >= cap - 1)
 			return eq_error_set(err, EQ_ERR_LIMIT,
 					    "payload: entry '%s': link target is longer than %zu bytes",
-					    tar_quote(q, sizeof(q), rel), b->lim.max_path);
+					    eq_quote(q, sizeof(q), rel), b->lim.max_path);
 		target[n] = '\0';
 		e.link = target;
 		break;
@@ -544,7 +543,7 @@ static eq_err add_found(struct eq_payload_builder *b, size_t ridx, const char *r
 	case S_IFIFO: e.type = EQ_ENTRY_FIFO; break;
 	default:
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED, "payload: entry '%s': sockets cannot be stored",
-				    tar_quote(q, sizeof(q), rel));
+				    eq_quote(q, sizeof(q), rel));
 	}
 	struct xlist xl = {0};
 	eq_err r = read_xattrs(&b->lim, full, rel, &xl, err);
@@ -590,7 +589,7 @@ static eq_err walk(struct eq_payload_builder *b, size_t ridx, const char *rel, s
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
 		eq_err r = eq_error_errno(err, errno == ENOMEM ? EQ_ERR_NOMEM : EQ_ERR_IO, "payload: opendir '%s'",
-					  tar_quote(q, sizeof(q), full));
+					  eq_quote(q, sizeof(q), full));
 		if (dfd >= 0)
 			close(dfd);
 		return r;
@@ -604,7 +603,7 @@ static eq_err walk(struct eq_payload_builder *b, size_t ridx, const char *rel, s
 		if (!de) {
 			if (errno)
 				r = eq_error_errno(err, EQ_ERR_IO, "payload: readdir '%s'",
-						   tar_quote(q, sizeof(q), full));
+						   eq_quote(q, sizeof(q), full));
 			break;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -614,7 +613,7 @@ static eq_err walk(struct eq_payload_builder *b, size_t ridx, const char *rel, s
 			char **nn = eq_realloc(names, nc * sizeof(*nn));
 			if (!nn) {
 				r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory reading '%s'",
-						 tar_quote(q, sizeof(q), full));
+						 eq_quote(q, sizeof(q), full));
 				break;
 			}
 			names = nn;
@@ -623,7 +622,7 @@ static eq_err walk(struct eq_payload_builder *b, size_t ridx, const char *rel, s
 		names[n] = rel[0] ? eq_asprintf("%s/%s", rel, de->d_name) : eq_strdup(de->d_name);
 		if (!names[n]) {
 			r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory reading '%s'",
-					 tar_quote(q, sizeof(q), full));
+					 eq_quote(q, sizeof(q), full));
 			break;
 		}
 		n++;
@@ -649,10 +648,10 @@ static eq_err add_root(struct eq_payload_builder *b, const char *root, size_t *r
 	struct stat st;
 	if (stat(root, &st) < 0)
 		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "payload: root '%s'",
-				      tar_quote(q, sizeof(q), root));
+				      eq_quote(q, sizeof(q), root));
 	if (!S_ISDIR(st.st_mode))
 		return eq_error_set(err, EQ_ERR_INVAL, "payload: root '%s' is not a directory",
-				    tar_quote(q, sizeof(q), root));
+				    eq_quote(q, sizeof(q), root));
 	char **nr = eq_realloc(b->roots, (b->n_roots + 1) * sizeof(*nr));
 	if (!nr)
 		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory");
@@ -663,7 +662,7 @@ static eq_err add_root(struct eq_payload_builder *b, const char *root, size_t *r
 	b->root_fds = nf;
 	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return eq_error_errno(err, EQ_ERR_IO, "payload: root '%s'", tar_quote(q, sizeof(q), root));
+		return eq_error_errno(err, EQ_ERR_IO, "payload: root '%s'", eq_quote(q, sizeof(q), root));
 	b->roots[b->n_roots] = eq_strdup(root);
 	if (!b->roots[b->n_roots]) {
 		close(fd);
@@ -850,7 +849,7 @@ static eq_err emit_header(struct out *o, const struct hdr *h, struct eq_buf *pax
 			: eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory");
 	}
 	if (r)
-		return eq_error_prefix(err, r, "payload: entry '%s'", tar_quote(q, sizeof(q), h->path));
+		return eq_error_prefix(err, r, "payload: entry '%s'", eq_quote(q, sizeof(q), h->path));
 	if (pax->len) {
 		fill_header(blk, TAR_PAX_NAME, 0644, 0, 0, pax->len, 'x', NULL, 0, 0);
 		r = out_put(o, blk, TAR_BLOCK, err);
@@ -891,11 +890,11 @@ static eq_err emit_data(struct eq_payload_builder *b, struct out *o, const struc
 		struct stat st;
 		if (own_fd < 0)
 			return eq_error_errno(err, errno == ENOMEM ? EQ_ERR_NOMEM : EQ_ERR_IO,
-					      "payload: entry '%s': open", tar_quote(q, sizeof(q), m->path));
+					      "payload: entry '%s': open", eq_quote(q, sizeof(q), m->path));
 		if (fstat(own_fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != h->size) {
 			close(own_fd);
 			return eq_error_set(err, EQ_ERR_STATE, "payload: entry '%s': file changed since it was added",
-					    tar_quote(q, sizeof(q), m->path));
+					    eq_quote(q, sizeof(q), m->path));
 		}
 		fd = own_fd;
 	}
@@ -911,12 +910,12 @@ static eq_err emit_data(struct eq_payload_builder *b, struct out *o, const struc
 			continue;
 		if (got < 0)
 			r = eq_error_errno(err, EQ_ERR_IO, "payload: entry '%s': read",
-					   tar_quote(q, sizeof(q), m->path));
+					   eq_quote(q, sizeof(q), m->path));
 		else if (got == 0)
 			r = eq_error_set(err, EQ_ERR_STATE,
 					 "payload: entry '%s': file shrank since it was added (%" PRIu64
 					 " bytes missing)",
-					 tar_quote(q, sizeof(q), m->path), left);
+					 eq_quote(q, sizeof(q), m->path), left);
 		else {
 			o->len += (size_t)got;
 			pos += (uint64_t)got;
@@ -1020,8 +1019,8 @@ static eq_err group_links(struct eq_payload_builder *b, size_t *parent, size_t *
 		if (j == SIZE_MAX)
 			return eq_error_set(err, EQ_ERR_INVAL,
 					    "payload: entry '%s': hard link to '%s', which is not in the payload",
-					    tar_quote(q, sizeof(q), b->ents[i].path),
-					    tar_quote(q2, sizeof(q2), b->ents[i].link));
+					    eq_quote(q, sizeof(q), b->ents[i].path),
+					    eq_quote(q2, sizeof(q2), b->ents[i].link));
 		uf_union(parent, i, j);
 	}
 	for (size_t i = 0; i < b->n; i++) {
@@ -1035,10 +1034,10 @@ static eq_err group_links(struct eq_payload_builder *b, size_t *parent, size_t *
 		size_t r = uf_find(parent, i);
 		if (meta[r] == SIZE_MAX)
 			return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': hard links without a file",
-					    tar_quote(q, sizeof(q), b->ents[i].path));
+					    eq_quote(q, sizeof(q), b->ents[i].path));
 		if (b->ents[meta[r]].type == EQ_ENTRY_DIR && leader[r] != i)
 			return eq_error_set(err, EQ_ERR_INVAL, "payload: entry '%s': hard link to a directory",
-					    tar_quote(q, sizeof(q), b->ents[i].path));
+					    eq_quote(q, sizeof(q), b->ents[i].path));
 	}
 	return EQ_OK;
 }

@@ -391,18 +391,6 @@ static int cmd_keygen(const struct opts *o)
 	return 0;
 }
 
-static void human(uint64_t v, char *out, size_t n)
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB"};
-	double d = (double)v;
-	int i = 0;
-	while (d >= 1024 && i < 3) {
-		d /= 1024;
-		i++;
-	}
-	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", d, u[i]);
-}
-
 /* After a publish or promote to @channel: a timestamp for the new
  * manifest when timestamp keys were given, else a warning in root mode. */
 static eq_err refresh_timestamp(const struct opts *o, const char *channel, const struct eq_publish_report *rep,
@@ -464,7 +452,7 @@ static int cmd_prune(const struct opts *o)
 	if (eq_gen_prune(&po, &rep, &e) != EQ_OK)
 		return fail(&e);
 	char bytes[32];
-	human(rep.bytes, bytes, sizeof(bytes));
+	eq_format_size(rep.bytes, EQ_SIZE_NEAREST, bytes);
 	printf("%s %zu releases, %zu objects, %zu deltas, %zu manifest deltas (%s); kept %zu releases\n",
 	       o->dry_run ? "would remove" : "removed", rep.releases, rep.objects, rep.deltas, rep.manifest_deltas,
 	       bytes, rep.kept_releases);
@@ -507,7 +495,7 @@ static int cmd_promote(const struct opts *o)
 		return fail(&e);
 	}
 	char bytes[32];
-	human(rep.bytes_written, bytes, sizeof(bytes));
+	eq_format_size(rep.bytes_written, EQ_SIZE_NEAREST, bytes);
 	printf("promoted %s/%s release '%s' to %s as number %" PRIu64 ": %zu packages, %zu new deltas, %s written "
 	       "in %.1f s\n",
 	       o->board, o->from_channel, o->release, o->to_channel, rep.number, rep.n_packages, rep.deltas_written,
@@ -576,7 +564,7 @@ static int cmd_publish(const struct opts *o)
 		return fail(&e);
 	}
 	char bytes[32];
-	human(rep.bytes_written, bytes, sizeof(bytes));
+	eq_format_size(rep.bytes_written, EQ_SIZE_NEAREST, bytes);
 	printf("published %s/%s release '%s' as number %" PRIu64
 	       ": %zu packages (%zu equivalent to earlier builds, %zu "
 	       "not reproducible, %zu unchanged files not read again), %zu new objects, %zu new deltas, %s written "
@@ -662,8 +650,8 @@ static int cmd_diff(const struct opts *o)
 			       x->via_delta ? " (delta)" : "");
 		}
 		char dl[32], full[32];
-		human(d.download_bytes, dl, sizeof(dl));
-		human(d.full_bytes, full, sizeof(full));
+		eq_format_size(d.download_bytes, EQ_SIZE_NEAREST, dl);
+		eq_format_size(d.full_bytes, EQ_SIZE_NEAREST, full);
 		printf("total: %zu kept, %zu equivalent, %zu changed, %zu added, %zu removed; download %" PRIu64
 		       " bytes (%s) of %" PRIu64 " bytes (%s) for the full release, %.2f %%\n",
 		       d.count[EQ_DIFF_KEPT], d.count[EQ_DIFF_EQUIVALENT], d.count[EQ_DIFF_CHANGED],
@@ -719,7 +707,7 @@ static int cmd_show(const struct opts *o)
 			       p->unihash, p->object.size, p->n_deltas);
 		}
 		char t[32];
-		human(total, t, sizeof(t));
+		eq_format_size(total, EQ_SIZE_NEAREST, t);
 		printf("objects of this release: %" PRIu64 " bytes (%s)\n", total, t);
 	}
 	eq_repo_history_done(&h);

@@ -67,9 +67,10 @@ int main(void)
 	if (!method || strcmp(method, "POST") != 0)
 		return reply("405 Method Not Allowed", "POST one eqota report");
 	const char *cl = env("CONTENT_LENGTH");
-	if (!cl || strspn(cl, "0123456789") != strlen(cl) || strlen(cl) > 6)
+	uint64_t cl_len;
+	if (!cl || !eq_parse_u64(cl, strlen(cl), 999999, &cl_len))
 		return reply("411 Length Required", "a Content-Length is needed");
-	size_t len = (size_t)strtoul(cl, NULL, 10);
+	size_t len = (size_t)cl_len;
 	if (len < 2 || len > BODY_MAX)
 		return reply("413 Payload Too Large", "a report is 2 to 4096 bytes");
 

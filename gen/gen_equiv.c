@@ -41,16 +41,6 @@ void eq_equiv_close(struct eq_equiv *e)
 	eq_free(e);
 }
 
-const char *eq_equiv_name(const struct eq_equiv *e)
-{
-	return e->name;
-}
-
-bool eq_equiv_is_remote(const struct eq_equiv *e)
-{
-	return e->hs != NULL;
-}
-
 static eq_err add_row(struct eq_equiv *e, const char *unihash, const char *pn, const struct eq_store_published *pub,
 		      struct eq_error *err)
 {
@@ -211,14 +201,6 @@ eq_err eq_equiv_report_many(struct eq_equiv *e, const char *method, struct eq_eq
 			return r;
 	}
 	return EQ_OK;
-}
-
-eq_err eq_equiv_report_equiv(struct eq_equiv *e, const char *method, const char *taskhash, const char *unihash,
-			     char ret_unihash[EQ_SHA256_HEX_LEN + 1], struct eq_error *err)
-{
-	if (e->hs)
-		return eq_hashserv_report_equiv(e->hs, method, taskhash, unihash, ret_unihash, err);
-	return eq_store_report_equiv(e->store, method, taskhash, unihash, ret_unihash, err);
 }
 
 eq_err eq_equiv_get(struct eq_equiv *e, const char *method, const char *taskhash,

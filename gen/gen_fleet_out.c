@@ -41,17 +41,6 @@ static void fmt_time(int64_t t, char out[32])
 		snprintf(out, 32, "-");
 }
 
-static void fmt_bytes(double v, char out[32])
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int i = 0;
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(out, 32, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 static double per_device(const struct eq_fleet_release *r)
 {
 	return r->devices ? (double)r->bytes_total / (double)r->devices : 0.0;
@@ -115,8 +104,8 @@ static void write_text(const struct eq_fleet *f, FILE *out)
 				100.0 * eq_fleet_rollback_share(r), r->failed);
 			text_reasons(out, "rolled back", r->rolled_back_reasons, r->n_rolled_back_reasons);
 			text_reasons(out, "failed", r->failed_reasons, r->n_failed_reasons);
-			fmt_bytes(per_device(r), a);
-			fmt_bytes((double)r->bytes_max, b);
+			eq_format_size((uint64_t)per_device(r), EQ_SIZE_NEAREST, a);
+			eq_format_size(r->bytes_max, EQ_SIZE_NEAREST, b);
 			fprintf(out, "    downloaded: %s per device on average, %s at most\n", a, b);
 		}
 	}
@@ -333,7 +322,7 @@ static void write_html(const struct eq_fleet *f, int64_t now, FILE *out)
 		      out);
 		for (size_t k = ch->n_releases; k-- > 0;) {
 			const struct eq_fleet_release *r = &ch->releases[k];
-			fmt_bytes(per_device(r), a);
+			eq_format_size((uint64_t)per_device(r), EQ_SIZE_NEAREST, a);
 			fprintf(out,
 				"<tr><td>%" PRIu64 " %s</td><td>%zu</td><td>%zu</td><td>%zu</td><td>%zu</td>"
 				"<td%s>%zu (%.1f %%)</td><td>%zu</td><td>%s</td></tr>\n",

@@ -177,15 +177,7 @@ static bool hist_name_ok(const char *s)
 
 static bool parse_u64(const char *s, uint64_t *ret)
 {
-	if (!s || *s < '0' || *s > '9')
-		return false;
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(s, &end, 10);
-	if (*end || errno)
-		return false;
-	*ret = x;
-	return true;
+	return s && eq_parse_u64(s, strlen(s), UINT64_MAX, ret);
 }
 
 /*

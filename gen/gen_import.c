@@ -46,16 +46,8 @@ static void walk_done(struct walk *w)
  * reads them ("1", never "1.old"). */
 static bool release_number(const char *s, uint64_t *ret)
 {
-	if (!*s || strlen(s) > 16)
-		return false;
-	uint64_t v = 0;
-	for (const char *p = s; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	*ret = v;
-	return true;
+	size_t n = strlen(s);
+	return n <= 16 && eq_parse_u64(s, n, UINT64_MAX, ret);
 }
 
 static int cmp_names(const void *a, const void *b)

@@ -232,8 +232,3 @@ const char *eq_build_index_lookup(const struct eq_build_index *idx, const char *
 	}
 	return NULL;
 }
-
-size_t eq_build_index_count(const struct eq_build_index *idx)
-{
-	return idx ? idx->n : 0;
-}

@@ -49,11 +49,6 @@ struct reader {
 
 /* ---- info ------------------------------------------------------------ */
 
-void eq_pkg_info_init(struct eq_pkg_info *i)
-{
-	memset(i, 0, sizeof(*i));
-}
-
 void eq_pkg_info_done(struct eq_pkg_info *i)
 {
 	if (!i)

@@ -19,19 +19,6 @@ void eqm_path(char *out, size_t size, const char *where, const char *key)
 		snprintf(out, size, "%s", key);
 }
 
-void eqm_quote(char *out, size_t size, const char *s)
-{
-	size_t n = 0;
-	assert(size > 4);
-	for (; n < 64 && n + 4 < size && s[n]; n++)
-		out[n] = (s[n] >= 0x20 && s[n] < 0x7f && s[n] != '\'') ? s[n] : '?';
-	if (s[n] && n + 3 < size) {
-		memcpy(out + n, "...", 3);
-		n += 3;
-	}
-	out[n] = '\0';
-}
-
 /* ---- strict scanner ----------------------------------------------------- */
 
 /*
@@ -472,9 +459,9 @@ eq_err eqm_fields(const cJSON *obj, const char *where, const struct eqm_field *f
 	for (size_t i = 0; i < n; i++)
 		ret_items[i] = NULL;
 	for (const cJSON *c = obj->child; c; c = c->next) {
-		char q[80];
+		char q[68];
 		size_t i;
-		eqm_quote(q, sizeof(q), c->string ? c->string : "");
+		eq_quote(q, sizeof(q), c->string ? c->string : "");
 		for (i = 0; i < n; i++)
 			if (c->string && strcmp(c->string, fields[i].key) == 0)
 				break;
@@ -627,9 +614,9 @@ static eq_err parse_package(struct eq_manifest *m, const cJSON *obj, size_t inde
 		const char *prev = m->pkgs[m->n_pkgs - 1]->name;
 		int c = strcmp(prev, p.name);
 		if (c >= 0) {
-			char q[80], qp[80];
-			eqm_quote(q, sizeof(q), p.name);
-			eqm_quote(qp, sizeof(qp), prev);
+			char q[68], qp[68];
+			eq_quote(q, sizeof(q), p.name);
+			eq_quote(qp, sizeof(qp), prev);
 			if (c == 0)
 				return eq_error_set(err, EQ_ERR_PARSE, "%s.name: package '%s' is listed twice", where,
 						    q);

@@ -318,8 +318,8 @@ eq_err eq_manifest_add_package(struct eq_manifest *m, const struct eq_manifest_p
 {
 	assert(m && p);
 	char where[EQ_MANIFEST_PKG_MAX + 16];
-	char q[80];
-	eqm_quote(q, sizeof(q), p->name ? p->name : "");
+	char q[68];
+	eq_quote(q, sizeof(q), p->name ? p->name : "");
 	snprintf(where, sizeof(where), "package '%s'", q);
 	return eqm_add_package(m, p, where, EQ_ERR_INVAL, err);
 }
@@ -353,19 +353,8 @@ eq_err eq_manifest_check_newer(const struct eq_manifest *m, uint64_t installed_n
 
 bool eq_manifest_release_number_arg(const char *arg, uint64_t *ret_number)
 {
-	if (!*arg)
-		return false;
-	uint64_t v = 0;
-	for (const char *s = arg; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		unsigned d = (unsigned)(*s - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*ret_number = v;
-	return true;
+	/* Typed by a person, who may write "007" for release 7. */
+	return eq_parse_u64_padded(arg, strlen(arg), UINT64_MAX, ret_number);
 }
 
 enum eq_release_match eq_manifest_release_match(const char *name, uint64_t number, const char *arg)

@@ -83,9 +83,6 @@ eq_err eqm_uint(const cJSON *item, const char *where, const char *key, uint64_t 
 /* "where.key", or "key" when @where is empty, into @out. */
 void eqm_path(char *out, size_t size, const char *where, const char *key);
 
-/* Copies @s into @out for a message: at most 64 bytes, non-printable bytes
- * as '?', so attacker-chosen keys cannot forge log lines. */
-void eqm_quote(char *out, size_t size, const char *s);
 
 /* ---- keys (manifest_keys.c) ------------------------------------------- */
 

@@ -161,8 +161,8 @@ eq_err eq_root_to_json(const struct eq_root_info *info, const struct eq_manifest
 static eq_err check_type(const cJSON *item, const char *want, struct eq_error *err)
 {
 	if (strcmp(item->valuestring, want) != 0) {
-		char q[80];
-		eqm_quote(q, sizeof(q), item->valuestring);
+		char q[68];
+		eq_quote(q, sizeof(q), item->valuestring);
 		return eq_error_set(err, EQ_ERR_PARSE, "type: '%s', expected '%s'", q, want);
 	}
 	return EQ_OK;

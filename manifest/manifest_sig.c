@@ -519,8 +519,8 @@ eq_err eq_manifest_check_policy(const struct eq_manifest *m, const struct eq_man
 {
 	assert(m && policy);
 	if (policy->board && strcmp(m->board, policy->board) != 0) {
-		char q[80];
-		eqm_quote(q, sizeof(q), policy->board);
+		char q[68];
+		eq_quote(q, sizeof(q), policy->board);
 		return eq_error_set(err, EQ_ERR_STATE, "manifest is for board '%s', this device is '%s'", m->board, q);
 	}
 	/* A validly signed file of another channel or release served in place
@@ -528,8 +528,8 @@ eq_err eq_manifest_check_policy(const struct eq_manifest *m, const struct eq_man
 	 * release committed on a stable device would also make it refuse
 	 * stable's lower numbers as downgrades. */
 	if (policy->channel && strcmp(m->channel, policy->channel) != 0) {
-		char q[80];
-		eqm_quote(q, sizeof(q), policy->channel);
+		char q[68];
+		eq_quote(q, sizeof(q), policy->channel);
 		return eq_error_set(err, EQ_ERR_STATE, "manifest is for channel '%s', this device follows '%s'",
 				    m->channel, q);
 	}

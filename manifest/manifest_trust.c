@@ -412,12 +412,12 @@ static eq_err check_timestamp(const struct eq_trust *t, const struct eq_timestam
 				    ts->version, at, (int)(EQ_TIMESTAMP_MAX_AHEAD / 3600), c);
 	}
 	if (strcmp(ts->board, board) != 0) {
-		eqm_quote(q, sizeof(q), board);
+		eq_quote(q, sizeof(q), board);
 		return eq_error_set(err, EQ_ERR_STATE, "timestamp is for board '%s', this device is '%s'", ts->board,
 				    q);
 	}
 	if (strcmp(ts->channel, channel) != 0) {
-		eqm_quote(q, sizeof(q), channel);
+		eq_quote(q, sizeof(q), channel);
 		return eq_error_set(err, EQ_ERR_STATE, "timestamp is for channel '%s', this device follows '%s'",
 				    ts->channel, q);
 	}

@@ -808,6 +808,13 @@ static void gen_pax_bad_length(struct raw *r)
 	raw_entry(r, "x", '0', NULL, NULL);
 	raw_end(r);
 }
+/* Issue 30: pax numbers follow the one decimal rule (no producer pads them). */
+static void gen_pax_size_zeros(struct raw *r)
+{
+	raw_pax(r, "12 size=007\n", 12);
+	raw_entry(r, "x", '0', "1234567", NULL);
+	raw_end(r);
+}
 static void gen_xattr_too_big(struct raw *r)
 {
 	char rec[2100];
@@ -891,6 +898,7 @@ static const struct bad_case BAD[] = {
 	{"too-many-entries", EQ_ERR_LIMIT, "entry 'fifo16' at byte 8192: more than 16 entries", gen_too_many},
 	{"path-too-long", EQ_ERR_LIMIT, "pax path is longer than 1024 bytes", gen_path_too_long},
 	{"pax-bad-length", EQ_ERR_PARSE, "pax record at offset 0 has a bad length", gen_pax_bad_length},
+	{"pax-size-zeros", EQ_ERR_PARSE, "pax size is not a decimal number", gen_pax_size_zeros},
 	{"xattr-too-big", EQ_ERR_LIMIT, "xattr 'user.x' of 2000 bytes exceeds the limit of 1024", gen_xattr_too_big},
 	{"no-end-marker", EQ_ERR_PARSE, "no end-of-archive marker", gen_no_end},
 };

@@ -24,6 +24,10 @@ extern "C" {
 #define EQ_CONFIG_DEFAULT_PATH "/etc/eqota/eqota.conf"
 #define EQ_CONFIG_MAX_BYTES (256u * 1024u)
 #define EQ_CONFIG_MAX_CHECKS 16u
+/* Defaults of data_dir and mkfs, written once: the config fills them in,
+ * and the slot code falls back to them for a config built by hand. */
+#define EQ_CONFIG_DEFAULT_DATA_DIR "/var/lib/eqota"
+#define EQ_CONFIG_DEFAULT_MKFS "mkfs.ext4 -q -F"
 
 enum eq_slot_type { EQ_SLOT_DIR, EQ_SLOT_BLOCK };
 
@@ -694,8 +698,6 @@ EQ_API eq_err eq_agent_lock(struct eq_agent *a, const char *what, unsigned wait_
  * `eqota hold`. EQ_ERR_INVAL for a past time or one more than
  * EQ_HOLD_MAX_S ahead. A slot already installed or on trial is not held. */
 EQ_API eq_err eq_agent_hold(struct eq_agent *a, int64_t until, struct eq_error *err) EQ_MUST_CHECK;
-/* Marks the booted slot good without running checks (operator override). */
-EQ_API eq_err eq_agent_mark_good(struct eq_agent *a, struct eq_error *err) EQ_MUST_CHECK;
 
 /* Installs release @release into slot @slot and marks it good: the factory
  * path, with the same installer as updates. @release NULL is the current

@@ -45,8 +45,18 @@ typedef enum {
 /*
  * Error detail filled by a failing function. Fixed size so the out-of-memory
  * path can report without allocating. Pass NULL where the detail is not
- * wanted. The first failure writes the message; each layer above may prefix
- * context with eq_error_prefix().
+ * wanted.
+ *
+ * The rule, for every caller: the innermost failure (the root cause) writes
+ * the message with eq_error_set() or eq_error_errno(); each layer above keeps
+ * it and adds its context in front with eq_error_prefix(), giving
+ * "manifest.json: packages[3].unihash: expected 64 hex chars". A layer calls
+ * eq_error_set() on an @err a callee has filled only when it replaces a code
+ * it tests for by name (r == EQ_ERR_NOTFOUND becoming "provision it
+ * first"), where its own words say more than the callee's. A helper that
+ * formats a message and adds fixed context takes a va_list, writes the
+ * message with eq_error_setv() and the context with eq_error_prefix(), never
+ * through a buffer of its own.
  */
 struct eq_error {
 	eq_err code;
@@ -66,6 +76,13 @@ EQ_API eq_err eq_error_set(struct eq_error *err, eq_err code, const char *fmt, .
 
 /* Like eq_error_set() and appends ": strerror(errno)"; saves errno. */
 EQ_API eq_err eq_error_errno(struct eq_error *err, eq_err code, const char *fmt, ...) EQ_PRINTF(3, 4);
+
+/* eq_error_set() and eq_error_errno() for helpers that take "...": @ap is
+ * consumed. eq_error_errnov() appends strerror(@saved_errno) (EIO if 0), the
+ * errno the helper saved on entry, before its own calls could change it. */
+EQ_API eq_err eq_error_setv(struct eq_error *err, eq_err code, const char *fmt, va_list ap) EQ_PRINTF(3, 0);
+EQ_API eq_err eq_error_errnov(struct eq_error *err, eq_err code, int saved_errno, const char *fmt, va_list ap)
+	EQ_PRINTF(4, 0);
 
 /* Prepends "CONTEXT: " to the message already in @err, sets @err's code to
  * @code and returns @code, so "return eq_error_prefix(err, r, ...);" returns
@@ -228,6 +245,44 @@ EQ_API int eq_hex_digit(char c);
 EQ_API bool eq_hex_decode(const char *hex, uint8_t *out, size_t len);
 /* true if @s is exactly 64 lower-case hex digits. */
 EQ_API bool eq_is_sha256_hex(const char *s);
+
+/* ---- decimal numbers --------------------------------------------------- */
+
+/*
+ * The one parser of decimal numbers from outside the program (files,
+ * network, reports, names in a folder): exactly the @len bytes at @s (no NUL
+ * needed), decimal digits only (no sign, no space, no "0x"), no leading zero
+ * except "0" itself, at most @max. One rule everywhere, so "007" and "7" can
+ * never name one thing twice. Returns false, *@ret untouched, for anything
+ * else.
+ */
+EQ_API bool eq_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *ret) EQ_MUST_CHECK;
+/* As eq_parse_u64() with leading zeros accepted ("007" is 7). Only where a
+ * real producer writes them (fixed-width names such as the report queue's,
+ * a number a person types); say which at the call. */
+EQ_API bool eq_parse_u64_padded(const char *s, size_t len, uint64_t max, uint64_t *ret) EQ_MUST_CHECK;
+
+/* ---- text for messages ---------------------------------------------------- */
+
+/*
+ * Text from outside (a file name in a payload, a variable's value, a key)
+ * made safe to quote in a message: printable ASCII is kept, every other
+ * byte and the quote mark ' become '?', so the text cannot forge message or
+ * log lines nor end its quotes; at most @size - 4 bytes, then "...". @size
+ * is at least 4; returns @out. A NULL @s quotes as "".
+ */
+EQ_API const char *eq_quote(char *out, size_t size, const char *s);
+/* The same for @len bytes that need not end in a NUL. */
+EQ_API const char *eq_quote_n(char *out, size_t size, const char *s, size_t len);
+
+/* How eq_format_size() rounds: to the nearest tenth, or up (a need) or
+ * down (what is free), so "needs 1.3 MiB, has 1.2 MiB" never reads as
+ * enough. */
+enum eq_size_round { EQ_SIZE_NEAREST, EQ_SIZE_UP, EQ_SIZE_DOWN };
+#define EQ_SIZE_STR_MAX 32
+/* A byte count for people: "512 B", "1.5 KiB", ... up to TiB, one decimal
+ * in binary units. Returns @out. */
+EQ_API const char *eq_format_size(uint64_t v, enum eq_size_round round, char out[EQ_SIZE_STR_MAX]);
 
 /* ---- parallel --------------------------------------------------------- */
 

@@ -273,10 +273,6 @@ struct eq_equiv_opts {
  */
 EQ_API eq_err eq_equiv_open(const struct eq_equiv_opts *o, struct eq_equiv **ret, struct eq_error *err) EQ_MUST_CHECK;
 EQ_API void eq_equiv_close(struct eq_equiv *e);
-/* "store '/path'" or "hashserv 'HOST:PORT'", for messages; owned by @e. */
-EQ_API const char *eq_equiv_name(const struct eq_equiv *e);
-/* True for a hashserv backend. */
-EQ_API bool eq_equiv_is_remote(const struct eq_equiv *e);
 
 /* One report of eq_equiv_report_many(). */
 struct eq_equiv_item {
@@ -296,9 +292,6 @@ struct eq_equiv_item {
  */
 EQ_API eq_err eq_equiv_report_many(struct eq_equiv *e, const char *method, struct eq_equiv_item *v, size_t n,
 				   struct eq_error *err) EQ_MUST_CHECK;
-/* eq_store_report_equiv() semantics on either backend. */
-EQ_API eq_err eq_equiv_report_equiv(struct eq_equiv *e, const char *method, const char *taskhash, const char *unihash,
-				    char ret_unihash[EQ_SHA256_HEX_LEN + 1], struct eq_error *err) EQ_MUST_CHECK;
 /* eq_store_get() semantics on either backend (EQ_ERR_NOTFOUND if unknown). */
 EQ_API eq_err eq_equiv_get(struct eq_equiv *e, const char *method, const char *taskhash,
 			   char ret_unihash[EQ_SHA256_HEX_LEN + 1], struct eq_error *err) EQ_MUST_CHECK;
@@ -355,8 +348,6 @@ struct eq_pkg_info {
 	char *file;
 };
 
-/* Zeroes @i; cannot fail. */
-EQ_API void eq_pkg_info_init(struct eq_pkg_info *i);
 /* Frees the strings and zeroes @i; safe on a zeroed or half-filled struct. */
 EQ_API void eq_pkg_info_done(struct eq_pkg_info *i);
 
@@ -451,9 +442,6 @@ EQ_API void eq_build_index_free(struct eq_build_index *idx);
 
 /* The taskhash of package @name (owned by @idx), or NULL if not listed. */
 EQ_API const char *eq_build_index_lookup(const struct eq_build_index *idx, const char *name);
-
-/* Number of packages in the index. */
-EQ_API size_t eq_build_index_count(const struct eq_build_index *idx);
 
 /* ==== publisher: repository, publish, diff, qa ========================= */
 
