@@ -20,6 +20,7 @@
 
 static const char usage_text[] =
 	"usage: eqota [--config FILE] [-v|-q] COMMAND [OPTIONS]\n"
+	"A command takes only the options shown beside it.\n"
 	"\n"
 	"  status [--json]             slots, releases, bootloader and update state\n"
 	"  check [--json] [--retry]    fetch and verify the manifest, print the plan; change nothing\n"
@@ -849,6 +850,119 @@ static int cmd_daemon(const struct eq_config *cfg)
 	return rc;
 }
 
+/* Runs a one-shot command on a ready agent; the daemon makes its own. */
+typedef int (*cmd_fn)(struct eq_agent *a);
+
+static int cmd_mark_bad(struct eq_agent *a)
+{
+	return cmd_rollback(a, "marked bad by 'eqota mark-bad'");
+}
+
+static int cmd_rollback_op(struct eq_agent *a)
+{
+	return cmd_rollback(a, "rolled back by 'eqota rollback'");
+}
+
+/* The options after the command. Each command takes only those its table
+ * row names: anything else is a usage error before any work, so a mistyped
+ * `status --reboot` cannot look as if it did something. */
+enum {
+	OPT_JSON = 1u << 0,
+	OPT_RETRY = 1u << 1,
+	OPT_REBOOT = 1u << 2,
+	OPT_SLOT = 1u << 3,
+	OPT_RELEASE = 1u << 4,
+	OPT_UNTIL = 1u << 5,
+	OPT_FOR = 1u << 6,
+	OPT_OFF = 1u << 7,
+};
+
+static const struct cmd_option {
+	const char *name;
+	unsigned bit;
+	const char **value; /* where its argument goes; NULL for a flag */
+	bool *flag;
+} cmd_options[] = {
+	{"--json", OPT_JSON, NULL, &opt.json},
+	{"--retry", OPT_RETRY, NULL, &opt.retry},
+	{"--reboot", OPT_REBOOT, NULL, &opt.reboot},
+	{"--slot", OPT_SLOT, &opt.slot, NULL},
+	{"--release", OPT_RELEASE, &opt.release, NULL},
+	{"--until", OPT_UNTIL, &opt.until, NULL},
+	{"--for", OPT_FOR, &opt.hold_for, NULL},
+	{"--off", OPT_OFF, NULL, &opt.off},
+};
+
+/* What a command needs around it: the daemon builds its agents per poll;
+ * readers take no lock; mark-good waits for the lock a while. */
+enum cmd_kind { CMD_DAEMON, CMD_READ, CMD_WRITE, CMD_CONFIRM };
+
+static const struct command {
+	const char *name;
+	cmd_fn run;
+	unsigned options;
+	enum cmd_kind kind;
+} commands[] = {
+	{"status", cmd_status, OPT_JSON, CMD_READ},
+	{"check", cmd_check, OPT_JSON | OPT_RETRY, CMD_WRITE},
+	{"update", cmd_update, OPT_RETRY | OPT_REBOOT, CMD_WRITE},
+	{"mark-good", cmd_confirm, OPT_REBOOT, CMD_CONFIRM},
+	{"mark-bad", cmd_mark_bad, 0, CMD_WRITE},
+	{"rollback", cmd_rollback_op, 0, CMD_WRITE},
+	{"daemon", NULL, 0, CMD_DAEMON},
+	{"provision", cmd_provision, OPT_SLOT | OPT_RELEASE, CMD_WRITE},
+	{"hold", cmd_hold, OPT_UNTIL | OPT_FOR | OPT_OFF, CMD_WRITE},
+	{"verify", cmd_verify, OPT_JSON, CMD_READ},
+};
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The hidden --list-commands: the tables above as the test of every
+ * command against every option it does not take reads them
+ * (tests/integration/agent_cli.sh), so that test cannot go stale. */
+static int list_commands(void)
+{
+	for (size_t i = 0; i < N_OF(cmd_options); i++)
+		printf("option %s%s\n", cmd_options[i].name, cmd_options[i].value ? " VALUE" : "");
+	for (size_t c = 0; c < N_OF(commands); c++) {
+		printf("command %s", commands[c].name);
+		for (size_t i = 0; i < N_OF(cmd_options); i++)
+			if (commands[c].options & cmd_options[i].bit)
+				printf(" %s", cmd_options[i].name);
+		printf("\n");
+	}
+	return EQ_EXIT_OK;
+}
+
+/* The command's options, argv[i..argc): a usage error for an option the
+ * command does not take, before the configuration is even read. */
+static int parse_command_options(const struct command *c, int i, int argc, char **argv)
+{
+	for (; i < argc; i++) {
+		const struct cmd_option *o = NULL;
+		for (size_t k = 0; k < N_OF(cmd_options) && !o; k++)
+			if (!strcmp(argv[i], cmd_options[k].name))
+				o = &cmd_options[k];
+		if (!o)
+			return usage_error("unknown argument", argv[i]);
+		if (!(c->options & o->bit)) {
+			fprintf(stderr, "eqota: %s does not take the option '%s'\n%s", c->name, o->name, usage_text);
+			return EQ_EXIT_USAGE;
+		}
+		if (o->value) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "eqota: %s: option '%s' needs a value\n%s", c->name, o->name,
+					usage_text);
+				return EQ_EXIT_USAGE;
+			}
+			*o->value = argv[++i];
+		} else {
+			*o->flag = true;
+		}
+	}
+	return EQ_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	int i = 1;
@@ -865,40 +979,23 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("eqota %s\n", EQ_VERSION);
 			return EQ_EXIT_OK;
+		} else if (!strcmp(argv[i], "--list-commands")) {
+			return list_commands();
 		} else {
 			return usage_error("unknown option", argv[i]);
 		}
 	}
 	if (i >= argc)
 		return usage_error("missing command", NULL);
-	const char *cmd = argv[i++];
-	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			opt.json = true;
-		else if (!strcmp(argv[i], "--retry"))
-			opt.retry = true;
-		else if (!strcmp(argv[i], "--reboot"))
-			opt.reboot = true;
-		else if (!strcmp(argv[i], "--slot") && i + 1 < argc)
-			opt.slot = argv[++i];
-		else if (!strcmp(argv[i], "--release") && i + 1 < argc)
-			opt.release = argv[++i];
-		else if (!strcmp(argv[i], "--until") && i + 1 < argc)
-			opt.until = argv[++i];
-		else if (!strcmp(argv[i], "--for") && i + 1 < argc)
-			opt.hold_for = argv[++i];
-		else if (!strcmp(argv[i], "--off"))
-			opt.off = true;
-		else
-			return usage_error("unknown argument", argv[i]);
-	}
-	static const char *const known[] = {"status",   "check",  "update",    "mark-good", "mark-bad",
-					    "rollback", "daemon", "provision", "hold",      "verify"};
-	bool ok = false;
-	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
-		ok |= !strcmp(cmd, known[k]);
-	if (!ok)
-		return usage_error("unknown command", cmd);
+	const struct command *c = NULL;
+	for (size_t k = 0; k < N_OF(commands) && !c; k++)
+		if (!strcmp(argv[i], commands[k].name))
+			c = &commands[k];
+	if (!c)
+		return usage_error("unknown command", argv[i]);
+	int prc = parse_command_options(c, i + 1, argc, argv);
+	if (prc)
+		return prc;
 
 	struct eq_config cfg;
 	struct eq_error e;
@@ -906,7 +1003,7 @@ int main(int argc, char **argv)
 		eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
 		return EQ_EXIT_USAGE;
 	}
-	if (!strcmp(cmd, "daemon")) {
+	if (c->kind == CMD_DAEMON) {
 		int rc = cmd_daemon(&cfg);
 		eq_config_done(&cfg);
 		return rc;
@@ -918,13 +1015,13 @@ int main(int argc, char **argv)
 		return fail(&e);
 	}
 	eq_agent_set_stop(a, &stop_requested);
-	/* status and verify only read; everything else may write the slots,
-	 * the bootloader, the state or the caches. */
-	if (strcmp(cmd, "status") != 0 && strcmp(cmd, "verify") != 0) {
+	/* Readers take no lock; everything else may write the slots, the
+	 * bootloader, the state or the caches. */
+	if (c->kind != CMD_READ) {
 		/* mark-good waits a while: a confirmation given up on leaves a
 		 * trial that the bootloader ends at the next boot. */
-		bool confirm = !strcmp(cmd, "mark-good");
-		eq_err lr = eq_agent_lock(a, cmd, confirm ? confirm_lock_wait_ms() : 0, &e);
+		bool confirm = c->kind == CMD_CONFIRM;
+		eq_err lr = eq_agent_lock(a, c->name, confirm ? confirm_lock_wait_ms() : 0, &e);
 		if (lr == EQ_ERR_STATE && confirm && !stop_requested)
 			(void)eq_error_prefix(&e, lr,
 					      "a slot on trial stays undecided, neither committed nor marked bad: "
@@ -941,25 +1038,7 @@ int main(int argc, char **argv)
 	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)
 		eq_agent_set_progress(a, eq_progress_print, &pp);
 
-	int rc;
-	if (!strcmp(cmd, "status"))
-		rc = cmd_status(a);
-	else if (!strcmp(cmd, "check"))
-		rc = cmd_check(a);
-	else if (!strcmp(cmd, "update"))
-		rc = cmd_update(a);
-	else if (!strcmp(cmd, "mark-good"))
-		rc = cmd_confirm(a);
-	else if (!strcmp(cmd, "mark-bad"))
-		rc = cmd_rollback(a, "marked bad by 'eqota mark-bad'");
-	else if (!strcmp(cmd, "rollback"))
-		rc = cmd_rollback(a, "rolled back by 'eqota rollback'");
-	else if (!strcmp(cmd, "hold"))
-		rc = cmd_hold(a);
-	else if (!strcmp(cmd, "verify"))
-		rc = cmd_verify(a);
-	else
-		rc = cmd_provision(a);
+	int rc = c->run(a);
 	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)
 		eq_progress_printer_done(&pp);
 	eq_agent_free(a);
