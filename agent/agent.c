@@ -14,7 +14,15 @@
 #include <eq/agent.h>
 
 #include "agent_priv.h"
+#include "fetch.h"
+#include "health.h"
+#include "install.h"
 #include "manifest_client.h"
+#include "plan.h"
+#include "policy.h"
+#include "report.h"
+#include "slot.h"
+#include "state.h"
 
 #define CMDLINE_MAX 65536
 

@@ -24,7 +24,9 @@
 
 #include <eq/agent.h>
 
+#include "install.h"
 #include "records.h"
+#include "slot.h"
 
 #define COPY_BUF_LEN (128u * 1024u)
 #define XATTR_LIST_MAX_LEN (64u * 1024u)

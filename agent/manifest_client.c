@@ -13,6 +13,7 @@
 #include <eq/agent.h>
 
 #include "agent_priv.h"
+#include "fetch.h"
 #include "http_header.h"
 #include "manifest_client.h"
 #include "manifest_unpack.h"

@@ -18,6 +18,8 @@
 
 #include <eq/agent.h>
 
+#include "slot.h"
+
 #define MAX_MKFS_ARGS 32
 
 /*
