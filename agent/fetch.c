@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "curl_dl.h"
+#include "fetch.h"
 #include "http_header.h"
 
 #include <eq/agent.h>

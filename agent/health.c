@@ -8,6 +8,8 @@
 
 #include <eq/agent.h>
 
+#include "health.h"
+
 #define MAX_ARGS 64
 
 /* The health check's process group while one runs, for

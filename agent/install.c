@@ -23,7 +23,9 @@
 #include <eq/agent.h>
 #include <eq/beneath.h>
 
+#include "install.h"
 #include "records.h"
+#include "slot.h"
 
 #define COPY_BUF_LEN (128u * 1024u)
 #define XATTR_LIST_MAX_LEN (64u * 1024u)

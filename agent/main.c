@@ -2,24 +2,19 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <eq/agent.h>
 
-/* How long a step of the daemon has to reach a safe point after SIGTERM
- * before it and everything it started get SIGKILL. Below systemd's
- * TimeoutStopSec in eqota.service, so the daemon still exits by itself. */
-#define STEP_STOP_GRACE_S 30
+#include "eqota.h"
 
 static const char usage_text[] =
 	"usage: eqota [--config FILE] [-v|-q] COMMAND [OPTIONS]\n"
+	"A command takes only the options shown beside it.\n"
 	"\n"
 	"  status [--json]             slots, releases, bootloader and update state\n"
 	"  check [--json] [--retry]    fetch and verify the manifest, print the plan; change nothing\n"
@@ -46,14 +41,12 @@ static struct {
 	bool off;
 } opt = {.config = EQ_CONFIG_DEFAULT_PATH};
 
-/* The signal that asked eqota to stop, 0 while none did. The daemon polls
- * it between steps; a step (and a one-shot command) hands it to the agent,
- * which stops at its next safe point (docs/agent.md, "Stopping"). */
-static volatile sig_atomic_t stop_requested;
+/* See eqota.h: the other allowed global (STYLE 20). */
+volatile sig_atomic_t eqota_stop_requested;
 
-static void on_term(int sig)
+void eqota_on_term(int sig)
 {
-	stop_requested = sig;
+	eqota_stop_requested = sig;
 }
 
 /* SIGTERM or SIGINT while the agent works (a daemon step, a one-shot
@@ -61,13 +54,13 @@ static void on_term(int sig)
  * agent stops at its next safe point; a health check running now is
  * killed, since it has a process group of its own and would outlive us. A
  * second signal is not caught (SA_RESETHAND) and ends the process at once. */
-static void on_work_term(int sig)
+void eqota_on_work_term(int sig)
 {
-	stop_requested = sig;
+	eqota_stop_requested = sig;
 	eq_health_kill_running();
 }
 
-static void catch_stop(void (*handler)(int), bool once)
+void eqota_catch_stop(void (*handler)(int), bool once)
 {
 	struct sigaction sa = {.sa_handler = handler, .sa_flags = once ? SA_RESETHAND : 0};
 	sigemptyset(&sa.sa_mask);
@@ -101,8 +94,8 @@ static void json_str(const char *s)
 #define EQ_JSON_VERIFY_SCHEMA "eqota-verify/1"
 
 /* Why release @number waits, for a person (docs/fleet.md). */
-static void defer_text(enum eq_defer d, const struct eq_policy_view *p, const struct eq_rollout_view *ro,
-		       uint64_t number, char *out, size_t cap)
+void eqota_defer_text(enum eq_defer d, const struct eq_policy_view *p, const struct eq_rollout_view *ro,
+		      uint64_t number, char *out, size_t cap)
 {
 	char when[EQ_MANIFEST_TIME_LEN + 1];
 	switch (d) {
@@ -351,7 +344,7 @@ static int cmd_check(struct eq_agent *a)
 				       c.channel_number, c.policy.pin, hn.release);
 			if (c.deferred) {
 				char why[512];
-				defer_text(c.deferred, &c.policy, &c.rollout, hn.number, why, sizeof(why));
+				eqota_defer_text(c.deferred, &c.policy, &c.rollout, hn.number, why, sizeof(why));
 				printf("not now: %s\n", why);
 			}
 			for (size_t i = 0; i < c.plan.n; i++) {
@@ -375,7 +368,7 @@ static int cmd_check(struct eq_agent *a)
 	return rc;
 }
 
-static int do_reboot(void)
+int eqota_reboot(void)
 {
 	/* The init system does the orderly shutdown; eqota only asks. */
 	eq_log(EQ_LOG_NOTICE, "rebooting");
@@ -393,7 +386,7 @@ static int cmd_update(struct eq_agent *a)
 		return fail(&e);
 	if (res.exit == EQ_EXIT_OK && res.deferred) {
 		char why[512];
-		defer_text(res.deferred, &res.policy, &res.rollout, res.number, why, sizeof(why));
+		eqota_defer_text(res.deferred, &res.policy, &res.rollout, res.number, why, sizeof(why));
 		printf("nothing installed: %s\n", why);
 		return EQ_EXIT_OK;
 	}
@@ -406,11 +399,11 @@ static int cmd_update(struct eq_agent *a)
 	       res.release, res.number, res.seconds, res.install.kept, res.install.delta, res.install.full,
 	       res.install.fallback);
 	if (opt.reboot)
-		return do_reboot();
+		return eqota_reboot();
 	return res.exit;
 }
 
-static int cmd_confirm(struct eq_agent *a)
+int eqota_confirm(struct eq_agent *a, bool reboot)
 {
 	enum eq_exit ex;
 	struct eq_error e;
@@ -418,8 +411,8 @@ static int cmd_confirm(struct eq_agent *a)
 		return fail(&e);
 	/* eqota-confirm.service: the previous slot is marked good again, and
 	 * only a reboot puts the device back on it. */
-	if (ex == EQ_EXIT_ROLLED_BACK && opt.reboot && !stop_requested)
-		return do_reboot();
+	if (ex == EQ_EXIT_ROLLED_BACK && reboot && !eqota_stop_requested)
+		return eqota_reboot();
 	return ex;
 }
 
@@ -562,36 +555,6 @@ static int cmd_provision(struct eq_agent *a)
 	return EQ_EXIT_OK;
 }
 
-/* A relative sleep (CLOCK_MONOTONIC: a jump of the wall clock neither
- * shortens nor stretches it), ended within 0.1 s by a stop request. */
-static void sleep_interruptible_ms(uint64_t ms)
-{
-	while (ms && !stop_requested) {
-		uint64_t step = ms < 100 ? ms : 100;
-		struct timespec ts = {0, (long)step * 1000 * 1000};
-		nanosleep(&ts, NULL);
-		ms -= step;
-	}
-}
-
-/* The wait between two polls. Builds with test hooks only (EQ_TEST_HOOKS):
- * EQ_TEST_POLL_MS replaces [daemon] interval (at least 60 s) and the jitter
- * with that many milliseconds, so a soak test runs a thousand polls in a
- * minute or two (tests/integration/agent_soak.sh). */
-static uint64_t poll_wait_ms(const struct eq_config *cfg, unsigned jitter)
-{
-#ifdef EQ_TEST_HOOKS
-	const char *t = secure_getenv("EQ_TEST_POLL_MS");
-	if (t && *t) {
-		char *end;
-		long long v = strtoll(t, &end, 10);
-		if (!*end && v > 0)
-			return (uint64_t)v;
-	}
-#endif
-	return ((uint64_t)cfg->poll_interval_s + jitter) * 1000;
-}
-
 /* How long `mark-good` waits for another eqota's lock (an operator's
  * `check` at boot, a daemon confirm started at the same time) before it
  * leaves the trial undecided. Builds with test hooks only (EQ_TEST_HOOKS):
@@ -612,241 +575,122 @@ static unsigned confirm_lock_wait_ms(void)
 	return CONFIRM_LOCK_WAIT_MS;
 }
 
-/* A daemon confirm step that found the lock held: private to the daemon
- * and its step's process, never an exit status of eqota. */
-#define CYCLE_LOCKED 10
+/* Runs a one-shot command on a ready agent; the daemon makes its own. */
+typedef int (*cmd_fn)(struct eq_agent *a);
 
-/* The daemon's reboot after an install or a rollback: returns only when it
- * failed. Builds with test hooks only (EQ_TEST_HOOKS): EQ_TEST_REBOOT_CMD is
- * run with /bin/sh instead of /sbin/reboot (a simulated reboot, e.g. a new
- * boot id and eq-simboot), and -1 returned when it exits 0: the daemon then
- * starts over with its confirm step as after a boot, so that one process
- * lives through installs and reboots in a soak test. */
-static int daemon_reboot(void)
+static int cmd_mark_good(struct eq_agent *a)
 {
-#ifdef EQ_TEST_HOOKS
-	const char *cmd = secure_getenv("EQ_TEST_REBOOT_CMD");
-	if (cmd && *cmd) {
-		eq_log(EQ_LOG_NOTICE, "rebooting: EQ_TEST_REBOOT_CMD '%s'", cmd);
-		fflush(NULL);
-		pid_t pid = fork();
-		if (pid == 0) {
-			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-			_exit(127);
-		}
-		int status = 0;
-		pid_t w = -1;
-		if (pid > 0)
-			do
-				w = waitpid(pid, &status, 0);
-			while (w < 0 && errno == EINTR);
-		if (w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-			return -1;
-		eq_log(EQ_LOG_ERR, "EQ_TEST_REBOOT_CMD '%s' failed", cmd);
-		return EQ_EXIT_FAILED;
-	}
-#endif
-	return do_reboot();
+	return eqota_confirm(a, opt.reboot);
 }
 
-/* One poll of the daemon in a child process: libcurl, the TLS library and
- * the install buffers live only as long as the work, so the waiting daemon
- * stays small. Returns the child's exit status. */
-static int daemon_cycle(const struct eq_config *cfg, bool first)
+static int cmd_mark_bad(struct eq_agent *a)
 {
-	/* Blocked across fork(): the child must not run the parent's
-	 * handlers, and the parent polls stop_requested below, so a signal
-	 * between fork() and the wait is never lost. */
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	pid_t pid = fork();
-	if (pid < 0) {
-		eq_log(EQ_LOG_ERR, "cannot fork: %s", strerror(errno));
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return EQ_EXIT_FAILED;
-	}
-	if (pid == 0) {
-		catch_stop(on_work_term, true);
-		/* Its own group: SIGKILL after the grace time takes whatever it
-		 * started with it. */
-		setpgid(0, 0);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		struct eq_agent *a = NULL;
-		struct eq_error e;
-		if (eq_agent_new(cfg, &a, &e)) {
-			eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
-			_exit(EQ_EXIT_FAILED);
-		}
-		eq_agent_set_stop(a, &stop_requested);
-		int rc;
-		eq_err lr = eq_agent_lock(a, first ? "daemon (confirm)" : "daemon (poll)", 0, &e);
-		if (lr == EQ_ERR_STATE) {
-			/* An operator's command is at work: this poll is skipped;
-			 * a skipped confirm is retried before any update. */
-			eq_log(EQ_LOG_NOTICE, "%s; this poll is skipped%s", eq_error_msg(&e),
-			       first ? ", the confirm step is retried at the next one" : "");
-			rc = first ? CYCLE_LOCKED : EQ_EXIT_FAILED;
-		} else if (lr) {
-			eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
-			rc = first ? CYCLE_LOCKED : EQ_EXIT_FAILED;
-		} else if (first) {
-			rc = cmd_confirm(a);
-		} else {
-			struct eq_update_result res;
-			eq_err r = eq_agent_update(a, false, &res, &e);
-			if (r == EQ_ERR_STOPPED) {
-				eq_log(EQ_LOG_NOTICE, "%s", eq_error_msg(&e));
-				rc = EQ_EXIT_FAILED;
-			} else if (r) {
-				eq_log(EQ_LOG_WARNING, "update failed: %s, retrying at the next poll",
-				       eq_error_msg(&e));
-				rc = EQ_EXIT_FAILED;
-			} else {
-				if (res.exit == EQ_EXIT_UPDATED)
-					eq_log(EQ_LOG_NOTICE, "release '%s' installed; rebooting into it", res.release);
-				if (res.deferred) {
-					char why[512];
-					defer_text(res.deferred, &res.policy, &res.rollout, res.number, why,
-						   sizeof(why));
-					eq_log(EQ_LOG_INFO, "%s", why);
-				}
-				rc = res.exit;
-			}
-		}
-		eq_agent_free(a);
-		fflush(NULL);
-		_exit(rc);
-	}
-	setpgid(pid, pid);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	/* A hostile or broken server must not hold the daemon forever: past
-	 * cycle-timeout the cycle is stopped and the next poll starts over
-	 * (downloads resume from their .part files). */
-	double now = eq_now_s(), deadline = now + cfg->cycle_timeout_s, kill_at = 0;
-	bool stopping = false;
-	int status;
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR) {
-			eq_log(EQ_LOG_ERR, "waiting for the poll: %s", strerror(errno));
-			return EQ_EXIT_FAILED;
-		}
-		now = eq_now_s();
-		if (!stopping && (stop_requested || now >= deadline)) {
-			if (!stop_requested)
-				eq_log(EQ_LOG_WARNING,
-				       "the poll ran longer than [daemon] cycle-timeout (%u s): stopping it, retrying at "
-				       "the next poll",
-				       cfg->cycle_timeout_s);
-			/* To the step alone: it stops at a safe point and ends what
-			 * it started itself. A signal to the whole group would kill
-			 * a mke2fs or a health check under its feet and turn a stop
-			 * into an install error or a failed trial. */
-			kill(pid, SIGTERM);
-			stopping = true;
-			kill_at = now + STEP_STOP_GRACE_S;
-		} else if (stopping && kill_at > 0 && now >= kill_at) {
-			kill(-pid, SIGKILL);
-			kill_at = 0;
-		}
-		struct timespec ts = {0, 50 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : EQ_EXIT_FAILED;
+	return cmd_rollback(a, "marked bad by 'eqota mark-bad'");
 }
 
-/* Tells systemd (Type=notify) where the daemon is; a failure is logged
- * once and never stops the daemon. */
-static void notify(const char *fmt, ...) EQ_PRINTF(1, 2);
-static void notify(const char *fmt, ...)
+static int cmd_rollback_op(struct eq_agent *a)
 {
-	static bool warned;
-	char msg[256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	struct eq_error e;
-	if (eq_sd_notify(msg, &e) && !warned) {
-		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&e));
-		warned = true;
-	}
+	return cmd_rollback(a, "rolled back by 'eqota rollback'");
 }
 
-static const char *cycle_outcome(int ex)
-{
-	switch (ex) {
-	case EQ_EXIT_OK: return "up to date";
-	case EQ_EXIT_UPDATED: return "a release was installed";
-	case EQ_EXIT_ROLLED_BACK: return "rolled back";
-	default: return "failed, retried at the next poll";
-	}
-}
+/* The options after the command. Each command takes only those its table
+ * row names: anything else is a usage error before any work, so a mistyped
+ * `status --reboot` cannot look as if it did something. */
+enum {
+	OPT_JSON = 1u << 0,
+	OPT_RETRY = 1u << 1,
+	OPT_REBOOT = 1u << 2,
+	OPT_SLOT = 1u << 3,
+	OPT_RELEASE = 1u << 4,
+	OPT_UNTIL = 1u << 5,
+	OPT_FOR = 1u << 6,
+	OPT_OFF = 1u << 7,
+};
 
-/* The daemon in one boot: the confirm step, then a poll every interval.
- * Returns its exit status, or -1 after a simulated reboot (daemon_reboot). */
-static int daemon_boot(const struct eq_config *cfg)
+static const struct cmd_option {
+	const char *name;
+	unsigned bit;
+	const char **value; /* where its argument goes; NULL for a flag */
+	bool *flag;
+} cmd_options[] = {
+	{.name = "--json", .bit = OPT_JSON, .flag = &opt.json},
+	{.name = "--retry", .bit = OPT_RETRY, .flag = &opt.retry},
+	{.name = "--reboot", .bit = OPT_REBOOT, .flag = &opt.reboot},
+	{.name = "--slot", .bit = OPT_SLOT, .value = &opt.slot},
+	{.name = "--release", .bit = OPT_RELEASE, .value = &opt.release},
+	{.name = "--until", .bit = OPT_UNTIL, .value = &opt.until},
+	{.name = "--for", .bit = OPT_FOR, .value = &opt.hold_for},
+	{.name = "--off", .bit = OPT_OFF, .flag = &opt.off},
+};
+
+/* What a command needs around it: the daemon builds its agents per poll;
+ * readers take no lock; mark-good waits for the lock a while. */
+enum cmd_kind { CMD_DAEMON, CMD_READ, CMD_WRITE, CMD_CONFIRM };
+
+static const struct command {
+	const char *name;
+	cmd_fn run;
+	unsigned options;
+	enum cmd_kind kind;
+} commands[] = {
+	{"status", cmd_status, OPT_JSON, CMD_READ},
+	{"check", cmd_check, OPT_JSON | OPT_RETRY, CMD_WRITE},
+	{"update", cmd_update, OPT_RETRY | OPT_REBOOT, CMD_WRITE},
+	{"mark-good", cmd_mark_good, OPT_REBOOT, CMD_CONFIRM},
+	{"mark-bad", cmd_mark_bad, 0, CMD_WRITE},
+	{"rollback", cmd_rollback_op, 0, CMD_WRITE},
+	{"daemon", NULL, 0, CMD_DAEMON},
+	{"provision", cmd_provision, OPT_SLOT | OPT_RELEASE, CMD_WRITE},
+	{"hold", cmd_hold, OPT_UNTIL | OPT_FOR | OPT_OFF, CMD_WRITE},
+	{"verify", cmd_verify, OPT_JSON, CMD_READ},
+};
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The hidden --list-commands: the tables above as the test of every
+ * command against every option it does not take reads them
+ * (tests/integration/agent_cli.sh), so that test cannot go stale. */
+static int list_commands(void)
 {
-	/* After a boot the confirm step comes first: it may commit or roll back. */
-	int ex = daemon_cycle(cfg, true);
-	/* A trial left unconfirmed through its boot is rolled back by the
-	 * bootloader at the next one: a confirm that found the lock held is
-	 * retried at each poll, before any update. */
-	while (ex == CYCLE_LOCKED && !stop_requested) {
-		notify("STATUS=the confirm step waits for another eqota; retried every %u s", cfg->poll_interval_s);
-		sleep_interruptible_ms(poll_wait_ms(cfg, 0));
-		if (!stop_requested)
-			ex = daemon_cycle(cfg, true);
-	}
-	if (ex == EQ_EXIT_ROLLED_BACK && !stop_requested) {
-		notify("STOPPING=1\nSTATUS=the trial slot failed and the previous slot is back: rebooting");
-		return daemon_reboot();
-	}
-	notify("STATUS=slot confirmed; polling every %u s", cfg->poll_interval_s);
-	while (!stop_requested) {
-		/* Jitter keeps a fleet from polling the server in lockstep. */
-		unsigned jitter = 0;
-		if (cfg->poll_jitter_s && getrandom(&jitter, sizeof(jitter), 0) == (ssize_t)sizeof(jitter))
-			jitter %= cfg->poll_jitter_s + 1;
-		ex = daemon_cycle(cfg, false);
-		/* Asked to stop while the bootloader was switched: the trial
-		 * slot is tried at whatever reboot comes next (the shutdown
-		 * that stopped us, most likely), and confirmed after it. */
-		if (ex == EQ_EXIT_UPDATED && !stop_requested) {
-			notify("STOPPING=1\nSTATUS=a release was installed: rebooting into it");
-			return daemon_reboot();
-		}
-		char when[EQ_MANIFEST_TIME_LEN + 1];
-		eq_manifest_format_time((int64_t)time(NULL), when);
-		notify("STATUS=last poll %s: %s; polling every %u s", when, cycle_outcome(ex), cfg->poll_interval_s);
-		if (stop_requested)
-			break;
-		sleep_interruptible_ms(poll_wait_ms(cfg, jitter));
+	for (size_t i = 0; i < N_OF(cmd_options); i++)
+		printf("option %s%s\n", cmd_options[i].name, cmd_options[i].value ? " VALUE" : "");
+	for (size_t c = 0; c < N_OF(commands); c++) {
+		printf("command %s", commands[c].name);
+		for (size_t i = 0; i < N_OF(cmd_options); i++)
+			if (commands[c].options & cmd_options[i].bit)
+				printf(" %s", cmd_options[i].name);
+		printf("\n");
 	}
 	return EQ_EXIT_OK;
 }
 
-static int cmd_daemon(const struct eq_config *cfg)
+/* The command's options, argv[i..argc): a usage error for an option the
+ * command does not take, before the configuration is even read. */
+static int parse_command_options(const struct command *c, int i, int argc, char **argv)
 {
-	catch_stop(on_term, false);
-	/* Ready as soon as the configuration is read: the confirm step below
-	 * may run health checks for minutes, longer than a start timeout
-	 * should be (eqota-confirm.service has already run them at boot). */
-	notify("READY=1\nSTATUS=confirming the booted slot");
-	int rc;
-	while ((rc = daemon_boot(cfg)) < 0 && !stop_requested)
-		notify("READY=1\nSTATUS=confirming the booted slot");
-	if (rc == EQ_EXIT_OK || rc < 0) {
-		notify("STOPPING=1");
-		eq_log(EQ_LOG_NOTICE, "stopping on request");
-		rc = EQ_EXIT_OK;
+	for (; i < argc; i++) {
+		const struct cmd_option *o = NULL;
+		for (size_t k = 0; k < N_OF(cmd_options) && !o; k++)
+			if (!strcmp(argv[i], cmd_options[k].name))
+				o = &cmd_options[k];
+		if (!o)
+			return usage_error("unknown argument", argv[i]);
+		if (!(c->options & o->bit)) {
+			fprintf(stderr, "eqota: %s does not take the option '%s'\n%s", c->name, o->name, usage_text);
+			return EQ_EXIT_USAGE;
+		}
+		if (o->value) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "eqota: %s: option '%s' needs a value\n%s", c->name, o->name,
+					usage_text);
+				return EQ_EXIT_USAGE;
+			}
+			*o->value = argv[++i];
+		} else {
+			*o->flag = true;
+		}
 	}
-	return rc;
+	return EQ_EXIT_OK;
 }
 
 int main(int argc, char **argv)
@@ -865,40 +709,23 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("eqota %s\n", EQ_VERSION);
 			return EQ_EXIT_OK;
+		} else if (!strcmp(argv[i], "--list-commands")) {
+			return list_commands();
 		} else {
 			return usage_error("unknown option", argv[i]);
 		}
 	}
 	if (i >= argc)
 		return usage_error("missing command", NULL);
-	const char *cmd = argv[i++];
-	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			opt.json = true;
-		else if (!strcmp(argv[i], "--retry"))
-			opt.retry = true;
-		else if (!strcmp(argv[i], "--reboot"))
-			opt.reboot = true;
-		else if (!strcmp(argv[i], "--slot") && i + 1 < argc)
-			opt.slot = argv[++i];
-		else if (!strcmp(argv[i], "--release") && i + 1 < argc)
-			opt.release = argv[++i];
-		else if (!strcmp(argv[i], "--until") && i + 1 < argc)
-			opt.until = argv[++i];
-		else if (!strcmp(argv[i], "--for") && i + 1 < argc)
-			opt.hold_for = argv[++i];
-		else if (!strcmp(argv[i], "--off"))
-			opt.off = true;
-		else
-			return usage_error("unknown argument", argv[i]);
-	}
-	static const char *const known[] = {"status",   "check",  "update",    "mark-good", "mark-bad",
-					    "rollback", "daemon", "provision", "hold",      "verify"};
-	bool ok = false;
-	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
-		ok |= !strcmp(cmd, known[k]);
-	if (!ok)
-		return usage_error("unknown command", cmd);
+	const struct command *c = NULL;
+	for (size_t k = 0; k < N_OF(commands) && !c; k++)
+		if (!strcmp(argv[i], commands[k].name))
+			c = &commands[k];
+	if (!c)
+		return usage_error("unknown command", argv[i]);
+	int prc = parse_command_options(c, i + 1, argc, argv);
+	if (prc)
+		return prc;
 
 	struct eq_config cfg;
 	struct eq_error e;
@@ -906,26 +733,26 @@ int main(int argc, char **argv)
 		eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
 		return EQ_EXIT_USAGE;
 	}
-	if (!strcmp(cmd, "daemon")) {
-		int rc = cmd_daemon(&cfg);
+	if (c->kind == CMD_DAEMON) {
+		int rc = eqota_daemon(&cfg);
 		eq_config_done(&cfg);
 		return rc;
 	}
-	catch_stop(on_work_term, true);
+	eqota_catch_stop(eqota_on_work_term, true);
 	struct eq_agent *a = NULL;
 	if (eq_agent_new(&cfg, &a, &e)) {
 		eq_config_done(&cfg);
 		return fail(&e);
 	}
-	eq_agent_set_stop(a, &stop_requested);
-	/* status and verify only read; everything else may write the slots,
-	 * the bootloader, the state or the caches. */
-	if (strcmp(cmd, "status") != 0 && strcmp(cmd, "verify") != 0) {
+	eq_agent_set_stop(a, &eqota_stop_requested);
+	/* Readers take no lock; everything else may write the slots, the
+	 * bootloader, the state or the caches. */
+	if (c->kind != CMD_READ) {
 		/* mark-good waits a while: a confirmation given up on leaves a
 		 * trial that the bootloader ends at the next boot. */
-		bool confirm = !strcmp(cmd, "mark-good");
-		eq_err lr = eq_agent_lock(a, cmd, confirm ? confirm_lock_wait_ms() : 0, &e);
-		if (lr == EQ_ERR_STATE && confirm && !stop_requested)
+		bool confirm = c->kind == CMD_CONFIRM;
+		eq_err lr = eq_agent_lock(a, c->name, confirm ? confirm_lock_wait_ms() : 0, &e);
+		if (lr == EQ_ERR_STATE && confirm && !eqota_stop_requested)
 			(void)eq_error_prefix(&e, lr,
 					      "a slot on trial stays undecided, neither committed nor marked bad: "
 					      "the daemon confirms it at its next poll, or the bootloader's try "
@@ -941,25 +768,7 @@ int main(int argc, char **argv)
 	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)
 		eq_agent_set_progress(a, eq_progress_print, &pp);
 
-	int rc;
-	if (!strcmp(cmd, "status"))
-		rc = cmd_status(a);
-	else if (!strcmp(cmd, "check"))
-		rc = cmd_check(a);
-	else if (!strcmp(cmd, "update"))
-		rc = cmd_update(a);
-	else if (!strcmp(cmd, "mark-good"))
-		rc = cmd_confirm(a);
-	else if (!strcmp(cmd, "mark-bad"))
-		rc = cmd_rollback(a, "marked bad by 'eqota mark-bad'");
-	else if (!strcmp(cmd, "rollback"))
-		rc = cmd_rollback(a, "rolled back by 'eqota rollback'");
-	else if (!strcmp(cmd, "hold"))
-		rc = cmd_hold(a);
-	else if (!strcmp(cmd, "verify"))
-		rc = cmd_verify(a);
-	else
-		rc = cmd_provision(a);
+	int rc = c->run(a);
 	if (eq_log_get_level() >= EQ_LOG_NOTICE && !opt.json)
 		eq_progress_printer_done(&pp);
 	eq_agent_free(a);
@@ -967,7 +776,7 @@ int main(int argc, char **argv)
 	/* Stopped by a signal: die of it, as a shell script running eqota
 	 * expects (exit status 128 + signal), now that the agent stopped at
 	 * a safe point. */
-	int sig = stop_requested;
+	int sig = eqota_stop_requested;
 	if (sig) {
 		fflush(NULL);
 		signal(sig, SIG_DFL);

@@ -7,6 +7,8 @@
 
 #include <eq/agent.h>
 
+#include "plan.h"
+
 const char *eq_plan_action_name(enum eq_plan_action a)
 {
 	switch (a) {

@@ -11,6 +11,8 @@
 
 #include <eq/agent.h>
 
+#include "policy.h"
+
 /* Times are capped like the manifest's, at year 9999. */
 #define TIME_MAX INT64_C(253402300799)
 

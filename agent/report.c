@@ -19,6 +19,8 @@
 #include <eq/agent.h>
 
 #include "curl_dl.h"
+#include "policy.h"
+#include "report.h"
 #include "report_queue.h"
 
 void eq_report_device_id(const char *id, char out[EQ_REPORT_ID_LEN + 1])

@@ -19,6 +19,8 @@
 #include <eq/agent.h>
 #include <eq/beneath.h>
 
+#include "slot.h"
+
 #define MAX_MKFS_ARGS 32
 
 /*

@@ -13,6 +13,8 @@
 
 #include <eq/agent.h>
 
+#include "state.h"
+
 /* Release numbers are capped like the manifest's; times at year 9999. */
 #define NUMBER_MAX (UINT64_C(1) << 53)
 #define TIME_MAX INT64_C(253402300799)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../agent/fetch.h"
 #include "../../agent/http_header.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

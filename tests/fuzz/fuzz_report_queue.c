@@ -35,6 +35,7 @@
 
 #include <eq/agent.h>
 
+#include "../../agent/report.h"
 #include "../../agent/report_queue.h"
 
 /* Whether a plain file of @q holds @line. */

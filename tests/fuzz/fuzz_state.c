@@ -14,6 +14,8 @@
 
 #include <eq/agent.h>
 
+#include "../../agent/state.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[64], in_path[96], out_path[96];

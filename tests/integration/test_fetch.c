@@ -20,6 +20,8 @@
 
 #include <eq/agent.h>
 
+#include "../../agent/fetch.h"
+
 static unsigned test_no;
 
 static const char *env(const char *name)

@@ -29,6 +29,7 @@
 #include <eq/delta.h>
 
 #include "../../agent/records.h"
+#include "../../agent/state.h"
 #ifdef EQ_HAVE_GEN
 #include <eq/gen.h>
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../agent/fetch.h"
 #include "../../agent/http_header.h"
 
 /* Parses @len bytes of @s from a heap copy of exactly that size. */

@@ -31,7 +31,10 @@
 
 #include <eq/agent.h>
 
+#include "../../agent/install.h"
+#include "../../agent/plan.h"
 #include "../../agent/records.h"
+#include "../../agent/slot.h"
 
 /* Builds the packages and publishes releases r1 and r2 (see the header). */
 static const char SETUP_SH[] =

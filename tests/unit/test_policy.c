@@ -22,6 +22,8 @@
 
 #include <eq/agent.h>
 
+#include "../../agent/policy.h"
+
 #define FLEET 1000
 
 static char dir[64];

@@ -21,6 +21,8 @@
 
 #include <eq/agent.h>
 
+#include "../../agent/report.h"
+
 static char dir[64];
 
 static int setup(void **state)

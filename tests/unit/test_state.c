@@ -23,6 +23,8 @@
 
 #include <eq/agent.h>
 
+#include "../../agent/state.h"
+
 static char dir[64];
 static char path[128];
 
