@@ -83,14 +83,13 @@ eq_err eqg_history_write(const struct eqg_history *h, const char *repo, const ch
 
 /*
  * Writes what saves devices most of the manifest download beside the
- * channel's manifest in @dir: manifest.json.zst and deltas from the
- * manifests of the last releases in @hist (of @repo/@board/@channel,
- * before the new one). @json
- * are the new manifest's bytes, also in @rdir/manifest.json.
+ * channel's manifest of @repo/@board/@channel: manifest.json.zst and
+ * deltas from the manifests of the last releases in @hist (before the new
+ * one). @json are the new manifest's bytes, also in release @number's
+ * folder.
  */
 eq_err eqg_manifest_companions(const char *repo, const char *board, const char *channel, const struct eqg_history *hist,
-			       const char *dir, const char *rdir, const uint8_t *json, size_t json_len,
-			       struct eq_error *err);
+			       uint64_t number, const uint8_t *json, size_t json_len, struct eq_error *err);
 
 /* ---- the repository's own folders (gen_repo.c) ---- */
 

@@ -19,13 +19,22 @@ module_of() {
     common/*|delta/*|bootloader/*|manifest/*|agent/*) echo "${1%%/*}" ;;
   esac
 }
+# A module may have more than one public header: <eq/gen_*.h> belong to gen,
+# <eq/repo_layout.h> to manifest; any other <eq/NAME.h> to module NAME.
+module_of_header() {
+  case "$1" in
+    gen_*) echo gen ;;
+    repo_layout) echo manifest ;;
+    *) echo "$1" ;;
+  esac
+}
 bad=0
 while IFS= read -r f; do
   m=$(module_of "$f")
   [ -n "$m" ] || continue
   ok=" $(allowed "$m") "
   while IFS= read -r inc; do
-    dep=${inc#eq/}; dep=${dep%.h}
+    dep=${inc#eq/}; dep=$(module_of_header "${dep%.h}")
     if [[ "$ok" != *" $dep "* ]]; then
       echo "check_deps: $f includes <$inc>, but module '$m' may only use:$ok"
       bad=1
