@@ -12,7 +12,6 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include <eq/gen.h>
 #include <eq/repo_layout.h>
 
 #include "gen_priv.h"

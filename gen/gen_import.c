@@ -11,7 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <eq/gen.h>
+#include <eq/delta.h>
+#include <eq/gen_import.h>
+#include <eq/gen_root.h>
+#include <eq/gen_store.h>
 #include <eq/repo_layout.h>
 
 /* One loaded manifest of the walk. */

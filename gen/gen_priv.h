@@ -1,5 +1,5 @@
 /*
- * Helpers shared by the eq_gen sources; not part of the public gen.h.
+ * Helpers shared by the eq_gen sources; not part of the public headers <eq/gen_*.h>.
  */
 #ifndef EQ_GEN_PRIV_H
 #define EQ_GEN_PRIV_H
@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <eq/gen.h>
+#include <eq/common.h>
+#include <eq/delta.h>
+#include <eq/gen_conflict.h>
+#include <eq/manifest.h>
 
 /*
  * Splits the next line off the text *p: returns it NUL-terminated in place,

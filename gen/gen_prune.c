@@ -8,6 +8,8 @@
  */
 #include <eq/repo_layout.h>
 
+#include <eq/gen_prune.h>
+
 #include "gen_priv.h"
 
 #include <dirent.h>

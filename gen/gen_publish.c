@@ -9,7 +9,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_conflict.h>
+#include <eq/gen_equiv.h>
+#include <eq/gen_index.h>
+#include <eq/gen_package.h>
+#include <eq/gen_publish.h>
+#include <eq/gen_repo.h>
+#include <eq/gen_root.h>
+#include <eq/gen_store.h>
 #include <eq/repo_layout.h>
 
 #include "gen_priv.h"

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_repo.h>
 #include <eq/repo_layout.h>
 
 /* ---- symbolic links inside the repository ------------------------------ */

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_root.h>
 #include <eq/repo_layout.h>
 
 #include "gen_priv.h"

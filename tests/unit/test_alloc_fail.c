@@ -30,7 +30,8 @@
 
 #include "../../agent/records.h"
 #ifdef EQ_HAVE_GEN
-#include <eq/gen.h>
+#include <eq/gen_package.h>
+#include <eq/gen_publish.h>
 #endif
 
 #ifdef EQ_TEST_HOOKS
