@@ -24,7 +24,7 @@ refused "publish --board .hidden" "board '.hidden'" \
   "$gen" publish --repo top/repo --board .hidden --channel stable --release r1 --packages pkgs --key rel.key
 refused "verify --board ../.." "board '../..'" \
   "$gen" verify --repo top/repo --board ../.. --channel escaped --key rel.pub
-if [ -e top/escaped ] || [ -e escaped ] || [ -e top/repo/boards/.hidden ]; then
+if [ -e top/escaped ] || [ -e top/repo/escaped ] || [ -e escaped ] || [ -e top/repo/boards/.hidden ]; then
   fail "a folder was made from a refused name: $(find . -name escaped -o -name .hidden | tr '\n' ' ')"
 else
   pass "nothing was made from a refused name"
