@@ -8,7 +8,7 @@
 set -euo pipefail
 gen=$1
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib/check.sh
+# shellcheck source=tests/integration/lib/check.sh
 . "$here/lib/check.sh"
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
