@@ -21,6 +21,7 @@
 #include "http_header.h"
 
 #include <eq/agent.h>
+#include <eq/repo_layout.h>
 
 #define VALIDATORS_NAME "manifest.validators"
 #define VALIDATORS_MAX_BYTES 4096u
@@ -30,7 +31,8 @@
 #define DEADLINE_MAX_S (7u * 86400u)
 
 struct eq_fetcher {
-	char *base_url; /* without trailing '/' */
+	char *base_url;        /* without trailing '/' */
+	char *board, *channel; /* names the repository layout checked */
 	char *manifest_rel, *sig_rel;
 	char *dir;
 	char *validators_path;
@@ -473,6 +475,8 @@ void eq_fetcher_free(struct eq_fetcher *f)
 	if (f->curl)
 		curl_easy_cleanup(f->curl);
 	eq_free(f->base_url);
+	eq_free(f->board);
+	eq_free(f->channel);
 	eq_free(f->manifest_rel);
 	eq_free(f->sig_rel);
 	eq_free(f->dir);
@@ -510,11 +514,14 @@ eq_err eq_fetcher_new(const struct eq_config *cfg, const char *download_dir, str
 	if (!f->rng)
 		f->rng = 1;
 	f->base_url = eq_strdup(cfg->url);
-	f->manifest_rel = eq_asprintf("boards/%s/%s/manifest.json", cfg->board, cfg->channel);
-	f->sig_rel = eq_asprintf("boards/%s/%s/manifest.json.sig", cfg->board, cfg->channel);
+	if ((r = eq_layout_channel(NULL, cfg->board, cfg->channel, EQ_LAYOUT_MANIFEST, &f->manifest_rel, err)) ||
+	    (r = eq_layout_channel(NULL, cfg->board, cfg->channel, EQ_LAYOUT_MANIFEST_SIG, &f->sig_rel, err)))
+		goto out;
+	f->board = eq_strdup(cfg->board);
+	f->channel = eq_strdup(cfg->channel);
 	f->dir = eq_strdup(download_dir);
 	f->validators_path = eq_asprintf("%s/" VALIDATORS_NAME, download_dir);
-	if (!f->base_url || !f->manifest_rel || !f->sig_rel || !f->dir || !f->validators_path) {
+	if (!f->base_url || !f->board || !f->channel || !f->dir || !f->validators_path) {
 		r = eq_error_set(err, EQ_ERR_NOMEM, "fetcher: out of memory");
 		goto out;
 	}
@@ -705,18 +712,19 @@ eq_err eq_fetch_release_manifest(struct eq_fetcher *f, uint64_t number, uint8_t 
 				 size_t *ret_manifest_len, uint8_t **ret_sig, size_t *ret_sig_len, struct eq_error *err)
 {
 	/* Earlier releases stay beside the current one (eqota-gen keeps them). */
-	size_t dir_len = strlen(f->manifest_rel) - strlen("manifest.json");
-	EQ_AUTOFREE char *mrel =
-		eq_asprintf("%.*sreleases/%" PRIu64 "/manifest.json", (int)dir_len, f->manifest_rel, number);
-	EQ_AUTOFREE char *srel = mrel ? eq_asprintf("%s.sig", mrel) : NULL;
+	EQ_AUTOFREE char *mrel = NULL, *srel = NULL;
 	struct xfer *x = eq_calloc(1, sizeof(*x));
 	struct eq_buf m, sg;
 	eq_buf_init(&m, EQ_MANIFEST_MAX_BYTES);
 	eq_buf_init(&sg, EQ_MANIFEST_SIG_MAX_BYTES);
 	long status = 0;
 	eq_err r = EQ_OK;
-	if (!mrel || !srel || !x)
+	if (!x)
 		r = eq_error_set(err, EQ_ERR_NOMEM, "release %" PRIu64 ": out of memory", number);
+	if (!r)
+		r = eq_layout_release(NULL, f->board, f->channel, number, EQ_LAYOUT_MANIFEST, &mrel, err);
+	if (!r)
+		r = eq_layout_release(NULL, f->board, f->channel, number, EQ_LAYOUT_MANIFEST_SIG, &srel, err);
 	if (!r)
 		r = fetch_mem(f, mrel, EQ_MANIFEST_MAX_BYTES, NULL, false, &status, &m, x, err);
 	if (!r)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <eq/agent.h>
+#include <eq/repo_layout.h>
 
 #include "agent_priv.h"
 #include "fetch.h"
@@ -63,17 +64,16 @@ static bool fetch_manifest_packed(struct eq_agent *a, const char *rel, size_t ma
 	uint8_t want[EQ_SHA256_LEN];
 	if (!eq_hex_decode(expect, want, sizeof(want)) || max > SIZE_MAX - MANIFEST_PACKED_SLACK)
 		return false;
-	const char *slash = strrchr(rel, '/');
-	int dl = slash ? (int)(slash - rel) : 0;
+	const char *b = a->cfg->board, *c = a->cfg->channel;
 	for (int kind = have_hex ? 0 : 1; kind < 2; kind++) {
-		EQ_AUTOFREE char *p =
-			kind == 0 ? eq_asprintf("%.*s/manifest-deltas/%s-%s.delta", dl, rel, have_hex, expect)
-				  : eq_asprintf("%s.zst", rel);
+		EQ_AUTOFREE char *p = NULL;
 		uint8_t *d = NULL;
 		size_t n = 0;
 		struct eq_error e;
 		eq_error_clear(&e);
-		if (!p || eq_fetch_file(a->fetcher, p, max + MANIFEST_PACKED_SLACK, &d, &n, &e) != EQ_OK) {
+		eq_err lr = kind == 0 ? eq_layout_manifest_delta(NULL, b, c, have_hex, expect, &p, &e)
+				      : eq_layout_channel(NULL, b, c, EQ_LAYOUT_MANIFEST_ZST, &p, &e);
+		if (lr || eq_fetch_file(a->fetcher, p, max + MANIFEST_PACKED_SLACK, &d, &n, &e) != EQ_OK) {
 			eq_log(EQ_LOG_DEBUG, "%s: %s", p ? p : rel, e.msg);
 			continue;
 		}
@@ -155,18 +155,19 @@ static eq_err fetch_manifest_cheap(struct eq_agent *a, uint8_t **m, size_t *mlen
 	if (eq_sha256_file(a->cache_manifest, h, NULL, NULL) == EQ_OK)
 		eq_hex_encode(h, sizeof(h), have);
 	load_etag_for(a->ptr_validators, have, etag, sizeof(etag));
-	EQ_AUTOFREE char *dir = eq_asprintf("boards/%s/%s", a->cfg->board, a->cfg->channel);
-	EQ_AUTOFREE char *prel = dir ? eq_asprintf("%s/manifest.json.sha256", dir) : NULL;
-	EQ_AUTOFREE char *mrel = dir ? eq_asprintf("%s/manifest.json", dir) : NULL;
-	EQ_AUTOFREE char *srel = dir ? eq_asprintf("%s/manifest.json.sig", dir) : NULL;
-	if (!prel || !mrel || !srel)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *prel = NULL, *mrel = NULL, *srel = NULL;
+	const char *b = a->cfg->board, *c = a->cfg->channel;
+	eq_err r;
+	if ((r = eq_layout_channel(NULL, b, c, EQ_LAYOUT_MANIFEST_SHA256, &prel, err)) ||
+	    (r = eq_layout_channel(NULL, b, c, EQ_LAYOUT_MANIFEST, &mrel, err)) ||
+	    (r = eq_layout_channel(NULL, b, c, EQ_LAYOUT_MANIFEST_SIG, &srel, err)))
+		return r;
 	bool not_modified = false;
 	uint8_t *p = NULL;
 	size_t pl = 0;
 	char *new_etag = NULL;
 	struct eq_error e;
-	eq_err r = eq_fetch_file_cond(a->fetcher, prel, POINTER_MAX, etag, &not_modified, &p, &pl, &new_etag, &e);
+	r = eq_fetch_file_cond(a->fetcher, prel, POINTER_MAX, etag, &not_modified, &p, &pl, &new_etag, &e);
 	if (r == EQ_ERR_STOPPED) {
 		if (err)
 			*err = e;

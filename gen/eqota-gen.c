@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <eq/gen.h>
+#include <eq/repo_layout.h>
 
 
 #define EXIT_USAGE 2
@@ -744,18 +745,19 @@ static int verify_root(const struct opts *o)
 			return rc;
 		}
 		const struct eq_repo_release *rel = find_release(&h, o->release);
-		EQ_AUTOFREE char *mpath = rel ? eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64 "/manifest.json",
-							    o->repo, o->board, o->channel, rel->number)
-					      : NULL;
+		EQ_AUTOFREE char *mpath = NULL;
+		r = rel ? eq_layout_release(o->repo, o->board, o->channel, rel->number, EQ_LAYOUT_MANIFEST, &mpath, &e)
+			: EQ_OK;
 		struct eq_manifest_policy pol = {.board = o->board,
 						 .channel = o->channel,
 						 .number = rel ? rel->number : 0,
 						 .now = clock,
 						 .check_expiry = false};
 		eq_repo_history_done(&h);
-		r = mpath ? eq_manifest_load_verified_file(mpath, NULL, eq_root_role(root, EQ_ROLE_RELEASE), &pol, &m,
-							   &e)
-			  : EQ_ERR_NOTFOUND;
+		if (!r)
+			r = mpath ? eq_manifest_load_verified_file(mpath, NULL, eq_root_role(root, EQ_ROLE_RELEASE),
+								   &pol, &m, &e)
+				  : EQ_ERR_NOTFOUND;
 		eq_root_free(root);
 		if (r == EQ_ERR_NOTFOUND && !mpath)
 			return EXIT_FAILURE;
@@ -798,7 +800,7 @@ static int cmd_verify(const struct opts *o)
 			    : eq_manifest_trust_from_pubkeys(o->keys, o->n_keys, 1, &trust, &e);
 	if (r)
 		return fail(&e);
-	EQ_AUTOFREE char *dir = NULL;
+	EQ_AUTOFREE char *mpath = NULL;
 	uint64_t want_number = 0;
 	if (o->release) {
 		struct eq_repo_history h;
@@ -810,8 +812,8 @@ static int cmd_verify(const struct opts *o)
 		const struct eq_repo_release *rel = find_release(&h, o->release);
 		if (rel) {
 			want_number = rel->number;
-			dir = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel,
-					  rel->number);
+			r = eq_layout_release(o->repo, o->board, o->channel, rel->number, EQ_LAYOUT_MANIFEST, &mpath,
+					      &e);
 		}
 		eq_repo_history_done(&h);
 		if (!rel) {
@@ -819,12 +821,10 @@ static int cmd_verify(const struct opts *o)
 			return EXIT_FAILURE;
 		}
 	} else {
-		dir = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
+		r = eq_layout_channel(o->repo, o->board, o->channel, EQ_LAYOUT_MANIFEST, &mpath, &e);
 	}
-	EQ_AUTOFREE char *mpath = dir ? eq_asprintf("%s/manifest.json", dir) : NULL;
-	if (!mpath) {
+	if (r) {
 		eq_manifest_trust_free(trust);
-		eq_error_set(&e, EQ_ERR_NOMEM, "out of memory");
 		return fail(&e);
 	}
 	/* An older release is expected to be past its expiry; the current one
@@ -931,7 +931,8 @@ static int cmd_root(const char *sub, const struct opts *o)
 	if (eq_gen_root_write(&ro, init, &v, &e))
 		return fail(&e);
 	/* What was just written and checked, from the pin (init: root 1 itself). */
-	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", o->repo);
+	EQ_AUTOFREE char *first = NULL;
+	eq_err fr = eq_layout_root(o->repo, 1, &first, &e);
 	uint8_t *d = NULL;
 	size_t dl = 0;
 	char hex[EQ_SHA256_HEX_LEN + 1] = "";
@@ -942,8 +943,8 @@ static int cmd_root(const char *sub, const struct opts *o)
 		eq_free(d);
 	}
 	struct eq_root *root = NULL;
-	if (init && !first)
-		eq_error_set(&e, EQ_ERR_NOMEM, "out of memory");
+	if (init && fr)
+		return fail(&e);
 	if (init && !*hex)
 		return fail(&e);
 	if (eq_gen_root_newest(o->repo, init ? hex : o->trusted_root, &root, &e))
@@ -1003,9 +1004,10 @@ struct current {
 
 static eq_err current_release(const struct opts *o, struct current *ret, struct eq_error *e)
 {
-	EQ_AUTOFREE char *path = eq_asprintf("%s/boards/%s/%s/manifest.json", o->repo, o->board, o->channel);
-	if (!path)
-		return eq_error_set(e, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *path = NULL;
+	eq_err lr = eq_layout_channel(o->repo, o->board, o->channel, EQ_LAYOUT_MANIFEST, &path, e);
+	if (lr)
+		return lr;
 	struct eq_manifest *m = NULL;
 	struct eq_manifest_header h;
 	uint8_t *d = NULL;
@@ -1082,14 +1084,12 @@ static int cmd_rollout(const struct opts *o)
 	}
 	bool change = o->percent_given || halt || o->resume;
 	if (!change) {
-		EQ_AUTOFREE char *tpath = eq_asprintf("%s/boards/%s/%s/timestamp.json", o->repo, o->board, o->channel);
+		EQ_AUTOFREE char *tpath = NULL;
 		uint8_t *d = NULL;
 		size_t dl = 0;
 		struct eq_timestamp ts;
-		if (!tpath) {
-			eq_error_set(&e, EQ_ERR_NOMEM, "out of memory");
+		if (eq_layout_channel(o->repo, o->board, o->channel, EQ_LAYOUT_TIMESTAMP, &tpath, &e))
 			return fail(&e);
-		}
 		eq_err r = eq_file_read_all(tpath, EQ_TIMESTAMP_MAX_BYTES, &d, &dl, &e);
 		if (!r && (r = eq_timestamp_parse_unverified(d, dl, &ts, &e)))
 			eq_error_prefix(&e, r, "%s", tpath);

@@ -28,7 +28,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_fleet.h>
 
 #define BODY_MAX 4096u
 

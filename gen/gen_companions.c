@@ -12,7 +12,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include <eq/gen.h>
+#include <eq/repo_layout.h>
 
 #include "gen_priv.h"
 
@@ -431,18 +431,17 @@ static eq_err jobs_result(const struct companions *w, struct eq_error *err)
 }
 
 /*
- * What saves devices most of the manifest download, beside the manifest in
- * @dir: manifest.json.zst, and manifest-deltas/<old sha256>-<new sha256>
+ * What saves devices most of the manifest download, beside the channel's
+ * manifest: manifest.json.zst, and manifest-deltas/<old sha256>-<new sha256>
  * .delta from each of the last MANIFEST_DELTAS earlier releases' manifests
  * (method 0 deltas: zstd with the old manifest as prefix). Devices check
  * what they rebuild against the timestamp's hash (docs/manifest-format.md).
  * Only the chunks of manifest.json.zst that changed since the file still in
- * @dir are compressed; they and the deltas are made at once on the host's
+ * the channel's folder are compressed; they and the deltas are made at once on the host's
  * cores.
  */
 eq_err eqg_manifest_companions(const char *repo, const char *board, const char *channel, const struct eqg_history *hist,
-			       const char *dir, const char *rdir, const uint8_t *json, size_t json_len,
-			       struct eq_error *err)
+			       uint64_t number, const uint8_t *json, size_t json_len, struct eq_error *err)
 {
 	double t0 = eq_now_s();
 	struct mdelta d[MANIFEST_DELTAS];
@@ -451,10 +450,12 @@ eq_err eqg_manifest_companions(const char *repo, const char *board, const char *
 	uint8_t *z = NULL;
 	size_t z_len = 0, reused = 0;
 	memset(d, 0, sizeof(d));
-	EQ_AUTOFREE char *ddir = eq_asprintf("%s/manifest-deltas", dir);
-	EQ_AUTOFREE char *newp = eq_asprintf("%s/manifest.json", rdir);
-	EQ_AUTOFREE char *zp = eq_asprintf("%s/manifest.json.zst", dir);
-	eq_err r = !ddir || !newp || !zp ? eq_error_set(err, EQ_ERR_NOMEM, "out of memory") : EQ_OK;
+	EQ_AUTOFREE char *dir = NULL, *ddir = NULL, *newp = NULL, *zp = NULL;
+	eq_err r;
+	if (!(r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_DIR, &dir, err)) &&
+	    !(r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_MANIFEST_DELTAS, &ddir, err)) &&
+	    !(r = eq_layout_release(repo, board, channel, number, EQ_LAYOUT_MANIFEST, &newp, err)))
+		r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_MANIFEST_ZST, &zp, err);
 	w.newp = newp;
 	if (!r)
 		r = eq_mkdir_p(ddir, 0755, err);
@@ -463,21 +464,17 @@ eq_err eqg_manifest_companions(const char *repo, const char *board, const char *
 	eq_sha256(json, json_len, h);
 	eq_hex_encode(h, sizeof(h), to);
 	for (size_t k = hist->n_releases; !r && k-- > 0 && w.n_d < MANIFEST_DELTAS;) {
-		char *oldp = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64 "/manifest.json", repo, board, channel,
-					 hist->numbers[k]);
+		char *oldp = NULL;
 		char from[EQ_SHA256_HEX_LEN + 1];
-		if (!oldp) {
-			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		if ((r = eq_layout_release(repo, board, channel, hist->numbers[k], EQ_LAYOUT_MANIFEST, &oldp, err)))
 			break;
-		}
 		if (eq_sha256_file(oldp, h, NULL, NULL) != EQ_OK) {
 			eq_free(oldp); /* an old release's folder pruned: no delta from it */
 			continue;
 		}
 		eq_hex_encode(h, sizeof(h), from);
 		d[w.n_d].oldp = oldp;
-		if (!(d[w.n_d++].out = eq_asprintf("%s/%s-%s.delta", ddir, from, to)))
-			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		r = eq_layout_manifest_delta(repo, board, channel, from, to, &d[w.n_d++].out, err);
 	}
 	if (!r)
 		r = cut_chunks(json, json_len, &w.c, &w.n_c, err);
@@ -543,6 +540,6 @@ eq_err eqg_manifest_companions(const char *repo, const char *board, const char *
 		eq_free(d[i].out);
 	}
 	if (r)
-		eq_error_prefix(err, r, "compressed manifest and manifest deltas in '%s'", dir);
+		eq_error_prefix(err, r, "compressed manifest and manifest deltas in '%s'", dir ? dir : repo);
 	return r;
 }

@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "eq/gen.h"
+#include <eq/gen_conflict.h>
+#include <eq/gen_package.h>
+
 #include "gen_priv.h"
 
 struct rule {

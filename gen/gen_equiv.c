@@ -2,7 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <eq/gen.h>
+#include <eq/gen_equiv.h>
+#include <eq/gen_hashserv.h>
+#include <eq/gen_import.h>
+#include <eq/gen_store.h>
 
 /* What one manifest of the repository says was published for a unihash. */
 struct pub_row {

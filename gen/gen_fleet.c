@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include <eq/gen.h>
+#include <eq/gen_fleet.h>
 
 #include "gen_priv.h"
 

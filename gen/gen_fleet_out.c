@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <eq/gen.h>
+#include <eq/gen_fleet.h>
 
 /* Columns of a chart: enough for a smooth line, few enough for a page of
  * a million devices. */

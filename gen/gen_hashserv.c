@@ -28,7 +28,8 @@
 
 #include <cjson/cJSON.h>
 
-#include <eq/gen.h>
+#include <eq/gen_hashserv.h>
+#include <eq/gen_store.h>
 
 #define PROTO_LINE "OEHASHEQUIV 1.1"
 #define MAX_CHUNK (32u * 1024u)

@@ -18,6 +18,8 @@
  *                                                    payloads, newest first
  *   end <SHA-256 of all the lines before>
  */
+#include <eq/repo_layout.h>
+
 #include "gen_priv.h"
 
 #include <errno.h>
@@ -26,7 +28,6 @@
 #include <string.h>
 
 #define HISTORY_MAGIC "eqota-history 1"
-#define HISTORY_FILE "publisher-history"
 
 void eqg_history_done(struct eqg_history *h)
 {
@@ -341,13 +342,14 @@ eq_err eqg_history_open(const char *repo, const char *board, const char *channel
 			struct eq_error *err)
 {
 	memset(ret, 0, sizeof(*ret));
-	EQ_AUTOFREE char *dir = eq_asprintf("%s/boards/%s/%s/releases", repo, board, channel);
-	EQ_AUTOFREE char *ipath = eq_asprintf("%s/boards/%s/%s/" HISTORY_FILE, repo, board, channel);
-	if (!dir || !ipath)
-		return nomem(err);
+	EQ_AUTOFREE char *dir = NULL, *ipath = NULL;
 	uint64_t *nums = NULL;
 	size_t n = 0;
-	eq_err r = eqg_release_numbers(dir, &nums, &n, err);
+	eq_err r;
+	if ((r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_RELEASES, &dir, err)) ||
+	    (r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_HISTORY, &ipath, err)))
+		return r;
+	r = eqg_release_numbers(dir, &nums, &n, err);
 	if (r || n == 0) {
 		eq_free(nums);
 		return r;
@@ -400,9 +402,9 @@ eq_err eqg_history_write(const struct eqg_history *h, const char *repo, const ch
 		eq_hex_encode(dg, sizeof(dg), sha);
 		r = eq_buf_printf(&b, err, "end %s\n", sha);
 	}
-	EQ_AUTOFREE char *path = r ? NULL : eq_asprintf("%s/boards/%s/%s/" HISTORY_FILE, repo, board, channel);
-	if (!r && !path)
-		r = nomem(err);
+	EQ_AUTOFREE char *path = NULL;
+	if (!r)
+		r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_HISTORY, &path, err);
 	if (!r)
 		r = eq_file_replace_atomic(path, b.data, b.len, 0644, err);
 	eq_buf_done(&b);

@@ -11,7 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <eq/gen.h>
+#include <eq/delta.h>
+#include <eq/gen_import.h>
+#include <eq/gen_root.h>
+#include <eq/gen_store.h>
+#include <eq/repo_layout.h>
 
 /* One loaded manifest of the walk. */
 struct walk_item {
@@ -192,12 +196,12 @@ static eq_err load_one(struct walk *w, const char *board, const char *channel, u
 
 static eq_err load_channel(struct walk *w, const char *board, const char *channel, struct eq_error *err)
 {
-	EQ_AUTOFREE char *dir = eq_asprintf("%s/boards/%s/%s/releases", w->repo, board, channel);
-	if (!dir)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *dir = NULL;
 	char **names = NULL;
 	size_t n = 0;
-	eq_err r = list_dirs(dir, true, &names, &n, err);
+	eq_err r = eq_layout_channel(w->repo, board, channel, EQ_LAYOUT_RELEASES, &dir, err);
+	if (!r)
+		r = list_dirs(dir, true, &names, &n, err);
 	for (size_t i = 0; !r && i < n; i++) {
 		uint64_t number;
 		if (!release_number(names[i], &number))
@@ -247,7 +251,7 @@ eq_err eq_repo_walk(const char *repo, const struct eq_repo_walk_opts *o, eq_repo
 			return r;
 		w.keys = eq_root_role(root, EQ_ROLE_RELEASE);
 	}
-	EQ_AUTOFREE char *bdir = eq_asprintf("%s/boards", repo);
+	EQ_AUTOFREE char *bdir = eq_asprintf("%s/" EQ_LAYOUT_BOARDS_DIR, repo);
 	char **boards = NULL;
 	size_t nb = 0;
 	r = bdir ? list_dirs(bdir, false, &boards, &nb, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");

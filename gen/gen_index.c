@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "eq/gen.h"
+#include <eq/gen_index.h>
+
 #include "gen_priv.h"
 
 struct index_entry {

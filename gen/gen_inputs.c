@@ -13,7 +13,6 @@
 
 #include <sqlite3.h>
 
-#include <eq/gen.h>
 
 #include "gen_priv.h"
 

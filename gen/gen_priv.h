@@ -1,5 +1,5 @@
 /*
- * Helpers shared by the eq_gen sources; not part of the public gen.h.
+ * Helpers shared by the eq_gen sources; not part of the public headers <eq/gen_*.h>.
  */
 #ifndef EQ_GEN_PRIV_H
 #define EQ_GEN_PRIV_H
@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <eq/gen.h>
+#include <eq/common.h>
+#include <eq/delta.h>
+#include <eq/gen_conflict.h>
+#include <eq/manifest.h>
 
 /*
  * Splits the next line off the text *p: returns it NUL-terminated in place,
@@ -83,14 +86,13 @@ eq_err eqg_history_write(const struct eqg_history *h, const char *repo, const ch
 
 /*
  * Writes what saves devices most of the manifest download beside the
- * channel's manifest in @dir: manifest.json.zst and deltas from the
- * manifests of the last releases in @hist (of @repo/@board/@channel,
- * before the new one). @json
- * are the new manifest's bytes, also in @rdir/manifest.json.
+ * channel's manifest of @repo/@board/@channel: manifest.json.zst and
+ * deltas from the manifests of the last releases in @hist (before the new
+ * one). @json are the new manifest's bytes, also in release @number's
+ * folder.
  */
 eq_err eqg_manifest_companions(const char *repo, const char *board, const char *channel, const struct eqg_history *hist,
-			       const char *dir, const char *rdir, const uint8_t *json, size_t json_len,
-			       struct eq_error *err);
+			       uint64_t number, const uint8_t *json, size_t json_len, struct eq_error *err);
 
 /* ---- the repository's own folders (gen_repo.c) ---- */
 

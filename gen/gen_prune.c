@@ -6,6 +6,10 @@
  * release is only removed once the release after it has been out that
  * long, and a file only once it is that old. Runs under the publish lock.
  */
+#include <eq/repo_layout.h>
+
+#include <eq/gen_prune.h>
+
 #include "gen_priv.h"
 
 #include <dirent.h>
@@ -85,15 +89,17 @@ static eq_err list_names(const char *dir, struct eqg_strv *ret, struct eq_error 
  * for the grace period (a device may be fetching it until then). Each
  * manifest is read once.
  */
-static eq_err prune_channel(struct prune *p, const char *cdir, struct eq_error *err)
+static eq_err prune_channel(struct prune *p, const char *board, const char *channel, struct eq_error *err)
 {
-	EQ_AUTOFREE char *rdir = eq_asprintf("%s/releases", cdir);
-	EQ_AUTOFREE char *cur = eq_asprintf("%s/manifest.json", cdir);
-	if (!rdir || !cur)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	const char *repo = p->o->repo;
+	EQ_AUTOFREE char *rdir = NULL, *cur = NULL;
+	eq_err r;
+	if ((r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_RELEASES, &rdir, err)) ||
+	    (r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_MANIFEST, &cur, err)))
+		return r;
 	uint64_t *nums = NULL;
 	size_t n = 0;
-	eq_err r = eqg_release_numbers(rdir, &nums, &n, err);
+	r = eqg_release_numbers(rdir, &nums, &n, err);
 	struct eq_manifest *m = NULL;
 	/* The current manifest always stays, whatever folders exist. */
 	if (!r && access(cur, F_OK) == 0 && !(r = eqg_manifest_read(cur, &m, err)))
@@ -102,12 +108,10 @@ static eq_err prune_channel(struct prune *p, const char *cdir, struct eq_error *
 	bool removed = false;
 	int64_t next_issued = 0; /* of the release after the one looked at */
 	for (size_t i = n; !r && i-- > 0;) {
-		EQ_AUTOFREE char *rel = eq_asprintf("%s/%" PRIu64, rdir, nums[i]);
-		EQ_AUTOFREE char *mp = rel ? eq_asprintf("%s/manifest.json", rel) : NULL;
-		if (!mp) {
-			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		EQ_AUTOFREE char *rel = NULL, *mp = NULL;
+		if ((r = eq_layout_release(repo, board, channel, nums[i], EQ_LAYOUT_DIR, &rel, err)) ||
+		    (r = eq_layout_release(repo, board, channel, nums[i], EQ_LAYOUT_MANIFEST, &mp, err)))
 			break;
-		}
 		struct eq_manifest_header h;
 		if ((r = eqg_manifest_read(mp, &m, err)) || (r = eq_manifest_get_header(m, &h, err))) {
 			eq_manifest_free(m);
@@ -128,10 +132,8 @@ static eq_err prune_channel(struct prune *p, const char *cdir, struct eq_error *
 	eq_free(nums);
 	/* The publisher's summary is rebuilt from what is left. */
 	if (!r && removed && !p->o->dry_run) {
-		EQ_AUTOFREE char *hist = eq_asprintf("%s/publisher-history", cdir);
-		if (!hist)
-			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-		else
+		EQ_AUTOFREE char *hist = NULL;
+		if (!(r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_HISTORY, &hist, err)))
 			r = eqg_repo_remove(p->o->repo, hist, err);
 	}
 	return r;
@@ -139,12 +141,13 @@ static eq_err prune_channel(struct prune *p, const char *cdir, struct eq_error *
 
 /* Manifest deltas lead from an old manifest to the current one; those to
  * another manifest serve nobody once they are older than the grace. */
-static eq_err prune_manifest_deltas(struct prune *p, const char *cdir, struct eq_error *err)
+static eq_err prune_manifest_deltas(struct prune *p, const char *board, const char *channel, struct eq_error *err)
 {
-	EQ_AUTOFREE char *ddir = eq_asprintf("%s/manifest-deltas", cdir);
-	EQ_AUTOFREE char *cur = eq_asprintf("%s/manifest.json", cdir);
-	if (!ddir || !cur)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *ddir = NULL, *cur = NULL;
+	eq_err lr;
+	if ((lr = eq_layout_channel(p->o->repo, board, channel, EQ_LAYOUT_MANIFEST_DELTAS, &ddir, err)) ||
+	    (lr = eq_layout_channel(p->o->repo, board, channel, EQ_LAYOUT_MANIFEST, &cur, err)))
+		return lr;
 	uint8_t sha[EQ_SHA256_LEN];
 	char to[EQ_SHA256_HEX_LEN + 1];
 	if (eq_sha256_file(cur, sha, NULL, NULL) != EQ_OK)
@@ -199,7 +202,7 @@ eq_err eq_gen_prune(const struct eq_prune_opts *o, struct eq_prune_report *ret, 
 	struct prune p = {.o = o, .rep = ret};
 	p.now = o->now ? o->now : (int64_t)time(NULL);
 	p.grace = (int64_t)o->grace_hours * 3600;
-	EQ_AUTOFREE char *bdir = eq_asprintf("%s/boards", o->repo);
+	EQ_AUTOFREE char *bdir = eq_asprintf("%s/" EQ_LAYOUT_BOARDS_DIR, o->repo);
 	if (!bdir)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	if (access(bdir, F_OK) != 0)
@@ -219,13 +222,10 @@ eq_err eq_gen_prune(const struct eq_prune_opts *o, struct eq_prune_report *ret, 
 			struct eqg_strv chans = {0};
 			r = bd ? list_names(bd, &chans, err) : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 			for (size_t c = 0; !r && c < chans.n; c++) {
-				EQ_AUTOFREE char *cd = eq_asprintf("%s/%s", bd, chans.v[c]);
-				if (!cd)
-					r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-				else if (pass == 0)
-					r = prune_channel(&p, cd, err);
+				if (pass == 0)
+					r = prune_channel(&p, boards.v[b], chans.v[c], err);
 				else
-					r = prune_manifest_deltas(&p, cd, err);
+					r = prune_manifest_deltas(&p, boards.v[b], chans.v[c], err);
 			}
 			eqg_strv_done(&chans);
 		}
@@ -233,9 +233,9 @@ eq_err eq_gen_prune(const struct eq_prune_opts *o, struct eq_prune_report *ret, 
 			qsort(p.keep.v, p.keep.n, sizeof(char *), cmp_str);
 	}
 	if (!r)
-		r = prune_store(&p, "objects", &ret->objects, err);
+		r = prune_store(&p, EQ_LAYOUT_OBJECTS_DIR, &ret->objects, err);
 	if (!r)
-		r = prune_store(&p, "deltas", &ret->deltas, err);
+		r = prune_store(&p, EQ_LAYOUT_DELTAS_DIR, &ret->deltas, err);
 	eqg_strv_done(&boards);
 	eqg_strv_done(&p.keep);
 	if (fd >= 0)

@@ -9,7 +9,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_conflict.h>
+#include <eq/gen_equiv.h>
+#include <eq/gen_index.h>
+#include <eq/gen_package.h>
+#include <eq/gen_publish.h>
+#include <eq/gen_repo.h>
+#include <eq/gen_root.h>
+#include <eq/gen_store.h>
+#include <eq/repo_layout.h>
 
 #include "gen_priv.h"
 
@@ -135,12 +143,13 @@ static eq_err install_file(const char *tmp, const char *dest, const uint8_t sha[
  */
 static eq_err check_object(struct pub_ctx *c, const char *sha_hex, struct eq_error *err)
 {
-	EQ_AUTOFREE char *path = eq_asprintf("%s/objects/%s", c->o->repo, sha_hex);
-	if (!path)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *path = NULL;
+	eq_err r = eq_layout_object(c->o->repo, sha_hex, &path, err);
+	if (r)
+		return r;
 	uint8_t sha[EQ_SHA256_LEN];
 	char hex[EQ_SHA256_HEX_LEN + 1];
-	eq_err r = eq_sha256_file(path, sha, NULL, err);
+	r = eq_sha256_file(path, sha, NULL, err);
 	if (r)
 		return r;
 	eq_hex_encode(sha, sizeof(sha), hex);
@@ -181,9 +190,9 @@ static eq_err write_object(struct pub_ctx *c, const char *payload, struct eq_sto
 		return r;
 	eq_hex_encode(sha, EQ_SHA256_LEN, pub->object_sha256);
 	pub->object_size = hs.n;
-	EQ_AUTOFREE char *dest = eq_asprintf("%s/objects/%s", c->o->repo, pub->object_sha256);
-	if (!dest)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *dest = NULL;
+	if ((r = eq_layout_object(c->o->repo, pub->object_sha256, &dest, err)))
+		return r;
 	r = install_file(tmp, dest, sha, err);
 	if (!r) {
 		st->objects_written++;
@@ -217,9 +226,10 @@ static eq_err hash_src_read(void *ctx, void *buf, size_t len, size_t *ret_n, str
 static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, const char *payload_sha,
 				uint64_t payload_size, char **ret_path, struct eq_error *err)
 {
-	EQ_AUTOFREE char *src = eq_asprintf("%s/objects/%s", c->o->repo, object_sha);
-	if (!src)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *src = NULL;
+	eq_err lr = eq_layout_object(c->o->repo, object_sha, &src, err);
+	if (lr)
+		return lr;
 	int in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open object '%s'",
@@ -542,10 +552,12 @@ static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *er
 		bool make = distinct++ < c->o->deltas_from;
 		struct eq_manifest_delta d = {0};
 		snprintf(d.from, sizeof(d.from), "%s", old->payload_sha256);
-		snprintf(d.path, sizeof(d.path), "deltas/%s-%s", old->payload_sha256, to_sha);
-		EQ_AUTOFREE char *dest = eq_asprintf("%s/%s", c->o->repo, d.path);
-		if (!dest)
-			return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		EQ_AUTOFREE char *rel = NULL, *dest = NULL;
+		eq_err lr;
+		if ((lr = eq_layout_delta(NULL, old->payload_sha256, to_sha, &rel, err)) ||
+		    (lr = eq_layout_delta(c->o->repo, old->payload_sha256, to_sha, &dest, err)))
+			return lr;
+		snprintf(d.path, sizeof(d.path), "%s", rel);
 		uint8_t sha[EQ_SHA256_LEN];
 		uint64_t size;
 		struct stat dst;
@@ -674,9 +686,10 @@ static eq_err decide_one(struct pub_ctx *c, struct prep *p, const char *unihash,
 		return EQ_OK;
 	}
 	p->pub = known;
-	EQ_AUTOFREE char *obj = eq_asprintf("%s/objects/%s", c->o->repo, known.object_sha256);
-	if (!obj)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *obj = NULL;
+	eq_err lr = eq_layout_object(c->o->repo, known.object_sha256, &obj, err);
+	if (lr)
+		return lr;
 	if (!file_has_size(obj, known.object_size)) {
 		/* Known to the store but not in this repository: write it here. */
 		p->write_object = true;
@@ -773,7 +786,10 @@ static eq_err enter_one(struct pub_ctx *c, struct prep *p, const char *unihash, 
 	snprintf(mp.unihash, sizeof(mp.unihash), "%s", unihash);
 	snprintf(mp.payload.sha256, sizeof(mp.payload.sha256), "%s", p->pub.payload_sha256);
 	snprintf(mp.object.sha256, sizeof(mp.object.sha256), "%s", p->pub.object_sha256);
-	snprintf(mp.object.path, sizeof(mp.object.path), "objects/%s", p->pub.object_sha256);
+	EQ_AUTOFREE char *orel = NULL;
+	if ((r = eq_layout_object(NULL, p->pub.object_sha256, &orel, err)))
+		return r;
+	snprintf(mp.object.path, sizeof(mp.object.path), "%s", orel);
 	r = eq_manifest_add_package(c->m, &mp, err);
 	if (r)
 		return r;
@@ -927,6 +943,14 @@ static void path_note(void *ctx, bool error, const char *msg)
 	eq_log(error ? EQ_LOG_ERR : EQ_LOG_WARNING, "%s", msg);
 }
 
+/* @file of release @number's folder, or of the channel's with @number 0. */
+static eq_err folder_file(const struct eq_publish_opts *o, uint64_t number, enum eq_layout_file file, char **ret,
+			  struct eq_error *err)
+{
+	return number ? eq_layout_release(o->repo, o->board, o->channel, number, file, ret, err)
+		      : eq_layout_channel(o->repo, o->board, o->channel, file, ret, err);
+}
+
 static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
@@ -971,47 +995,40 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 		root = NULL;
 	}
 	eq_root_free(root);
-	EQ_AUTOFREE char *rdir =
-		eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64, o->repo, o->board, o->channel, c->rep.number);
-	if (!r && !rdir)
-		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *rdir = NULL;
+	if (!r)
+		r = eq_layout_release(o->repo, o->board, o->channel, c->rep.number, EQ_LAYOUT_DIR, &rdir, err);
 	if (!r)
 		r = eq_mkdir_p(rdir, 0755, err);
 	/* The release folder first, then the current pointer; the signature is
 	 * written before the manifest so a reader that sees the new manifest
 	 * finds its signature (a CDN may still serve a mixed pair briefly: the
 	 * device then refuses and retries). */
-	const char *dirs[2] = {rdir, NULL};
-	EQ_AUTOFREE char *cur = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
-	dirs[1] = cur;
-	if (!r && !cur)
-		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	for (int i = 0; i < 2 && !r; i++) {
-		EQ_AUTOFREE char *mp = eq_asprintf("%s/manifest.json", dirs[i]);
-		EQ_AUTOFREE char *sp = eq_asprintf("%s/manifest.json.sig", dirs[i]);
-		if (!mp || !sp) {
-			r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		uint64_t number = i == 0 ? c->rep.number : 0;
+		EQ_AUTOFREE char *mp = NULL, *sp = NULL;
+		if ((r = folder_file(o, number, EQ_LAYOUT_MANIFEST, &mp, err)) ||
+		    (r = folder_file(o, number, EQ_LAYOUT_MANIFEST_SIG, &sp, err)))
 			break;
-		}
 		r = eq_file_replace_atomic(sp, sig, sig_len, 0644, err);
 		if (!r)
 			r = eq_file_replace_atomic(mp, json, json_len, 0644, err);
 		/* The channel's: what devices fetch before the full manifest. */
 		if (!r && i == 1)
-			r = eqg_manifest_companions(o->repo, o->board, o->channel, &c->hist, dirs[i], rdir, json,
+			r = eqg_manifest_companions(o->repo, o->board, o->channel, &c->hist, c->rep.number, json,
 						    json_len, err);
 		/* Last, the pointer legacy-mode devices poll: whoever sees the new
 		 * hash finds the manifest, its delta and compressed form in place. */
 		if (!r && i == 1) {
 			uint8_t h[EQ_SHA256_LEN];
 			char line[EQ_SHA256_HEX_LEN + 2];
-			EQ_AUTOFREE char *pp = eq_asprintf("%s/manifest.json.sha256", dirs[i]);
+			EQ_AUTOFREE char *pp = NULL;
 			eq_sha256(json, json_len, h);
 			eq_hex_encode(h, sizeof(h), line);
 			line[EQ_SHA256_HEX_LEN] = '\n';
 			line[EQ_SHA256_HEX_LEN + 1] = '\0';
-			r = pp ? eq_file_replace_atomic(pp, line, EQ_SHA256_HEX_LEN + 1, 0644, err)
-			       : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+			if (!(r = folder_file(o, 0, EQ_LAYOUT_MANIFEST_SHA256, &pp, err)))
+				r = eq_file_replace_atomic(pp, line, EQ_SHA256_HEX_LEN + 1, 0644, err);
 		}
 	}
 	for (size_t i = 0; i < o->n_keys; i++)
@@ -1034,7 +1051,7 @@ static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
 	 * is made in it. */
 	if ((r = eq_mkdir_p(o->repo, 0755, err)) || (r = eqg_lock_repo(o->repo, &c->lock_fd, err)))
 		return r;
-	const char *sub[] = {"objects", "deltas"};
+	const char *sub[] = {EQ_LAYOUT_OBJECTS_DIR, EQ_LAYOUT_DELTAS_DIR};
 	for (size_t i = 0; i < 2; i++) {
 		EQ_AUTOFREE char *p = eq_asprintf("%s/%s", o->repo, sub[i]);
 		if (!p)
@@ -1042,10 +1059,9 @@ static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
 		if ((r = eq_mkdir_p(p, 0755, err)))
 			return r;
 	}
-	EQ_AUTOFREE char *bdir = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
-	if (!bdir)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	if ((r = eq_mkdir_p(bdir, 0755, err)))
+	EQ_AUTOFREE char *bdir = NULL;
+	if ((r = eq_layout_channel(o->repo, o->board, o->channel, EQ_LAYOUT_DIR, &bdir, err)) ||
+	    (r = eq_mkdir_p(bdir, 0755, err)))
 		return r;
 	c->tmpdir = eq_asprintf("%s/.tmp-XXXXXX", o->repo);
 	if (!c->tmpdir)
@@ -1309,10 +1325,9 @@ static eq_err load_source(const struct eq_promote_opts *o, struct eq_manifest **
 	if (!number)
 		return eq_error_set(err, EQ_ERR_NOTFOUND, "no release '%s' in %s/%s", o->release, o->board,
 				    o->from_channel);
-	EQ_AUTOFREE char *path = eq_asprintf("%s/boards/%s/%s/releases/%" PRIu64 "/manifest.json", o->repo, o->board,
-					     o->from_channel, number);
-	if (!path)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *path = NULL;
+	if ((r = eq_layout_release(o->repo, o->board, o->from_channel, number, EQ_LAYOUT_MANIFEST, &path, err)))
+		return r;
 	struct eq_root *root = NULL;
 	struct eq_manifest_trust *trust = NULL;
 	if ((r = source_trust(o, &root, &trust, err)))

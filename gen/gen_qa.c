@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_package.h>
+#include <eq/gen_qa.h>
+#include <eq/gen_repo.h>
 
 
 /* Streams the payload of one package into the reader through a temporary

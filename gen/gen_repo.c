@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_repo.h>
+#include <eq/repo_layout.h>
 
 /* ---- symbolic links inside the repository ------------------------------ */
 
@@ -30,7 +31,8 @@ static eq_err link_refused(const char *repo, const char *rel, struct eq_error *e
  * its business and is left alone. */
 static bool ours(const char *name)
 {
-	static const char *const top[] = {"objects", "deltas", "boards", "root", ".publish.lock"};
+	static const char *const top[] = {EQ_LAYOUT_OBJECTS_DIR, EQ_LAYOUT_DELTAS_DIR, EQ_LAYOUT_BOARDS_DIR,
+					  EQ_LAYOUT_ROOT_DIR, ".publish.lock"};
 	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
 		if (!strcmp(name, top[i]))
 			return true;
@@ -237,9 +239,10 @@ eq_err eq_repo_history_load(const char *repo, const char *board, const char *cha
 			    struct eq_error *err)
 {
 	struct eq_repo_history h = {0};
-	EQ_AUTOFREE char *dir = eq_asprintf("%s/boards/%s/%s/releases", repo, board, channel);
-	if (!dir)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *dir = NULL;
+	eq_err lr = eq_layout_channel(repo, board, channel, EQ_LAYOUT_RELEASES, &dir, err);
+	if (lr)
+		return lr;
 	DIR *d = opendir(dir);
 	if (!d) {
 		if (errno == ENOENT) {

@@ -14,7 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_root.h>
+#include <eq/repo_layout.h>
 
 #include "gen_priv.h"
 
@@ -64,12 +65,13 @@ eq_err eq_gen_root_follow(const char *repo, struct eq_root *start, struct eq_roo
 		}
 		struct eq_root_info info;
 		eq_root_get_info(cur, &info);
-		EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", repo, info.version + 1);
+		EQ_AUTOFREE char *path = NULL;
 		uint8_t *d = NULL, *s = NULL;
 		size_t dl = 0, sl = 0;
 		struct eq_root *next = NULL;
-		r = path ? eq_signed_file_read(path, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err)
-			 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		r = eq_layout_root(repo, info.version + 1, &path, err);
+		if (!r)
+			r = eq_signed_file_read(path, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err);
 		if (r == EQ_ERR_NOTFOUND) {
 			r = EQ_OK;
 			break;
@@ -130,9 +132,9 @@ static eq_err pinned_newest(const char *repo, const char *trusted_root, struct e
 	eq_err r = pin_read(trusted_root, &version, pin_hex, err);
 	if (r)
 		return r;
-	EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", repo, version);
-	if (!path)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *path = NULL;
+	if ((r = eq_layout_root(repo, version, &path, err)))
+		return r;
 	uint8_t *d = NULL, *s = NULL;
 	size_t dl = 0, sl = 0;
 	struct eq_root *cur = NULL;
@@ -189,9 +191,10 @@ eq_err eq_gen_root_newest(const char *repo, const char *trusted_root, struct eq_
 {
 	if (trusted_root)
 		return eq_gen_root_pinned(repo, trusted_root, ret, err);
-	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", repo);
-	if (!first)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *first = NULL;
+	eq_err lr = eq_layout_root(repo, 1, &first, err);
+	if (lr)
+		return lr;
 	struct stat st;
 	if (lstat(first, &st) != 0 && errno == ENOENT)
 		return eq_error_set(err, EQ_ERR_NOTFOUND, "%s has no root/1.root.json: run 'eqota-gen root init' first",
@@ -235,9 +238,11 @@ eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_
 	uint8_t *doc = NULL, *sig = NULL;
 	size_t dl = 0, sl = 0;
 	eq_err r = EQ_OK;
-	EQ_AUTOFREE char *rdir = eq_asprintf("%s/root", o->repo);
-	EQ_AUTOFREE char *first = eq_asprintf("%s/root/1.root.json", o->repo);
-	if (!rdir || !first)
+	EQ_AUTOFREE char *rdir = eq_asprintf("%s/" EQ_LAYOUT_ROOT_DIR, o->repo);
+	EQ_AUTOFREE char *first = NULL;
+	if ((r = eq_layout_root(o->repo, 1, &first, err)))
+		return r;
+	if (!rdir)
 		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 	if (init) {
 		if (access(first, F_OK) == 0)
@@ -290,9 +295,9 @@ eq_err eq_gen_root_write(const struct eq_root_opts *o, bool init, uint64_t *ret_
 	if (!r)
 		r = eq_mkdir_p(rdir, 0755, err);
 	if (!r) {
-		EQ_AUTOFREE char *path = eq_asprintf("%s/root/%" PRIu64 ".root.json", o->repo, info.version);
-		r = path ? eq_signed_file_write(path, doc, dl, sig, sl, err)
-			 : eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+		EQ_AUTOFREE char *path = NULL;
+		if (!(r = eq_layout_root(o->repo, info.version, &path, err)))
+			r = eq_signed_file_write(path, doc, dl, sig, sl, err);
 	}
 	if (!r && ret_version)
 		*ret_version = info.version;
@@ -330,11 +335,11 @@ eq_err eqg_lock_repo(const char *repo, int *ret_fd, struct eq_error *err)
 
 eq_err eq_gen_timestamp(const struct eq_timestamp_opts *o, struct eq_timestamp *ret, struct eq_error *err)
 {
-	EQ_AUTOFREE char *dir = eq_asprintf("%s/boards/%s/%s", o->repo, o->board, o->channel);
-	EQ_AUTOFREE char *mpath = dir ? eq_asprintf("%s/manifest.json", dir) : NULL;
-	EQ_AUTOFREE char *tpath = dir ? eq_asprintf("%s/timestamp.json", dir) : NULL;
-	if (!tpath)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *mpath = NULL, *tpath = NULL;
+	eq_err lr;
+	if ((lr = eq_layout_channel(o->repo, o->board, o->channel, EQ_LAYOUT_MANIFEST, &mpath, err)) ||
+	    (lr = eq_layout_channel(o->repo, o->board, o->channel, EQ_LAYOUT_TIMESTAMP, &tpath, err)))
+		return lr;
 	struct eq_root *own_root = NULL;
 	const struct eq_root *root = o->root;
 	eq_err r = root ? EQ_OK : eq_gen_root_newest(o->repo, o->trusted_root, &own_root, err);

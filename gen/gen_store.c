@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "eq/gen.h"
+#include <eq/gen_store.h>
+
 #include "gen_priv.h"
 
 /* "EQOT": marks the file as ours, so a foreign SQLite file is refused

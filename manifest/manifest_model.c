@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <eq/repo_layout.h>
+
 #include "manifest_priv.h"
 
 /* ---- field rules ------------------------------------------------------- */
@@ -139,9 +141,9 @@ static eq_err check_package(const struct eq_manifest_package *p, const char *whe
 	    (r = check_hash(p->object.sha256, where, "object.sha256", bad, err)) ||
 	    (r = check_size(p->object.size, where, "object.size", bad, err)))
 		return r;
-	char expected[EQ_MANIFEST_DELTA_PATH_LEN + 1];
-	snprintf(expected, sizeof(expected), "objects/%s", p->object.sha256);
-	if ((r = check_path(p->object.path, EQ_MANIFEST_OBJECT_PATH_LEN, expected, where, "object.path",
+	EQ_AUTOFREE char *expected = NULL;
+	if ((r = eq_layout_object(NULL, p->object.sha256, &expected, err)) ||
+	    (r = check_path(p->object.path, EQ_MANIFEST_OBJECT_PATH_LEN, expected, where, "object.path",
 			    "objects/<object.sha256>", bad, err)))
 		return r;
 	if (p->n_deltas > EQ_MANIFEST_MAX_DELTAS)
@@ -165,8 +167,9 @@ static eq_err check_package(const struct eq_manifest_package *p, const char *whe
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(p->deltas[j].from, d->from) == 0)
 				return field_err(err, bad, dw, "from", "a delta from this payload is already listed");
-		snprintf(expected, sizeof(expected), "deltas/%s-%s", d->from, p->payload.sha256);
-		if ((r = check_path(d->path, EQ_MANIFEST_DELTA_PATH_LEN, expected, dw, "path",
+		EQ_AUTOFREE char *dexp = NULL;
+		if ((r = eq_layout_delta(NULL, d->from, p->payload.sha256, &dexp, err)) ||
+		    (r = check_path(d->path, EQ_MANIFEST_DELTA_PATH_LEN, dexp, dw, "path",
 				    "deltas/<from>-<payload.sha256>", bad, err)))
 			return r;
 	}

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <eq/repo_layout.h>
+
 #include "manifest_priv.h"
 
 struct eq_trust {
@@ -363,12 +365,14 @@ static eq_err walk_roots(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx,
 {
 	for (unsigned steps = 0; steps < EQ_ROOT_CHAIN_MAX; steps++) {
 		uint64_t v = root_version(t->root) + 1;
-		char rel[64];
-		snprintf(rel, sizeof(rel), "root/%" PRIu64 ".root.json", v);
+		EQ_AUTOFREE char *rel = NULL;
 		uint8_t *d = NULL, *s = NULL;
 		size_t dl = 0, sl = 0;
 		struct eq_root *next = NULL;
-		eq_err r = fetch_pair(fetch, ctx, rel, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err);
+		eq_err r = eq_layout_root(NULL, v, &rel, err);
+		if (r)
+			return r;
+		r = fetch_pair(fetch, ctx, rel, EQ_ROOT_MAX_BYTES, &d, &dl, &s, &sl, err);
 		if (r == EQ_ERR_NOTFOUND)
 			return EQ_OK;
 		if (!r)
@@ -471,12 +475,11 @@ eq_err eq_trust_refresh(struct eq_trust *t, eq_trust_fetch_fn fetch, void *ctx, 
 				    info.version, exp, n);
 	}
 
-	EQ_AUTOFREE char *dir = eq_asprintf("boards/%s/%s", board, channel);
-	EQ_AUTOFREE char *ts_rel = dir ? eq_asprintf("%s/timestamp.json", dir) : NULL;
-	EQ_AUTOFREE char *m_rel = dir ? eq_asprintf("%s/manifest.json", dir) : NULL;
-	EQ_AUTOFREE char *s_rel = dir ? eq_asprintf("%s/manifest.json.sig", dir) : NULL;
-	if (!ts_rel || !m_rel || !s_rel)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	EQ_AUTOFREE char *ts_rel = NULL, *m_rel = NULL, *s_rel = NULL;
+	if ((r = eq_layout_channel(NULL, board, channel, EQ_LAYOUT_TIMESTAMP, &ts_rel, err)) ||
+	    (r = eq_layout_channel(NULL, board, channel, EQ_LAYOUT_MANIFEST, &m_rel, err)) ||
+	    (r = eq_layout_channel(NULL, board, channel, EQ_LAYOUT_MANIFEST_SIG, &s_rel, err)))
+		return r;
 	uint8_t *d = NULL, *s = NULL;
 	size_t dl = 0, sl = 0;
 	struct eq_timestamp ts = {0};

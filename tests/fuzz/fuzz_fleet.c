@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_fleet.h>
 
 /* Lines without "auth" counted, by the sender's device id. */
 static const struct eq_fleet_opts unauth = {.unauthenticated = true};

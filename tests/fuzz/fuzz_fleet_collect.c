@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_fleet.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_package.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

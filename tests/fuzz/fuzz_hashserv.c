@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_hashserv.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_conflict.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,6 +18,10 @@ if(TARGET eqota-gen)
   add_test(NAME integration.gen_refuse
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_refuse.sh $<TARGET_FILE:eqota-gen>)
   set_tests_properties(integration.gen_refuse PROPERTIES LABELS integration TIMEOUT 300)
+  # A board or channel that is not a name makes no path (repository layout, issue 30).
+  add_test(NAME integration.gen_layout_names
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_layout_names.sh $<TARGET_FILE:eqota-gen>)
+  set_tests_properties(integration.gen_layout_names PROPERTIES LABELS integration TIMEOUT 120)
   # manifest.json.zst: frames, their reuse by a republish, a damaged previous file.
   if(EQ_TEST_HOOKS)
     set(companion_hooks 1)

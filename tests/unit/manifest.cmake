@@ -13,3 +13,5 @@ foreach(t arbitrary_package extraneous_dependencies rollback indefinite_freeze e
 endforeach()
 eq_add_unit_test(trust SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust.c LIBS eq_manifest PkgConfig::CJSON
   PARTS ${_threats})
+# The repository layout device and publisher share; hostile names refused.
+eq_add_unit_test(test_repo_layout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_repo_layout.c LIBS eq_manifest)

@@ -31,7 +31,8 @@
 #include "../../agent/records.h"
 #include "../../agent/state.h"
 #ifdef EQ_HAVE_GEN
-#include <eq/gen.h>
+#include <eq/gen_package.h>
+#include <eq/gen_publish.h>
 #endif
 
 #ifdef EQ_TEST_HOOKS

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <eq/gen.h>
+#include <eq/gen_index.h>
 
 static const char *const code_names[EQ_ERR__COUNT] = {
 	[EQ_OK] = "EQ_OK",

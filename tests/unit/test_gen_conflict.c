@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_conflict.h>
 
 #include "eq_test.h"
 #include "../../gen/gen_priv.h"

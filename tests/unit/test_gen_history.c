@@ -16,7 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
 #include <eq/manifest.h>
 
 #include "eq_test.h"

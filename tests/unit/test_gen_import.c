@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <eq/gen.h>
+#include <eq/delta.h>
+#include <eq/gen_import.h>
+#include <eq/gen_store.h>
 
 #include "eq_test.h"
 

@@ -20,7 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_package.h>
+#include <eq/gen_repo.h>
+#include <eq/gen_store.h>
 
 struct fx {
 	char dir[64];

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_root.h>
 #include <eq/manifest.h>
 
 #include "eq_test.h"

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_store.h>
 
 #define M "eqota-payload-v1"
 

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <eq/gen.h>
+#include <eq/gen_hashserv.h>
 
 #define M "eqota-payload-v1"
 
