@@ -685,6 +685,7 @@ void eq_check_done(struct eq_check *c)
 static eq_err get_number(const struct eq_manifest *m, uint64_t *ret, char release[65], struct eq_error *err)
 {
 	struct eq_manifest_header h;
+	*ret = 0; /* gcc -O2 cannot see that eq_error_prefix() returns r != 0 */
 	eq_err r = eq_manifest_get_header(m, &h, err);
 	if (r)
 		return eq_error_prefix(err, r, "manifest: release number and name");
