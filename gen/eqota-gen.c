@@ -727,41 +727,9 @@ static int verify_root(const struct opts *o)
 	uint64_t root_version = 0;
 	eq_err r;
 	if (o->release) {
-		/* An earlier release: no timestamp names it; the newest root's
-		 * release role must have signed it (what provision checks). */
-		struct eq_trust_result res;
-		if ((r = eq_gen_verify_trusted(o->repo, o->root, o->board, o->channel, clock, &res, &root_version, &e)))
-			return fail(&e);
-		eq_trust_result_done(&res);
-		/* From the installed root the operator named, as the chain just
-		 * checked: never from the repository's own root/1. */
-		struct eq_root *root = NULL;
-		if ((r = eq_root_load_file(o->root, &root, &e)) || (r = eq_gen_root_follow(o->repo, root, &root, &e)))
-			return fail(&e);
-		struct eq_repo_history h;
-		int rc = load_history(o, &h);
-		if (rc) {
-			eq_root_free(root);
-			return rc;
-		}
-		const struct eq_repo_release *rel = find_release(&h, o->release);
-		EQ_AUTOFREE char *mpath = NULL;
-		r = rel ? eq_layout_release(o->repo, o->board, o->channel, rel->number, EQ_LAYOUT_MANIFEST, &mpath, &e)
-			: EQ_OK;
-		struct eq_manifest_policy pol = {.board = o->board,
-						 .channel = o->channel,
-						 .number = rel ? rel->number : 0,
-						 .now = clock,
-						 .check_expiry = false};
-		eq_repo_history_done(&h);
-		if (!r)
-			r = mpath ? eq_manifest_load_verified_file(mpath, NULL, eq_root_role(root, EQ_ROLE_RELEASE),
-								   &pol, &m, &e)
-				  : EQ_ERR_NOTFOUND;
-		eq_root_free(root);
-		if (r == EQ_ERR_NOTFOUND && !mpath)
-			return EXIT_FAILURE;
-		if (r)
+		/* An earlier release: no timestamp names it. */
+		if ((r = eq_gen_verify_release(o->repo, o->root, o->board, o->channel, o->release, clock, &m,
+					       &root_version, &e)))
 			return fail(&e);
 	} else {
 		struct eq_trust_result res;
@@ -1004,25 +972,7 @@ struct current {
 
 static eq_err current_release(const struct opts *o, struct current *ret, struct eq_error *e)
 {
-	EQ_AUTOFREE char *path = NULL;
-	eq_err lr = eq_layout_channel(o->repo, o->board, o->channel, EQ_LAYOUT_MANIFEST, &path, e);
-	if (lr)
-		return lr;
-	struct eq_manifest *m = NULL;
-	struct eq_manifest_header h;
-	uint8_t *d = NULL;
-	size_t dl = 0;
-	eq_err r = eq_file_read_all(path, EQ_MANIFEST_MAX_BYTES, &d, &dl, e);
-	if (!r && (r = eq_manifest_parse_unverified(d, dl, &m, e)))
-		eq_error_prefix(e, r, "%s", path);
-	if (!r && !(r = eq_manifest_get_header(m, &h, e))) {
-		/* The header points into @m, which goes now. */
-		ret->number = h.number;
-		snprintf(ret->release, sizeof(ret->release), "%s", h.release);
-	}
-	eq_manifest_free(m);
-	eq_free(d);
-	return r;
+	return eq_repo_current(o->repo, o->board, o->channel, &ret->number, ret->release, e);
 }
 
 /* Reports read but not counted: say so, so a forged flood is seen. */

@@ -484,3 +484,27 @@ eq_err eq_gen_diff(const struct eq_manifest *from, const struct eq_manifest *to,
 	*ret = d;
 	return EQ_OK;
 }
+
+eq_err eq_repo_current(const char *repo, const char *board, const char *channel, uint64_t *ret_number,
+		       char ret_name[EQ_MANIFEST_NAME_MAX + 1], struct eq_error *err)
+{
+	EQ_AUTOFREE char *path = NULL;
+	eq_err r = eq_layout_channel(repo, board, channel, EQ_LAYOUT_MANIFEST, &path, err);
+	if (r)
+		return r;
+	struct eq_manifest *m = NULL;
+	struct eq_manifest_header h;
+	uint8_t *d = NULL;
+	size_t dl = 0;
+	r = eq_file_read_all(path, EQ_MANIFEST_MAX_BYTES, &d, &dl, err);
+	if (!r && (r = eq_manifest_parse_unverified(d, dl, &m, err)))
+		eq_error_prefix(err, r, "%s", path);
+	if (!r && !(r = eq_manifest_get_header(m, &h, err))) {
+		/* The header points into @m, which goes now. */
+		*ret_number = h.number;
+		snprintf(ret_name, EQ_MANIFEST_NAME_MAX + 1, "%s", h.release);
+	}
+	eq_manifest_free(m);
+	eq_free(d);
+	return r;
+}

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <eq/gen_repo.h>
 #include <eq/gen_root.h>
 #include <eq/repo_layout.h>
 
@@ -490,5 +491,45 @@ eq_err eq_gen_verify_trusted(const char *repo, const char *root_path, const char
 	struct eq_error e2;
 	if (eq_rm_rf(dir, &e2) != EQ_OK && !r)
 		r = eq_error_set(err, EQ_ERR_IO, "%s", e2.msg);
+	return r;
+}
+
+eq_err eq_gen_verify_release(const char *repo, const char *root_path, const char *board, const char *channel,
+			     const char *release, int64_t clock, struct eq_manifest **ret, uint64_t *ret_root_version,
+			     struct eq_error *err)
+{
+	*ret = NULL;
+	struct eq_trust_result res;
+	eq_err r = eq_gen_verify_trusted(repo, root_path, board, channel, clock, &res, ret_root_version, err);
+	if (r)
+		return r;
+	eq_trust_result_done(&res);
+	/* From the installed root the operator named, as the chain just
+	 * checked: never from the repository's own root/1. */
+	struct eq_root *root = NULL;
+	if ((r = eq_root_load_file(root_path, &root, err)) || (r = eq_gen_root_follow(repo, root, &root, err))) {
+		eq_root_free(root);
+		return r;
+	}
+	struct eq_repo_history h;
+	if ((r = eq_repo_history_load(repo, board, channel, &h, err))) {
+		eq_root_free(root);
+		return r;
+	}
+	const struct eq_repo_release *rel = h.n ? eq_repo_history_find(&h, release) : NULL;
+	EQ_AUTOFREE char *mpath = NULL;
+	if (h.n == 0)
+		r = eq_error_set(err, EQ_ERR_NOTFOUND, "%s: nothing published for %s/%s", repo, board, channel);
+	else if (!rel)
+		r = eq_error_set(err, EQ_ERR_NOTFOUND, "no release '%s' (by name or number) is published", release);
+	else
+		r = eq_layout_release(repo, board, channel, rel->number, EQ_LAYOUT_MANIFEST, &mpath, err);
+	if (!r) {
+		struct eq_manifest_policy pol = {
+			.board = board, .channel = channel, .number = rel->number, .now = clock, .check_expiry = false};
+		r = eq_manifest_load_verified_file(mpath, NULL, eq_root_role(root, EQ_ROLE_RELEASE), &pol, ret, err);
+	}
+	eq_repo_history_done(&h);
+	eq_root_free(root);
 	return r;
 }

@@ -46,6 +46,11 @@ EQ_API const struct eq_repo_release *eq_repo_history_find(const struct eq_repo_h
  * signatures. */
 EQ_API eq_err eq_gen_check_files(const char *repo, const struct eq_manifest *m, bool deep,
 				 struct eq_error *err) EQ_MUST_CHECK;
+/* The channel's current release, read from its manifest without checking
+ * the signature (a read-only view for messages and to match --release):
+ * *ret_number and its name in @ret_name. */
+EQ_API eq_err eq_repo_current(const char *repo, const char *board, const char *channel, uint64_t *ret_number,
+			      char ret_name[EQ_MANIFEST_NAME_MAX + 1], struct eq_error *err) EQ_MUST_CHECK;
 
 /* ---- diff ------------------------------------------------------------- */
 

@@ -127,6 +127,19 @@ EQ_API eq_err eq_gen_verify_trusted(const char *repo, const char *root_path, con
 				    int64_t clock, struct eq_trust_result *ret, uint64_t *ret_root_version,
 				    struct eq_error *err) EQ_MUST_CHECK;
 
+/*
+ * An earlier release of @repo's board/channel (@release: a name or a
+ * number), checked as provision checks it: no timestamp names it, so the
+ * chain from the installed root @root_path must verify (as
+ * eq_gen_verify_trusted()), and the newest root's release role must have
+ * signed the kept manifest; expiry is not checked. *ret (free with
+ * eq_manifest_free()) is the manifest, *ret_root_version the newest root.
+ * EQ_ERR_NOTFOUND when nothing or no such release is published.
+ */
+EQ_API eq_err eq_gen_verify_release(const char *repo, const char *root_path, const char *board, const char *channel,
+				    const char *release, int64_t clock, struct eq_manifest **ret,
+				    uint64_t *ret_root_version, struct eq_error *err) EQ_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif
