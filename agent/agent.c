@@ -18,6 +18,7 @@
 #include "health.h"
 #include "install.h"
 #include "manifest_client.h"
+#include "persist.h"
 #include "plan.h"
 #include "policy.h"
 #include "report.h"
@@ -932,6 +933,8 @@ static eq_err build_slot(struct eq_agent *a, int target, const struct eq_manifes
 		eq_free(root);
 		return r;
 	}
+	struct eq_persist persist = {
+		.paths = a->cfg->persist_paths, .n_paths = a->cfg->n_persist, .max_bytes = a->cfg->persist_max_bytes};
 	struct eq_install in = {
 		.running_root = run_root,
 		.running = running,
@@ -948,6 +951,7 @@ static eq_err build_slot(struct eq_agent *a, int target, const struct eq_manifes
 		.progress = a->progress,
 		.progress_ctx = a->progress_ctx,
 		.stop = a->stop,
+		.persist = &persist,
 	};
 	r = eq_install_check_space(&in, plan, err);
 	if (!r)

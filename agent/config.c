@@ -13,6 +13,8 @@
 
 #include <eq/agent.h>
 
+#include "persist.h"
+
 #define LINE_MAX_BYTES 4096u
 
 enum section {
@@ -25,13 +27,14 @@ enum section {
 	SEC_DAEMON,
 	SEC_UPDATE,
 	SEC_REPORT,
+	SEC_PERSIST,
 	SEC__COUNT
 };
 
 static const char *const section_names[SEC__COUNT] = {
 	[SEC_REPOSITORY] = "repository", [SEC_SLOTS] = "slots",   [SEC_BOOTLOADER] = "bootloader",
 	[SEC_PATHS] = "paths",           [SEC_HEALTH] = "health", [SEC_DAEMON] = "daemon",
-	[SEC_UPDATE] = "update",         [SEC_REPORT] = "report",
+	[SEC_UPDATE] = "update",         [SEC_REPORT] = "report", [SEC_PERSIST] = "persist",
 };
 
 enum kind {
@@ -45,6 +48,7 @@ enum kind {
 	K_BACKEND,  /* file | uboot | grub */
 	K_CHECK,    /* [health] check: repeatable */
 	K_TIME,     /* UTC time YYYY-MM-DDTHH:MM:SSZ, as in manifests */
+	K_PERSIST,  /* [persist] paths: space-separated, may be empty */
 };
 
 struct key_def {
@@ -97,6 +101,8 @@ static const struct key_def keys[] = {
 	{SEC_REPORT, "client-key", K_PATH, S(report_key), 0, 0},
 	{SEC_REPORT, "queue", K_UINT, S(report_queue), 1, 10000},
 	{SEC_REPORT, "timeout", K_UINT, S(report_timeout_s), 1, 600},
+	{SEC_PERSIST, "paths", K_PERSIST, 0, 0, 0},
+	{SEC_PERSIST, "max-bytes", K_UINT, S(persist_max_bytes), 1, EQ_CONFIG_MAX_PERSIST_BYTES},
 };
 #undef S
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -140,6 +146,8 @@ void eq_config_done(struct eq_config *c)
 	eq_free(c->report_key);
 	for (size_t i = 0; i < c->n_checks && i < EQ_CONFIG_MAX_CHECKS; i++)
 		eq_free(c->checks[i]);
+	for (size_t i = 0; i < c->n_persist && i < EQ_CONFIG_MAX_PERSIST; i++)
+		eq_free(c->persist_paths[i]);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -195,6 +203,40 @@ static bool valid_name(const char *v)
 			return false;
 	}
 	return true;
+}
+
+/* The space-separated [persist] paths of @v into the config; "" is none.
+ * @p->line is 0 for the built-in default. */
+static eq_err set_persist(struct parser *p, const char *v)
+{
+	for (const char *s = v; *s;) {
+		while (is_space(*s))
+			s++;
+		if (!*s)
+			break;
+		const char *e = s;
+		while (*e && !is_space(*e))
+			e++;
+		char path[LINE_MAX_BYTES + 1];
+		snprintf(path, sizeof(path), "%.*s", (int)(e - s), s);
+		s = e;
+		const char *why = eq_persist_path_problem(path);
+		if (why)
+			return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: [persist] paths: '%s': %s", p->name, p->line,
+					    path, why);
+		for (size_t i = 0; i < p->c.n_persist; i++)
+			if (!strcmp(p->c.persist_paths[i], path))
+				return eq_error_set(p->err, EQ_ERR_INVAL,
+						    "%s:%u: [persist] paths: '%s' is listed twice", p->name, p->line,
+						    path);
+		if (p->c.n_persist >= EQ_CONFIG_MAX_PERSIST)
+			return eq_error_set(p->err, EQ_ERR_LIMIT, "%s:%u: [persist] paths: more than %u paths", p->name,
+					    p->line, EQ_CONFIG_MAX_PERSIST);
+		if (!(p->c.persist_paths[p->c.n_persist] = eq_strdup(path)))
+			return nomem(p);
+		p->c.n_persist++;
+	}
+	return EQ_OK;
 }
 
 static eq_err set_value(struct parser *p, size_t ki, const char *v)
@@ -257,6 +299,7 @@ static eq_err set_value(struct parser *p, size_t ki, const char *v)
 					    "%s:%u: %s = %s: expected a UTC time such as 2026-12-24T06:00:00Z", p->name,
 					    p->line, k->name, v);
 		return EQ_OK;
+	case K_PERSIST: return set_persist(p, v);
 	case K_CHECK:
 		if (p->c.n_checks >= EQ_CONFIG_MAX_CHECKS)
 			return eq_error_set(p->err, EQ_ERR_LIMIT, "%s:%u: more than %u check lines in [health]",
@@ -370,6 +413,9 @@ static eq_err parse_line(struct parser *p, enum section *sec, const char *s, con
 		}
 	}
 	trim(&vs, &ve);
+	/* "paths =" is how [persist] is turned off. */
+	if (vs == ve && keys[ki].kind == K_PERSIST)
+		return EQ_OK;
 	if (vs == ve)
 		return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: %s: empty value", p->name, p->line, key);
 	if ((*vs == '"' || *vs == '\'') && ve - vs >= 2 && ve[-1] == *vs)
@@ -476,6 +522,7 @@ eq_err eq_config_parse(const char *name, const char *text, size_t len, struct eq
 	p->c.cycle_timeout_s = 10800;
 	p->c.report_queue = 100;
 	p->c.report_timeout_s = 10;
+	p->c.persist_max_bytes = EQ_CONFIG_DEFAULT_PERSIST_BYTES;
 
 	eq_err r = EQ_OK;
 	enum section sec = SEC_NONE;
@@ -509,6 +556,10 @@ eq_err eq_config_parse(const char *name, const char *text, size_t len, struct eq
 		r = set_default(p, &p->c.data_dir, EQ_CONFIG_DEFAULT_DATA_DIR);
 	if (r == EQ_OK)
 		r = set_default(p, &p->c.device_id_file, "/etc/machine-id");
+	if (r == EQ_OK && !seen_at(p, SEC_PERSIST, "paths")) {
+		p->line = 0;
+		r = set_persist(p, EQ_CONFIG_DEFAULT_PERSIST);
+	}
 	if (r == EQ_OK)
 		*ret = p->c;
 	else

@@ -24,6 +24,7 @@
 #include <eq/beneath.h>
 
 #include "install.h"
+#include "persist.h"
 #include "records.h"
 #include "slot.h"
 
@@ -44,7 +45,47 @@ struct inst {
 	unsigned long tmpn;
 	bool mismatch;               /* the last error is about the running slot, not ours */
 	struct stat slot_st, rec_st; /* identities of slotfd and recfd */
+	/* The paths the running slot persisted ([persist]) and where it keeps
+	 * the release's version of them: what its records describe. */
+	struct eq_persist_list plist;
+	int pfd;         /* <running>/EQ_PERSIST_IMAGE_DIR, O_PATH, or -1 */
+	char *pimg_root; /* its path, for the payload builder */
 };
+
+/* The root a recorded path of the running slot is read from: the release's
+ * version of a persisted path was set aside (persist.c), and the device's
+ * own file in its place is none of the record's business. */
+static int source_root(const struct inst *x, const char *path)
+{
+	return x->pfd >= 0 && eq_persist_list_covers(&x->plist, path) ? x->pfd : x->rfd;
+}
+
+/* Loads the running slot's persist list and opens its image folder. */
+static eq_err open_persisted(struct inst *x, const char *root, struct eq_error *err)
+{
+	eq_err r = eq_persist_list_load(x->rfd, &x->plist, err);
+	if (r)
+		return eq_error_prefix(err, r, "running slot");
+	if (!x->plist.n)
+		return EQ_OK;
+	r = eq_open_beneath(x->rfd, EQ_PERSIST_IMAGE_DIR, O_PATH | O_DIRECTORY, 0, EQ_BENEATH_NO_SYMLINKS, &x->pfd,
+			    err);
+	if (r)
+		return eq_error_prefix(err, r, "running slot");
+	if (!(x->pimg_root = eq_asprintf("%s/%s", root, EQ_PERSIST_IMAGE_DIR)))
+		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	return EQ_OK;
+}
+
+static void close_persisted(struct inst *x)
+{
+	eq_persist_list_done(&x->plist);
+	if (x->pfd >= 0)
+		close(x->pfd);
+	x->pfd = -1;
+	eq_free(x->pimg_root);
+	x->pimg_root = NULL;
+}
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -267,7 +308,7 @@ static eq_err load_running_record(struct inst *x, const char *name, struct eq_re
 
 /* The xattrs the payload keeps (docs/internals/payload.md): user.* and
  * security.* except LSM labels, which the target system assigns itself. */
-static bool xattr_kept(const char *name)
+bool eq_install_xattr_kept(const char *name)
 {
 	if (!strncmp(name, "user.", 5))
 		return true;
@@ -288,7 +329,7 @@ static eq_err copy_xattrs(struct inst *x, int sfd, int tfd, const char *path, st
 	}
 	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1) {
 		const char *name = list + i;
-		if (!xattr_kept(name))
+		if (!eq_install_xattr_kept(name))
 			continue;
 		ssize_t vl = fgetxattr(sfd, name, x->buf, COPY_BUF_LEN);
 		if (vl < 0)
@@ -462,7 +503,7 @@ static bool lands_in_own_dir(const struct inst *x, int tdir, const char *tbase)
 static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq_error *err)
 {
 	const char *sbase, *tbase;
-	int sdir = open_parent(x->rfd, e->path, false, &sbase);
+	int sdir = open_parent(source_root(x, e->path), e->path, false, &sbase);
 	if (sdir < 0)
 		return miss(x, err, "'%s': parent directory: %s", e->path, strerror(errno));
 	int tdir = open_parent(x->tfd, e->path, true, &tbase);
@@ -514,7 +555,7 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 		 * the rebuilt payload depends on that, so check it. */
 		const char *fbase;
 		struct stat fst;
-		int fs = open_parent(x->rfd, e->link, false, &fbase);
+		int fs = open_parent(source_root(x, e->link), e->link, false, &fbase);
 		bool same = fs >= 0 && S_ISREG(st.st_mode) && fstatat(fs, fbase, &fst, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    fst.st_dev == st.st_dev && fst.st_ino == st.st_ino;
 		if (fs >= 0)
@@ -607,12 +648,21 @@ static eq_err rebuild_record(struct inst *x, const struct eq_rec_list *l, struct
 	eq_err r = EQ_OK;
 	if (!paths)
 		r = eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
-	for (size_t i = 0; !r && i < l->n; i++)
-		paths[i] = l->v[i].path;
+	/* Persisted paths come from the release's version set aside; they go
+	 * last in @paths, the builder writes in path order anyway. */
+	size_t n_own = 0, n_pers = 0;
+	for (size_t i = 0; !r && i < l->n; i++) {
+		if (source_root(x, l->v[i].path) == x->rfd)
+			paths[n_own++] = l->v[i].path;
+		else
+			paths[l->n - ++n_pers] = l->v[i].path;
+	}
 	if (!r)
 		r = eq_payload_builder_new(&x->lim, &b, err);
 	if (!r) {
-		r = eq_payload_builder_add_paths(b, x->in->running_root, paths, l->n, err);
+		r = eq_payload_builder_add_paths(b, x->in->running_root, paths, n_own, err);
+		if (!r && n_pers)
+			r = eq_payload_builder_add_paths(b, x->pimg_root, paths + n_own, n_pers, err);
 		x->mismatch = r && r != EQ_ERR_NOMEM;
 	}
 	if (!r) {
@@ -1016,7 +1066,7 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		r = eq_install_check_space(in, plan, err);
 	if (r)
 		return r;
-	struct inst x = {.in = in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .t0 = eq_now_s()};
+	struct inst x = {.in = in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .pfd = -1, .t0 = eq_now_s()};
 	eq_payload_limits_default(&x.lim);
 	x.prog.what = "install";
 	x.prog.items_total = eq_manifest_package_count(in->next);
@@ -1037,6 +1087,8 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		r = eq_error_errno(err, EQ_ERR_IO, "install: cannot stat '%s' in the target", REC_DIR);
 	if (!r && in->running_root && (x.rfd = open(in->running_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "install: running slot '%s'", in->running_root);
+	if (!r && x.rfd >= 0)
+		r = open_persisted(&x, in->running_root, err);
 	for (size_t i = 0; !r && i < plan->n; i++) {
 		const struct eq_plan_item *it = &plan->items[i];
 		if (it->action == EQ_PLAN_REMOVE)
@@ -1067,6 +1119,21 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		x.prog.items_done++;
 		x.prog.bytes_done += it->pkg->payload.size;
 	}
+	/* The device's own files, into a slot that holds the whole release:
+	 * before the manifest, so a failure leaves no complete-looking slot. */
+	if (!r && in->persist) {
+		struct eq_persist p = *in->persist;
+		struct eq_persist_report pr;
+		p.running_root = in->running_root;
+		p.target_root = in->target_root;
+		p.owners = in->owners;
+		r = eq_persist_copy(&p, &pr, err);
+		if (!r && (pr.files || pr.dirs || pr.skipped))
+			eq_log(EQ_LOG_INFO,
+			       "persist: %zu files and %zu folders (%" PRIu64 " bytes) copied from the running slot, "
+			       "%zu skipped, %zu release versions set aside",
+			       pr.files, pr.dirs, pr.bytes, pr.skipped, pr.saved);
+	}
 	/* The manifest goes last: a slot with a manifest is complete. */
 	if (!r)
 		r = write_own_atomic(x.slotfd, "manifest.json.sig", in->sig_bytes, in->sig_len, err);
@@ -1089,6 +1156,7 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		close(x.slotfd);
 	if (x.recfd >= 0)
 		close(x.recfd);
+	close_persisted(&x);
 	eq_free(x.buf);
 	if (!r && ret)
 		*ret = x.rep;
@@ -1157,7 +1225,11 @@ static void verify_data(struct verify *v, int dir, const char *base, const struc
 static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
 {
 	const char *base;
-	int dir = open_parent(v->x.rfd, e->path, false, &base);
+	/* A persisted path holds the device's own file; the release's version
+	 * set aside beside the records is what is checked (and counted). */
+	if (source_root(&v->x, e->path) != v->x.rfd)
+		v->rep->persistent++;
+	int dir = open_parent(source_root(&v->x, e->path), e->path, false, &base);
 	struct stat st;
 	v->rep->entries++;
 	if (dir < 0 || fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -1193,7 +1265,7 @@ static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
 	case 'h': {
 		const char *fbase;
 		struct stat fst;
-		int fs = open_parent(v->x.rfd, e->link, false, &fbase);
+		int fs = open_parent(source_root(&v->x, e->link), e->link, false, &fbase);
 		bool same = fs >= 0 && S_ISREG(st.st_mode) && fstatat(fs, fbase, &fst, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    fst.st_dev == st.st_dev && fst.st_ino == st.st_ino;
 		if (fs >= 0)
@@ -1220,13 +1292,17 @@ eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_f
 	struct eq_install in = {.owners = geteuid() == 0, .running_root = root};
 	struct eq_verify_report rep;
 	memset(&rep, 0, sizeof(rep));
-	struct verify v = {
-		.x = {.in = &in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1}, .fn = fn, .ctx = ctx, .rep = &rep};
+	struct verify v = {.x = {.in = &in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .pfd = -1},
+			   .fn = fn,
+			   .ctx = ctx,
+			   .rep = &rep};
 	eq_err r = EQ_OK;
 	if (!(v.x.buf = eq_malloc(COPY_BUF_LEN)))
 		r = eq_error_set(err, EQ_ERR_NOMEM, "verify: out of memory");
 	if (!r && (v.x.rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "verify: slot root '%s'", root);
+	if (!r)
+		r = open_persisted(&v.x, root, err);
 	for (size_t i = 0; !r && i < eq_manifest_package_count(m); i++) {
 		const struct eq_manifest_package *p = eq_manifest_package_at(m, i);
 		struct eq_rec_list l;
@@ -1263,6 +1339,7 @@ eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_f
 	}
 	if (v.x.rfd >= 0)
 		close(v.x.rfd);
+	close_persisted(&v.x);
 	eq_free(v.x.buf);
 	if (!r)
 		*ret = rep;

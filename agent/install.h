@@ -6,6 +6,8 @@
 
 #include <eq/agent.h>
 
+struct eq_persist; /* persist.h */
+
 /* Fetches an object or delta for the installer; returns a local file path
  * (malloc'ed, caller frees) holding exactly the verified bytes. */
 typedef eq_err (*eq_object_fn)(void *ctx, const char *rel_path, const char *sha256_hex, uint64_t size, char **ret_path,
@@ -28,7 +30,15 @@ struct eq_install {
 	void *progress_ctx;
 	const char *target_name;           /* added: slot name for messages ("B"); NULL: target_root */
 	const volatile sig_atomic_t *stop; /* added: when set, stop before the next package (EQ_ERR_STOPPED) */
+	/* Added: [persist] paths and cap, copied from the running slot once
+	 * every package is in (eq_persist_copy(); its roots and owners are
+	 * taken from here); NULL: none. */
+	const struct eq_persist *persist;
 };
+
+/* Whether xattr @name is kept when a file is copied (user.* and security.*
+ * except LSM labels, which the target system assigns itself). */
+bool eq_install_xattr_kept(const char *name);
 
 /*
  * Builds the new slot in @in->target_root from scratch so that it holds

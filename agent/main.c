@@ -481,15 +481,19 @@ static int cmd_verify(struct eq_agent *a)
 		       eq_bl_slot_name((unsigned)booted));
 		json_str(slot.release);
 		printf(",\"number\":%" PRIu64 "},\"packages\":%zu,\"entries\":%zu,\"bytes\":%" PRIu64
-		       ",\"damaged_packages\":%zu,\"problems\":%zu,\"damaged\":[%s%s]}\n",
-		       slot.number, rep.packages, rep.entries, rep.bytes, rep.damaged, rep.problems, buf ? buf : "",
-		       o.n ? "]}" : "");
+		       ",\"persistent\":%zu,\"damaged_packages\":%zu,\"problems\":%zu,\"damaged\":[%s%s]}\n",
+		       slot.number, rep.packages, rep.entries, rep.bytes, rep.persistent, rep.damaged, rep.problems,
+		       buf ? buf : "", o.n ? "]}" : "");
 		free(buf);
 	} else {
 		printf("slot %s, release '%s' (number %" PRIu64 "): %zu packages, %zu entries, %" PRIu64
 		       " bytes read: %s",
 		       eq_bl_slot_name((unsigned)booted), slot.release, slot.number, rep.packages, rep.entries,
 		       rep.bytes, rep.damaged ? "" : "every file matches its record\n");
+		if (rep.persistent)
+			printf("%zu entr%s at [persist] paths: the device's own files there are not checked, the "
+			       "release's version kept beside the records is\n",
+			       rep.persistent, rep.persistent == 1 ? "y" : "ies");
 		if (rep.damaged)
 			printf("%zu package%s differ%s from %s records (%zu problems); the next update downloads "
 			       "%s instead of copying %s\n",

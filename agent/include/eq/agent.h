@@ -30,6 +30,12 @@ extern "C" {
  * and the slot code falls back to them for a config built by hand. */
 #define EQ_CONFIG_DEFAULT_DATA_DIR "/var/lib/eqota"
 #define EQ_CONFIG_DEFAULT_MKFS "mkfs.ext4 -q -F"
+/* [persist]: at most this many paths; max-bytes default and ceiling. */
+#define EQ_CONFIG_MAX_PERSIST 64u
+#define EQ_CONFIG_DEFAULT_PERSIST_BYTES (1024u * 1024u)
+#define EQ_CONFIG_MAX_PERSIST_BYTES (1024u * 1024u * 1024u)
+/* The [persist] paths when the key is absent (docs/configuration.md). */
+#define EQ_CONFIG_DEFAULT_PERSIST "/etc/machine-id /etc/ssh/ssh_host_*_key /etc/ssh/ssh_host_*_key.pub /etc/hostname"
 
 enum eq_slot_type { EQ_SLOT_DIR, EQ_SLOT_BLOCK };
 
@@ -89,6 +95,11 @@ struct eq_config {
 	char *report_key;          /* its private key (PEM), or NULL */
 	unsigned report_queue;     /* reports kept while they cannot be sent, default 100 */
 	unsigned report_timeout_s; /* per POST, default 10 */
+	/* [persist] (docs/agent.md): files copied from the running slot into
+	 * the new one; absolute, globs in the last component only */
+	char *persist_paths[EQ_CONFIG_MAX_PERSIST];
+	size_t n_persist;           /* 0: nothing persists ("paths =") */
+	unsigned persist_max_bytes; /* default EQ_CONFIG_DEFAULT_PERSIST_BYTES */
 };
 
 /*
@@ -152,6 +163,7 @@ struct eq_install_report {
 /* What eq_agent_verify() found. */
 struct eq_verify_report {
 	size_t packages, entries; /* checked */
+	size_t persistent;        /* added: entries at [persist] paths, checked in the release's version set aside */
 	size_t damaged;           /* packages with at least one problem */
 	size_t problems;          /* in all */
 	uint64_t bytes;           /* file data read */
