@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct pctx {
 	uint8_t buf[COPY_BUF_LEN];
 	char xbuf[XATTR_LIST_MAX_LEN];
 	unsigned long tmpn;
+	bool preserving; /* copying the release's own version aside: not capped */
 };
 
 /* ---- paths ----------------------------------------------------------------- */
@@ -208,7 +210,7 @@ static eq_err copy_file(struct pctx *x, int sdir, const char *sbase, int tdir, c
 			close(s);
 		return r;
 	}
-	if ((uint64_t)st.st_size > x->p->max_bytes - x->rep.bytes) {
+	if (!x->preserving && (uint64_t)st.st_size > x->p->max_bytes - x->rep.bytes) {
 		close(s);
 		return over_cap(x, rel, (uint64_t)st.st_size, err);
 	}
@@ -229,11 +231,12 @@ static eq_err copy_file(struct pctx *x, int sdir, const char *sbase, int tdir, c
 		if (!n)
 			break;
 		/* A file that grows while it is read still meets the cap. */
-		if ((uint64_t)n > x->p->max_bytes - x->rep.bytes) {
+		if (!x->preserving && (uint64_t)n > x->p->max_bytes - x->rep.bytes) {
 			r = over_cap(x, rel, (uint64_t)n, err);
 			break;
 		}
-		x->rep.bytes += (uint64_t)n;
+		if (!x->preserving)
+			x->rep.bytes += (uint64_t)n;
 		if ((r = eq_write_all(t, x->buf, (size_t)n, err))) {
 			r = eq_error_prefix(err, r, "persist: '/%s'", rel);
 			break;
@@ -248,7 +251,7 @@ static eq_err copy_file(struct pctx *x, int sdir, const char *sbase, int tdir, c
 	close(s);
 	if (r)
 		(void)unlinkat(tdir, tmp, 0);
-	else
+	else if (!x->preserving)
 		x->rep.files++;
 	return r;
 }
@@ -302,7 +305,7 @@ static eq_err copy_dir(struct pctx *x, int sdir, const char *sbase, int tdir, co
 	if (t >= 0)
 		close(t);
 	close(s);
-	if (!r)
+	if (!r && !x->preserving)
 		x->rep.dirs++;
 	return r;
 }
@@ -321,51 +324,105 @@ static eq_err copy_entry(struct pctx *x, int sdir, const char *sbase, int tdir, 
 	if (S_ISDIR(st.st_mode))
 		return copy_dir(x, sdir, sbase, tdir, tname, rel, depth, err);
 	char q[PATH_MAX + 16];
-	eq_log(EQ_LOG_WARNING, "persist: '/%s' in the running slot is %s, not a file or folder: not copied, continuing",
-	       eq_quote(q, sizeof(q), rel), type_name(st.st_mode));
+	eq_log(EQ_LOG_WARNING, "persist: '/%s' in the %s slot is %s, not a file or folder: not copied, continuing",
+	       eq_quote(q, sizeof(q), rel), x->preserving ? "new" : "running", type_name(st.st_mode));
 	x->rep.skipped++;
 	return EQ_OK;
 }
 
-/* One path that exists in the running slot as @sbase of @sdir. */
-static eq_err persist_one(struct pctx *x, int sdir, const char *sbase, const char *rel, struct eq_error *err)
+/*
+ * Keeps a copy of the release's entry @base of @tdir (@rel) beside the
+ * records when the device's own does not replace it: the device may change
+ * it in place later (a first boot writes /etc/machine-id), and verify and
+ * the next update's keep still need the bytes the release signed.
+ */
+static eq_err preserve(struct pctx *x, int tdir, const char *base, const char *rel, struct eq_error *err)
+{
+	struct stat st;
+	if (fstatat(tdir, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? EQ_OK : eq_error_errno(err, EQ_ERR_IO, "persist: '/%s' in the new slot", rel);
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+		return EQ_OK;
+	eq_err r = open_image_area(x, err);
+	int pd = -1;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%.*s", (int)(strlen(rel) - strlen(base)), rel);
+	if (!r)
+		r = eq_open_beneath(x->imgfd, parent, O_RDONLY | O_DIRECTORY, 0,
+				    EQ_BENEATH_NO_SYMLINKS | EQ_BENEATH_MKDIRS, &pd, err);
+	if (r)
+		return eq_error_prefix(err, r, "persist: '/%s'", rel);
+	if (S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlinkat(tdir, base, target, sizeof(target) - 1);
+		if (n < 0 || (target[n] = '\0', symlinkat(target, pd, base) != 0))
+			r = eq_error_errno(err, EQ_ERR_IO, "persist: '/%s': copying the symlink aside", rel);
+		else if (x->p->owners && fchownat(pd, base, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0)
+			r = eq_error_errno(err, EQ_ERR_IO, "persist: '/%s': chown", rel);
+	} else {
+		/* The release's own bytes: not the device's, not capped. */
+		x->preserving = true;
+		r = copy_entry(x, tdir, base, pd, base, rel, 0, err);
+		x->preserving = false;
+	}
+	if (!r && fprintf(x->list, "%s\n", rel) < 0)
+		r = eq_error_errno(err, EQ_ERR_IO, "persist: writing '%s'", EQ_PERSIST_LIST);
+	if (!r)
+		x->rep.saved++;
+	close(pd);
+	return r;
+}
+
+/* One name @base of a configured path: @sdir is its folder in the running
+ * slot (-1: none), @rel its path. */
+static eq_err persist_one(struct pctx *x, int sdir, const char *base, const char *rel, struct eq_error *err)
 {
 	char q[PATH_MAX + 16];
 	struct stat st;
-	if (fstatat(sdir, sbase, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+	bool copy = false;
+	if (sdir < 0) {
+		/* provisioning, or no folder in the running slot: logged already */
+	} else if (fstatat(sdir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 		if (errno != ENOENT)
 			return eq_error_errno(err, EQ_ERR_IO, "persist: running slot's '/%s'", rel);
 		eq_log(EQ_LOG_INFO, "persist: '/%s' is not in the running slot; the new slot keeps the release's",
 		       eq_quote(q, sizeof(q), rel));
 		x->rep.missing++;
-		return EQ_OK;
-	}
-	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+	} else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
 		eq_log(EQ_LOG_WARNING,
 		       "persist: '/%s' in the running slot is %s, not a file or folder: not copied (the new slot "
 		       "keeps the release's), continuing",
 		       eq_quote(q, sizeof(q), rel), type_name(st.st_mode));
 		x->rep.skipped++;
-		return EQ_OK;
+	} else {
+		copy = true;
 	}
 	const char *slash = strrchr(rel, '/');
 	char parent[PATH_MAX];
 	snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - rel) : 0, rel);
 	int tdir = -1;
+	struct eq_error oe;
 	eq_err r = eq_open_beneath(x->tfd, parent, O_RDONLY | O_DIRECTORY, 0755,
-				   EQ_BENEATH_NO_SYMLINKS | EQ_BENEATH_MKDIRS, &tdir, err);
+				   EQ_BENEATH_NO_SYMLINKS | (copy ? EQ_BENEATH_MKDIRS : 0), &tdir, copy ? err : &oe);
+	if (r && !copy)
+		return EQ_OK; /* the release has nothing there to keep */
 	if (r)
 		return eq_error_prefix(err, r, "persist: '/%s' in the new slot", rel);
+	if (!copy) {
+		r = preserve(x, tdir, base, rel, err);
+		close(tdir);
+		return r;
+	}
 	struct stat tst;
-	if (fstatat(tdir, sbase, &tst, AT_SYMLINK_NOFOLLOW) == 0)
-		r = set_aside(x, tdir, sbase, rel, err);
+	if (fstatat(tdir, base, &tst, AT_SYMLINK_NOFOLLOW) == 0)
+		r = set_aside(x, tdir, base, rel, err);
 	else if (errno != ENOENT)
 		r = eq_error_errno(err, EQ_ERR_IO, "persist: '/%s' in the new slot", rel);
 	char tmp[64];
 	snprintf(tmp, sizeof(tmp), ".eqpersist-%ld-%lu", (long)getpid(), x->tmpn++);
 	if (!r)
-		r = copy_entry(x, sdir, sbase, tdir, tmp, rel, 0, err);
-	if (!r && renameat(tdir, tmp, tdir, sbase) != 0)
+		r = copy_entry(x, sdir, base, tdir, tmp, rel, 0, err);
+	if (!r && renameat(tdir, tmp, tdir, base) != 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "persist: '/%s': rename into place", rel);
 	if (!r && fsync(tdir) != 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "persist: '/%s': fsync of its folder", rel);
@@ -378,96 +435,122 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* One configured path: a name or a glob in its last component. */
+/* Adds the names of folder @dfd that match @pattern to @names. */
+static eq_err glob_dir(int dfd, const char *pattern, const char *path, char **names, size_t *n, struct eq_error *err)
+{
+	int d2 = dup(dfd);
+	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+	if (!d) {
+		if (d2 >= 0)
+			close(d2);
+		return eq_error_errno(err, EQ_ERR_IO, "persist: '%s': reading its folder", path);
+	}
+	eq_err r = EQ_OK;
+	struct dirent *de;
+	while (!r && (de = readdir(d))) {
+		if (fnmatch(pattern, de->d_name, FNM_PERIOD) != 0 || !strcmp(de->d_name, ".") ||
+		    !strcmp(de->d_name, ".."))
+			continue;
+		bool dup_name = false;
+		for (size_t i = 0; i < *n && !dup_name; i++)
+			dup_name = !strcmp(names[i], de->d_name);
+		if (dup_name)
+			continue;
+		if (*n == GLOB_MAX_MATCHES)
+			r = eq_error_set(err, EQ_ERR_LIMIT, "persist: '%s' matches more than %u names", path,
+					 GLOB_MAX_MATCHES);
+		else if (!(names[*n] = eq_strdup(de->d_name)))
+			r = eq_error_set(err, EQ_ERR_NOMEM, "persist: out of memory");
+		else
+			(*n)++;
+	}
+	closedir(d);
+	return r;
+}
+
+/* One configured path: a name or a glob in its last component, matched in
+ * both slots (the running one's names are copied, the release's kept). */
 static eq_err persist_path(struct pctx *x, const char *path, struct eq_error *err)
 {
 	char q[PATH_MAX + 16];
 	const char *rel = path + 1, *last = strrchr(path, '/') + 1;
 	char parent[PATH_MAX];
 	snprintf(parent, sizeof(parent), "%.*s", (int)(last - rel > 0 ? last - rel - 1 : 0), rel);
-	int sdir = -1;
+	int sdir = -1, tdir = -1;
 	struct eq_error oe;
-	eq_err r = eq_open_beneath(x->rfd, parent, O_RDONLY | O_DIRECTORY, 0, EQ_BENEATH_NO_SYMLINKS, &sdir, &oe);
-	if (r == EQ_ERR_NOTFOUND) {
+	eq_err r = x->rfd < 0 ? EQ_ERR_NOTFOUND
+			      : eq_open_beneath(x->rfd, parent, O_RDONLY | O_DIRECTORY, 0, EQ_BENEATH_NO_SYMLINKS,
+						&sdir, &oe);
+	if (r == EQ_ERR_NOTFOUND && x->rfd >= 0) {
 		eq_log(EQ_LOG_INFO, "persist: '%s' is not in the running slot; the new slot keeps the release's",
 		       eq_quote(q, sizeof(q), path));
 		x->rep.missing++;
-		return EQ_OK;
-	}
-	if (r == EQ_ERR_UNSAFE || r == EQ_ERR_STATE) {
+	} else if (r == EQ_ERR_UNSAFE || r == EQ_ERR_STATE) {
 		eq_log(EQ_LOG_WARNING,
 		       "persist: '%s': a folder on the way in the running slot is a symlink or no folder (%s): not "
 		       "followed, not copied, continuing",
 		       eq_quote(q, sizeof(q), path), eq_error_msg(&oe));
 		x->rep.skipped++;
-		return EQ_OK;
-	}
-	if (r)
+	} else if (r && r != EQ_ERR_NOTFOUND) {
 		return eq_error_set(err, r, "persist: running slot: %s", eq_error_msg(&oe));
-	if (!has_glob(last, strlen(last))) {
-		r = persist_one(x, sdir, last, rel, err);
-		close(sdir);
-		return r;
 	}
+	if (eq_open_beneath(x->tfd, parent, O_RDONLY | O_DIRECTORY, 0, EQ_BENEATH_NO_SYMLINKS, &tdir, NULL) != EQ_OK)
+		tdir = -1;
 	char *names[GLOB_MAX_MATCHES];
 	size_t n = 0;
-	int s2 = dup(sdir);
-	DIR *d = s2 >= 0 ? fdopendir(s2) : NULL;
-	if (!d) {
-		r = eq_error_errno(err, EQ_ERR_IO, "persist: running slot's '/%s'", parent);
-		if (s2 >= 0)
-			close(s2);
-	}
-	struct dirent *de;
-	while (!r && (de = readdir(d))) {
-		if (fnmatch(last, de->d_name, FNM_PERIOD) != 0 || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (n == GLOB_MAX_MATCHES)
-			r = eq_error_set(err, EQ_ERR_LIMIT, "persist: '%s' matches more than %u names", path,
-					 GLOB_MAX_MATCHES);
-		else if (!(names[n++] = eq_strdup(de->d_name)))
-			r = eq_error_set(err, EQ_ERR_NOMEM, "persist: out of memory");
-	}
-	if (d)
-		closedir(d);
-	/* Sorted, so a cap that is hit is hit at the same name every time. */
-	if (!r)
-		qsort(names, n, sizeof(names[0]), cmp_str);
-	if (!r && !n) {
-		eq_log(EQ_LOG_INFO,
-		       "persist: nothing in the running slot matches '%s'; the new slot keeps the release's",
-		       eq_quote(q, sizeof(q), path));
-		x->rep.missing++;
+	r = EQ_OK;
+	if (!has_glob(last, strlen(last))) {
+		names[n++] = (char *)(uintptr_t)last;
+	} else {
+		if (sdir >= 0)
+			r = glob_dir(sdir, last, path, names, &n, err);
+		/* The release's matches, so that each one is kept too. */
+		if (!r && tdir >= 0)
+			r = glob_dir(tdir, last, path, names, &n, err);
+		/* Sorted, so a cap that is hit is hit at the same name every time. */
+		if (!r)
+			qsort(names, n, sizeof(names[0]), cmp_str);
+		if (!r && !n && sdir >= 0) {
+			eq_log(EQ_LOG_INFO,
+			       "persist: nothing in the running slot matches '%s'; the new slot keeps the release's",
+			       eq_quote(q, sizeof(q), path));
+			x->rep.missing++;
+		}
 	}
 	for (size_t i = 0; !r && i < n; i++) {
 		char sub[PATH_MAX];
 		snprintf(sub, sizeof(sub), "%s%s%s", parent, *parent ? "/" : "", names[i]);
 		r = persist_one(x, sdir, names[i], sub, err);
 	}
-	for (size_t i = 0; i < n; i++)
-		eq_free(names[i]);
-	close(sdir);
+	if (has_glob(last, strlen(last)))
+		for (size_t i = 0; i < n; i++)
+			eq_free(names[i]);
+	if (sdir >= 0)
+		close(sdir);
+	if (tdir >= 0)
+		close(tdir);
 	return r;
 }
 
 eq_err eq_persist_copy(const struct eq_persist *p, struct eq_persist_report *ret, struct eq_error *err)
 {
-	if (!p->running_root || !p->n_paths) {
-		/* Provisioning runs from an installer or a build host: its own
-		 * machine id and keys are not the device's (docs/agent.md). */
-		if (!p->running_root && p->n_paths)
-			eq_log(EQ_LOG_INFO, "persist: no running slot (provisioning): nothing copied");
+	if (!p->n_paths) {
 		if (ret)
 			memset(ret, 0, sizeof(*ret));
 		return EQ_OK;
 	}
+	/* Provisioning runs from an installer or a build host: its own
+	 * machine id and keys are not the device's (docs/agent.md). */
+	if (!p->running_root)
+		eq_log(EQ_LOG_INFO, "persist: no running slot (provisioning): nothing copied, the release's "
+				    "versions are kept beside the records");
 	struct pctx *x = eq_calloc(1, sizeof(*x));
 	if (!x)
 		return eq_error_set(err, EQ_ERR_NOMEM, "persist: out of memory");
 	x->p = p;
-	x->imgfd = x->listdir = -1;
+	x->imgfd = x->listdir = x->rfd = x->tfd = -1;
 	eq_err r = EQ_OK;
-	if ((x->rfd = open(p->running_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+	if (p->running_root && (x->rfd = open(p->running_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "persist: running slot '%s'", p->running_root);
 	if (!r && (x->tfd = open(p->target_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "persist: new slot '%s'", p->target_root);

@@ -4,7 +4,8 @@
  * over two temporary slot folders: a symlink in the running slot is not
  * followed, one planted at the target is replaced (never written through),
  * a FIFO is skipped, the cap is refused, a missing path keeps the
- * release's version, globs, folders, modes, and the list of paths whose
+ * release's version (and a copy of it beside the records), provisioning
+ * copies nothing, globs, folders, modes, and the list of paths whose
  * release version was set aside.
  */
 #include <setjmp.h>
@@ -338,9 +339,12 @@ static void test_missing_keeps_release(void **state)
 	assert_int_equal(run(f, paths, 3, 1024 * 1024, &rep, &e), EQ_OK);
 	assert_string_equal(content(f->target, "etc/machine-id"), "image-id\n");
 	assert_int_equal(rep.missing, 3);
-	assert_int_equal(rep.files + rep.saved, 0);
-	/* Nothing set aside, no list. */
-	assert_int_equal(lmode(f->target, EQ_PERSIST_DIR), 0);
+	assert_int_equal(rep.files, 0);
+	/* The release's id stays in place, and a copy of it beside the
+	 * records, for when the device writes its own there later. */
+	assert_int_equal(rep.saved, 1);
+	assert_string_equal(content(f->target, EQ_PERSIST_IMAGE_DIR "/etc/machine-id"), "image-id\n");
+	assert_string_equal(content(f->target, EQ_PERSIST_LIST), "etc/machine-id\n");
 }
 
 static void test_provisioning_copies_nothing(void **state)
@@ -354,6 +358,8 @@ static void test_provisioning_copies_nothing(void **state)
 	assert_int_equal(eq_persist_copy(&p, &rep, &e), EQ_OK);
 	assert_string_equal(content(f->target, "etc/machine-id"), "image-id\n");
 	assert_int_equal(rep.files, 0);
+	assert_int_equal(rep.saved, 1);
+	assert_string_equal(content(f->target, EQ_PERSIST_IMAGE_DIR "/etc/machine-id"), "image-id\n");
 }
 
 int main(int argc, char **argv)

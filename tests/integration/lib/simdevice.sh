@@ -26,7 +26,7 @@ simdevice_make() {
 	shift 4
 	mkdir -p "$dir/A" "$dir/B" "$dir/data"
 	local -A extra=()
-	local kv sec order=(repository slots bootloader paths health daemon update report)
+	local kv sec order=(repository slots bootloader paths health daemon update report persist)
 	for kv in "$@"; do
 		sec=${kv%%.*}
 		case " ${order[*]} " in *" $sec "*) ;; *)
@@ -45,7 +45,7 @@ simdevice_make() {
 		printf '[bootloader]\nbackend = file\npath = %s/bootenv\ncmdline = %s/cmdline\n%s' \
 			"$dir" "$dir" "${extra[bootloader]:-}"
 		printf '[paths]\ndata = %s/data\n%s' "$dir" "${extra[paths]:-}"
-		for sec in health daemon update report; do
+		for sec in health daemon update report persist; do
 			[ -z "${extra[$sec]:-}" ] || printf '[%s]\n%s' "$sec" "${extra[$sec]}"
 		done
 	} > "$dir/eqota.conf"
