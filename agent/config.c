@@ -224,11 +224,17 @@ static eq_err set_persist(struct parser *p, const char *v)
 		if (why)
 			return eq_error_set(p->err, EQ_ERR_INVAL, "%s:%u: [persist] paths: '%s': %s", p->name, p->line,
 					    path, why);
-		for (size_t i = 0; i < p->c.n_persist; i++)
+		for (size_t i = 0; i < p->c.n_persist; i++) {
 			if (!strcmp(p->c.persist_paths[i], path))
 				return eq_error_set(p->err, EQ_ERR_INVAL,
 						    "%s:%u: [persist] paths: '%s' is listed twice", p->name, p->line,
 						    path);
+			if (eq_persist_paths_overlap(p->c.persist_paths[i], path))
+				return eq_error_set(p->err, EQ_ERR_INVAL,
+						    "%s:%u: [persist] paths: '%s' and '%s' overlap (a folder is "
+						    "copied with what it holds)",
+						    p->name, p->line, p->c.persist_paths[i], path);
+		}
 		if (p->c.n_persist >= EQ_CONFIG_MAX_PERSIST)
 			return eq_error_set(p->err, EQ_ERR_LIMIT, "%s:%u: [persist] paths: more than %u paths", p->name,
 					    p->line, EQ_CONFIG_MAX_PERSIST);

@@ -60,19 +60,25 @@ static int source_root(const struct inst *x, const char *path)
 	return x->pfd >= 0 && eq_persist_list_covers(&x->plist, path) ? x->pfd : x->rfd;
 }
 
-/* Loads the running slot's persist list and opens its image folder. */
+/* Loads the running slot's persist list and opens its image folder. A
+ * damaged one is no reason to stop: without it the persisted paths are
+ * read in place, and their packages fall back to downloads. */
 static eq_err open_persisted(struct inst *x, const char *root, struct eq_error *err)
 {
-	eq_err r = eq_persist_list_load(x->rfd, &x->plist, err);
-	if (r)
-		return eq_error_prefix(err, r, "running slot");
-	if (!x->plist.n)
+	struct eq_error le;
+	eq_err r = eq_persist_list_load(x->rfd, &x->plist, &le);
+	if (!r && x->plist.n)
+		r = eq_open_beneath(x->rfd, EQ_PERSIST_IMAGE_DIR, O_PATH | O_DIRECTORY, 0, EQ_BENEATH_NO_SYMLINKS,
+				    &x->pfd, &le);
+	if (r == EQ_ERR_NOMEM)
+		return eq_error_set(err, r, "%s", eq_error_msg(&le));
+	if (r) {
+		eq_log(EQ_LOG_WARNING, "slot '%s': %s; its persisted paths are read in place, continuing", root,
+		       eq_error_msg(&le));
+		eq_persist_list_done(&x->plist);
 		return EQ_OK;
-	r = eq_open_beneath(x->rfd, EQ_PERSIST_IMAGE_DIR, O_PATH | O_DIRECTORY, 0, EQ_BENEATH_NO_SYMLINKS, &x->pfd,
-			    err);
-	if (r)
-		return eq_error_prefix(err, r, "running slot");
-	if (!(x->pimg_root = eq_asprintf("%s/%s", root, EQ_PERSIST_IMAGE_DIR)))
+	}
+	if (x->plist.n && !(x->pimg_root = eq_asprintf("%s/%s", root, EQ_PERSIST_IMAGE_DIR)))
 		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
 	return EQ_OK;
 }

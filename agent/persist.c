@@ -92,6 +92,27 @@ const char *eq_persist_path_problem(const char *path)
 	return NULL;
 }
 
+/* Whether @a matches @b or a folder above it, or the reverse: one copy
+ * would land inside the other, and the release's versions with them. */
+static bool ancestor_matches(const char *a, const char *b)
+{
+	char pre[PATH_MAX];
+	snprintf(pre, sizeof(pre), "%s", b);
+	for (char *slash = pre + strlen(pre); slash; slash = strrchr(pre, '/')) {
+		*slash = '\0';
+		if (*pre && !fnmatch(a, pre, FNM_PATHNAME | FNM_PERIOD))
+			return true;
+		if (slash == pre)
+			break;
+	}
+	return !fnmatch(a, b, FNM_PATHNAME | FNM_PERIOD);
+}
+
+bool eq_persist_paths_overlap(const char *a, const char *b)
+{
+	return ancestor_matches(a, b) || ancestor_matches(b, a);
+}
+
 static const char *type_name(mode_t m)
 {
 	switch (m & S_IFMT) {

@@ -67,6 +67,10 @@ eq_err eq_persist_copy(const struct eq_persist *p, struct eq_persist_report *ret
  */
 const char *eq_persist_path_problem(const char *path);
 
+/* Whether two valid [persist] paths name the same entry or one lies in the
+ * other (wildcards matched as fnmatch(3) with FNM_PATHNAME). */
+bool eq_persist_paths_overlap(const char *a, const char *b);
+
 /* The paths a slot persisted (EQ_PERSIST_LIST), relative, sorted. */
 struct eq_persist_list {
 	char **v; /* owned */

@@ -110,6 +110,10 @@ static void test_config(void **state)
 	expect_conf_err("[persist]\npaths = /usr\n", EQ_ERR_INVAL, "contains eqota's own folder");
 	expect_conf_err("[persist]\npaths = /etc/hostname /etc/hostname\n", EQ_ERR_INVAL,
 			"eqota.conf:12: [persist] paths: '/etc/hostname' is listed twice");
+	expect_conf_err("[persist]\npaths = /var/lib/app /var/lib/app/id\n", EQ_ERR_INVAL,
+			"eqota.conf:12: [persist] paths: '/var/lib/app' and '/var/lib/app/id' overlap");
+	expect_conf_err("[persist]\npaths = /etc/ssh/ssh_host_rsa_key.pub /etc/ssh/*.pub\n", EQ_ERR_INVAL, "overlap");
+	expect_conf_err("[persist]\npaths = /etc/s* /etc/ssh/ssh_host_rsa_key\n", EQ_ERR_INVAL, "overlap");
 	expect_conf_err("[persist]\nmax-bytes = 0\n", EQ_ERR_INVAL, "eqota.conf:12: max-bytes = 0: expected 1..");
 	expect_conf_err("[persist]\nmax-bytes = 1MiB\n", EQ_ERR_INVAL,
 			"eqota.conf:12: max-bytes = 1MiB: expected a whole");
@@ -146,9 +150,13 @@ static void sh(const char *fmt, ...)
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/eq-persist.XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (!f)
 		return -1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/eq-persist.XXXXXX");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
 	snprintf(f->run, sizeof(f->run), "%s/run", f->dir);
 	snprintf(f->target, sizeof(f->target), "%s/new", f->dir);
 	/* The running slot: the device's own files. The new slot: what the
