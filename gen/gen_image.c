@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -530,7 +531,7 @@ static eq_err tar_entry(struct elist *l, struct archive *a, struct archive_entry
 	return r;
 }
 
-static eq_err read_tar(struct elist *l, const char *path, struct eq_error *err)
+static eq_err read_tar_in(struct elist *l, const char *path, struct eq_error *err)
 {
 	struct archive *a = archive_read_new();
 	EQ_AUTOFREE uint8_t *buf = eq_malloc(DATA_BUF);
@@ -566,6 +567,22 @@ static eq_err read_tar(struct elist *l, const char *path, struct eq_error *err)
 		r = tar_entry(l, a, ae, buf, err);
 	}
 	archive_read_free(a);
+	return r;
+}
+
+/* GNU tar --xattrs writes pax headers, whose names are UTF-8; libarchive
+ * converts them to the current locale's charset and warns where it cannot
+ * (any non-ASCII name under "C"). Names are bytes to the image: this thread
+ * reads in a UTF-8 locale, where the conversion is a copy. */
+static eq_err read_tar(struct elist *l, const char *path, struct eq_error *err)
+{
+	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
+	eq_err r = read_tar_in(l, path, err);
+	if (utf8) {
+		uselocale(old);
+		freelocale(utf8);
+	}
 	return r;
 }
 
