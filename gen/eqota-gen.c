@@ -1231,7 +1231,8 @@ static int cmd_image_check(const struct opts *o)
 		}
 	}
 	if (s.by_class[EQ_IMAGE_OVERRIDE] > listed)
-		printf("  ... and %" PRIu64 " more overrides (--json lists all)\n", s.by_class[EQ_IMAGE_OVERRIDE] - listed);
+		printf("  ... and %" PRIu64 " more overrides (--json lists all)\n",
+		       s.by_class[EQ_IMAGE_OVERRIDE] - listed);
 	printf("package entries missing from the image: %" PRIu64 "\n", s.missing);
 	for (uint64_t i = 0; i < s.missing && i < IMAGE_CHECK_LISTED; i++) {
 		const char *path;

@@ -225,8 +225,8 @@ static eq_err elist_add(struct elist *l, const struct eq_payload_entry *e, const
 			   : nomem(err);
 	if (!path[0])
 		return EQ_OK;
-	if (image && (under_mount_point(path) || ((!strcmp(path, "proc") || !strcmp(path, "sys")) &&
-						  e->type != EQ_ENTRY_DIR)))
+	if (image &&
+	    (under_mount_point(path) || ((!strcmp(path, "proc") || !strcmp(path, "sys")) && e->type != EQ_ENTRY_DIR)))
 		return eq_error_set(err, EQ_ERR_UNSAFE,
 				    "entry '%s': proc and sys are mount points, an image holds them as empty "
 				    "folders only (was the root filesystem copied with /proc or /sys mounted?)",
@@ -240,6 +240,8 @@ static eq_err elist_add(struct elist *l, const struct eq_payload_entry *e, const
 	if (r)
 		return r;
 	struct eq_image_entry *o = &l->v[l->n];
+	const struct eq_xattr *xattrs = e->xattrs;
+	size_t n_xattrs = e->n_xattrs;
 	*o = (struct eq_image_entry){
 		.type = e->type,
 		.mode = e->mode & 07777,
@@ -268,7 +270,8 @@ static eq_err elist_add(struct elist *l, const struct eq_payload_entry *e, const
 		memcpy(o->sha256, d->sha256, EQ_SHA256_LEN);
 		o->link_group = d->link_group;
 		/* The group's xattrs are the inode's: the target's. */
-		e = &(struct eq_payload_entry){.xattrs = d->xattrs, .n_xattrs = d->n_xattrs};
+		xattrs = d->xattrs;
+		n_xattrs = d->n_xattrs;
 		break;
 	}
 	case EQ_ENTRY_FILE:
@@ -298,7 +301,7 @@ static eq_err elist_add(struct elist *l, const struct eq_payload_entry *e, const
 	case EQ_ENTRY_DIR:
 	case EQ_ENTRY_FIFO: break;
 	}
-	r = copy_xattrs(o, e->xattrs, e->n_xattrs, path, &l->lim, err);
+	r = copy_xattrs(o, xattrs, n_xattrs, path, &l->lim, err);
 	uint32_t num;
 	if (!r)
 		r = eqg_names_add(&l->idx, path, strlen(path), &num, err);
@@ -323,7 +326,7 @@ static eq_err elist_check_parents(const struct elist *l, struct eq_error *err)
 			continue;
 		EQ_AUTOFREE char *parent = eq_strndup(p, (size_t)(s - p));
 		if (!parent)
-			return nomem(NULL);
+			return nomem(err);
 		size_t k = elist_find(l, parent);
 		if (k != SIZE_MAX && l->v[k].type != EQ_ENTRY_DIR)
 			return eq_error_set(err, EQ_ERR_UNSAFE, "entry '%s': its parent '%s' is not a folder",
@@ -494,7 +497,8 @@ static eq_err tar_entry(struct elist *l, struct archive *a, struct archive_entry
 			eq_sha256_update(&s, buf, (size_t)n);
 		}
 		if (got != e.size)
-			return eq_error_set(err, EQ_ERR_PARSE, "entry '%s': %" PRIu64 " bytes of data, header says %" PRIu64,
+			return eq_error_set(err, EQ_ERR_PARSE,
+					    "entry '%s': %" PRIu64 " bytes of data, header says %" PRIu64,
 					    eq_quote(q, sizeof(q), name), got, e.size);
 		eq_sha256_final(&s, sha);
 	}
@@ -518,9 +522,8 @@ static eq_err tar_entry(struct elist *l, struct archive *a, struct archive_entry
 			}
 			xs = nxs;
 			/* Borrowed from libarchive until the next header. */
-			xs[nx++] = (struct eq_xattr){.name = (char *)(uintptr_t)xn,
-						     .value = (uint8_t *)(uintptr_t)xv,
-						     .len = xl};
+			xs[nx++] = (struct eq_xattr){
+				.name = (char *)(uintptr_t)xn, .value = (uint8_t *)(uintptr_t)xv, .len = xl};
 		}
 	}
 	e.xattrs = xs;
@@ -679,9 +682,9 @@ eq_err eq_image_resolve(const struct eq_image *img, const char *path, bool follo
 			continue;
 		}
 		if (++follows > EQ_IMAGE_MAX_FOLLOW)
-			return eq_error_set(err, EQ_ERR_UNSAFE,
-					    "'%s': more than %u symlinks on the way (a loop at '%s')",
-					    eq_quote(q, sizeof(q), path), EQ_IMAGE_MAX_FOLLOW, eq_quote(q2, sizeof(q2), out));
+			return eq_error_set(
+				err, EQ_ERR_UNSAFE, "'%s': more than %u symlinks on the way (a loop at '%s')",
+				eq_quote(q, sizeof(q), path), EQ_IMAGE_MAX_FOLLOW, eq_quote(q2, sizeof(q2), out));
 		const char *target = img->e.v[k].link;
 		/* A relative target continues from the link's folder, an
 		 * absolute one from the image's root. */
@@ -841,9 +844,9 @@ static eq_err match_pkg(struct eq_image *img, uint32_t pi, const struct elist *p
 	return r;
 }
 
-eq_err eq_image_attribute(struct eq_image *img, const char *name, struct eq_payload_builder *b, struct eq_error *err)
+/* Attributes the entries @pl of package @name (see eq_image_attribute()). */
+static eq_err attribute_list(struct eq_image *img, const char *name, const struct elist *pl, struct eq_error *err)
 {
-	char q[QMAX];
 	if (img->n_pkgs >= EQ_IMAGE_NO_PKG - 1)
 		return eq_error_set(err, EQ_ERR_LIMIT, "too many packages");
 	eq_err r = grow((void **)&img->pkgs, &img->cap_pkgs, img->n_pkgs, sizeof(*img->pkgs), err);
@@ -854,15 +857,9 @@ eq_err eq_image_attribute(struct eq_image *img, const char *name, struct eq_payl
 		return nomem(err);
 	img->pkgs[img->n_pkgs] = nm;
 	uint32_t pi = (uint32_t)img->n_pkgs++;
-	struct elist pl;
-	elist_init(&pl, &img->e.lim);
-	r = read_builder(&pl, b, false, err);
-	size_t *map = NULL;
-	if (!r) {
-		map = eq_malloc((pl.n ? pl.n : 1) * sizeof(*map));
-		r = map ? match_pkg(img, pi, &pl, map, err) : nomem(err);
-	}
-	for (size_t i = 0; i < pl.n && !r; i++) {
+	size_t *map = eq_malloc((pl->n ? pl->n : 1) * sizeof(*map));
+	r = map ? match_pkg(img, pi, pl, map, err) : nomem(err);
+	for (size_t i = 0; i < pl->n && !r; i++) {
 		if (map[i] == SIZE_MAX || img->last_pkg[map[i]] == pi)
 			continue;
 		struct eq_image_entry *ie = &img->e.v[map[i]];
@@ -872,8 +869,19 @@ eq_err eq_image_attribute(struct eq_image *img, const char *name, struct eq_payl
 		img->last_pkg[map[i]] = pi;
 	}
 	if (!r)
-		img->pkg_entries += pl.n;
+		img->pkg_entries += pl->n;
 	eq_free(map);
+	return r;
+}
+
+eq_err eq_image_attribute(struct eq_image *img, const char *name, struct eq_payload_builder *b, struct eq_error *err)
+{
+	char q[QMAX];
+	struct elist pl;
+	elist_init(&pl, &img->e.lim);
+	eq_err r = read_builder(&pl, b, false, err);
+	if (!r)
+		r = attribute_list(img, name, &pl, err);
 	elist_done(&pl);
 	if (r)
 		return eq_error_prefix(err, r, "package '%s'", eq_quote(q, sizeof(q), name));
@@ -923,9 +931,38 @@ void eq_image_classify(struct eq_image *img, struct eq_image_summary *ret)
 		img->group_n[g] &= 0x7fffffffu;
 }
 
+/* One package file read into entries, on any thread. */
+struct pkg_job {
+	const char *file;
+	const struct eq_payload_limits *lim;
+	char *name;
+	struct elist l;
+	eq_err r;
+	struct eq_error err;
+};
+
+static void read_pkg_job(void *ctx, size_t i)
+{
+	struct pkg_job *j = &((struct pkg_job *)ctx)[i];
+	struct eq_pkg *p = NULL;
+	elist_init(&j->l, j->lim);
+	j->r = eq_pkg_read(j->file, j->lim, &p, &j->err);
+	if (!j->r) {
+		j->name = eq_strdup(eq_pkg_get_info(p)->name);
+		j->r = j->name ? read_builder(&j->l, eq_pkg_get_builder(p), false, &j->err) : nomem(&j->err);
+	}
+	eq_pkg_free(p);
+	if (j->r)
+		j->r = eq_error_prefix(&j->err, j->r, "%s", j->file);
+}
+
+/* Packages read at once: each holds its entries until all are read. */
+#define PKG_READ_JOBS 8u
+
 eq_err eq_image_check(const char *image_path, const char *packages_dir, const struct eq_payload_limits *limits,
 		      struct eq_image **ret, struct eq_image_summary *ret_summary, struct eq_error *err)
 {
+	char q[QMAX];
 	struct eq_image *img = NULL;
 	eq_err r = eq_image_load(image_path, limits, &img, err);
 	if (r)
@@ -935,15 +972,34 @@ eq_err eq_image_check(const char *image_path, const char *packages_dir, const st
 	r = eq_gen_list_packages(packages_dir, &files, &n, err);
 	if (!r && !n)
 		r = eq_error_set(err, EQ_ERR_NOTFOUND, "no packages (.deb .ipk .rpm .tar.*) in '%s'", packages_dir);
-	for (size_t i = 0; i < n && !r; i++) {
-		struct eq_pkg *p = NULL;
-		r = eq_pkg_read(files[i], limits, &p, err);
-		if (!r)
-			r = eq_image_attribute(img, eq_pkg_get_info(p)->name, eq_pkg_get_builder(p), err);
-		eq_pkg_free(p);
-		if (r)
-			r = eq_error_prefix(err, r, "%s", files[i]);
+	struct pkg_job *jobs = r ? NULL : eq_calloc(n, sizeof(*jobs));
+	if (!r && !jobs)
+		r = nomem(err);
+	if (!r) {
+		for (size_t i = 0; i < n; i++)
+			jobs[i] = (struct pkg_job){.file = files[i], .lim = limits};
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		size_t threads = cpus > 0 ? (size_t)cpus : 1;
+		eq_parallel(n, threads < PKG_READ_JOBS ? threads : PKG_READ_JOBS, read_pkg_job, jobs);
 	}
+	/* In file order, so the first package named for an entry is the same
+	 * whatever the threads did. */
+	for (size_t i = 0; i < n && !r; i++) {
+		if (jobs[i].r) {
+			if (err)
+				*err = jobs[i].err;
+			r = jobs[i].r;
+			break;
+		}
+		r = attribute_list(img, jobs[i].name, &jobs[i].l, err);
+		if (r)
+			r = eq_error_prefix(err, r, "%s: package '%s'", files[i], eq_quote(q, sizeof(q), jobs[i].name));
+	}
+	for (size_t i = 0; jobs && i < n; i++) {
+		eq_free(jobs[i].name);
+		elist_done(&jobs[i].l);
+	}
+	eq_free(jobs);
 	for (size_t i = 0; i < n; i++)
 		eq_free(files[i]);
 	eq_free(files);

@@ -129,6 +129,31 @@ refused "proc/ content" "entry 'proc/1'" "$gen" image-check --image "$w/proc" --
 ln -s b "$w/loop/etc/a"
 ln -s a "$w/loop/etc/b"
 refused "a symlink loop" "loop at 'etc/" "$gen" image-check --image "$w/loop" --packages "$w/pkgs"
+# Tars that name what is outside the image: a hard link to the host's
+# /etc/shadow (absolute: an image path, which this image lacks), one with
+# "..", a member with "..".
+"$py" - "$w" <<'PY'
+import io, sys, tarfile
+def make(name, members):
+    with tarfile.open(sys.argv[1] + "/" + name, "w", format=tarfile.PAX_FORMAT) as t:
+        d = tarfile.TarInfo("etc"); d.type = tarfile.DIRTYPE; d.mode = 0o755; t.addfile(d)
+        f = tarfile.TarInfo("etc/x"); f.size = 1; t.addfile(f, io.BytesIO(b"x"))
+        for m in members:
+            t.addfile(m)
+def hard(path, target):
+    h = tarfile.TarInfo(path); h.type = tarfile.LNKTYPE; h.linkname = target
+    return h
+make("abs-link.tar", [hard("etc/h", "/etc/shadow")])
+make("dotdot-link.tar", [hard("etc/h", "../../etc/x")])
+f = tarfile.TarInfo("etc/../../escape"); f.size = 0
+make("dotdot.tar", [f])
+PY
+refused "a hard link out of the image" "entry 'etc/h': hard link to '/etc/shadow'" \
+  "$gen" image-check --image "$w/abs-link.tar" --packages "$w/pkgs"
+refused "a hard link with .." "entry 'etc/h': hard link to '../../etc/x'" \
+  "$gen" image-check --image "$w/dotdot-link.tar" --packages "$w/pkgs"
+refused "a path with .." "entry 'etc/../../escape'" \
+  "$gen" image-check --image "$w/dotdot.tar" --packages "$w/pkgs"
 head -c $(($(stat -c %s "$w/rootfs.tar") / 2)) "$w/rootfs.tar" >"$w/truncated.tar"
 refused "a truncated tar" "image '$w/truncated.tar'" "$gen" image-check --image "$w/truncated.tar" --packages "$w/pkgs"
 refused "no such image" "image '$w/none'" "$gen" image-check --image "$w/none" --packages "$w/pkgs"

@@ -62,20 +62,20 @@ struct eq_image_entry {
 	enum eq_entry_type type; /* never EQ_ENTRY_HARDLINK */
 	uint32_t mode;           /* 07777 bits */
 	uint32_t uid, gid;
-	uint64_t size;                  /* regular files */
-	uint8_t sha256[EQ_SHA256_LEN];  /* regular files: content */
-	char *link;                     /* symlinks: target as stored, else NULL */
-	uint32_t devmajor, devminor;    /* device nodes */
-	struct eq_xattr *xattrs;        /* sorted by name */
+	uint64_t size;                 /* regular files */
+	uint8_t sha256[EQ_SHA256_LEN]; /* regular files: content */
+	char *link;                    /* symlinks: target as stored, else NULL */
+	uint32_t devmajor, devminor;   /* device nodes */
+	struct eq_xattr *xattrs;       /* sorted by name */
 	size_t n_xattrs;
 	uint8_t xattr_sha256[EQ_SHA256_LEN]; /* digest of the xattrs, zero without */
 	uint32_t link_group;                 /* 0: none; else members share it */
 	/* Filled by eq_image_attribute(): */
 	enum eq_image_class cls;
-	uint32_t pkg;     /* PACKAGE: first package with an identical entry;
+	uint32_t pkg;    /* PACKAGE: first package with an identical entry;
 			   * OVERRIDE: first package shipping the path;
 			   * else EQ_IMAGE_NO_PKG */
-	uint32_t n_pkgs;  /* packages with an identical entry */
+	uint32_t n_pkgs; /* packages with an identical entry */
 };
 
 /* An image: its entries and what the packages added so far made of them. */
@@ -140,14 +140,14 @@ EQ_API eq_err eq_image_attribute(struct eq_image *img, const char *name, struct 
 
 /* The counts eq_image_classify() fills (plain value struct). */
 struct eq_image_summary {
-	uint64_t entries;                       /* of the image */
-	uint64_t by_class[EQ_IMAGE_CLASSES];    /* entries of each class */
-	uint64_t packages;                      /* packages attributed */
-	uint64_t package_entries;               /* entries of their payloads */
-	uint64_t missing;                       /* package entries the image lacks */
-	uint64_t image_bytes;   /* regular files of FILE and OVERRIDE entries
+	uint64_t entries;                    /* of the image */
+	uint64_t by_class[EQ_IMAGE_CLASSES]; /* entries of each class */
+	uint64_t packages;                   /* packages attributed */
+	uint64_t package_entries;            /* entries of their payloads */
+	uint64_t missing;                    /* package entries the image lacks */
+	uint64_t image_bytes;                /* regular files of FILE and OVERRIDE entries
 				 * (a hard-link group once): image components */
-	uint64_t package_bytes; /* the same for PACKAGE entries */
+	uint64_t package_bytes;              /* the same for PACKAGE entries */
 };
 
 /* Sets every entry's class from what eq_image_attribute() found and fills
