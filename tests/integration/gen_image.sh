@@ -147,6 +147,11 @@ make("abs-link.tar", [hard("etc/h", "/etc/shadow")])
 make("dotdot-link.tar", [hard("etc/h", "../../etc/x")])
 f = tarfile.TarInfo("etc/../../escape"); f.size = 0
 make("dotdot.tar", [f])
+l = tarfile.TarInfo("bin"); l.type = tarfile.SYMTYPE; l.linkname = "usr/bin"
+u = tarfile.TarInfo("bin/sh"); u.size = 0
+make("under-link.tar", [l, u])
+twice = tarfile.TarInfo("etc/x"); twice.size = 0
+make("twice.tar", [twice])
 PY
 refused "a hard link out of the image" "entry 'etc/h': hard link to '/etc/shadow'" \
   "$gen" image-check --image "$w/abs-link.tar" --packages "$w/pkgs"
@@ -154,6 +159,12 @@ refused "a hard link with .." "entry 'etc/h': hard link to '../../etc/x'" \
   "$gen" image-check --image "$w/dotdot-link.tar" --packages "$w/pkgs"
 refused "a path with .." "entry 'etc/../../escape'" \
   "$gen" image-check --image "$w/dotdot.tar" --packages "$w/pkgs"
+refused "an entry under a symlink" "entry 'bin/sh': its parent 'bin' is not a folder" \
+  "$gen" image-check --image "$w/under-link.tar" --packages "$w/pkgs"
+refused "an entry twice" "entry 'etc/x' appears twice" \
+  "$gen" image-check --image "$w/twice.tar" --packages "$w/pkgs"
+head -c 4096 /dev/urandom >"$w/noise.img"
+refused "not a tar" "image '$w/noise.img'" "$gen" image-check --image "$w/noise.img" --packages "$w/pkgs"
 head -c $(($(stat -c %s "$w/rootfs.tar") / 2)) "$w/rootfs.tar" >"$w/truncated.tar"
 refused "a truncated tar" "image '$w/truncated.tar'" "$gen" image-check --image "$w/truncated.tar" --packages "$w/pkgs"
 refused "no such image" "image '$w/none'" "$gen" image-check --image "$w/none" --packages "$w/pkgs"

@@ -322,6 +322,33 @@ static void test_outside_stays_inside(void **state)
 	eq_image_free(img);
 }
 
+/* The caps of struct eq_payload_limits hold for an image: entries, path
+ * length, total size. */
+static void test_caps(void **state)
+{
+	(void)state;
+	mkdirs("img/etc");
+	put("img/etc/a", "0123456789");
+	put("img/etc/b", "0123456789");
+	struct {
+		struct eq_payload_limits lim;
+		const char *needle;
+	} cases[] = {
+		{{.max_entries = 2}, "more than 2 entries at 'etc/b'"},
+		{{.max_path = 4}, "etc/a"},
+		{{.max_total = 15}, "15 at 'etc/b'"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct eq_image *img = NULL;
+		struct eq_error e;
+		eq_err r = eq_image_load(at("img"), &cases[i].lim, &img, &e);
+		if (r != EQ_ERR_LIMIT || !strstr(eq_error_msg(&e), cases[i].needle))
+			fail_msg("case %zu: expected EQ_ERR_LIMIT and '%s', got %d: %s", i, cases[i].needle, r,
+				 eq_error_msg(&e));
+		assert_null(img);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +359,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_proc_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loop_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outside_stays_inside, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_caps, setup, teardown),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }
