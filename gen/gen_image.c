@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <locale.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,16 +341,25 @@ static eq_err elist_check_parents(const struct elist *l, struct eq_error *err)
 struct writer {
 	struct eq_payload_builder *b;
 	int fd;
+	atomic_bool stop; /* the reader failed: the rest is not wanted */
 	eq_err r;
 	struct eq_error err;
 };
+
+static eq_err write_unless_stopped(void *ctx, const void *data, size_t len, struct eq_error *err)
+{
+	struct writer *w = ctx;
+	if (atomic_load(&w->stop))
+		return eq_error_set(err, EQ_ERR_STOPPED, "stopped");
+	return eq_fd_write(&w->fd, data, len, err);
+}
 
 static void *write_payload(void *arg)
 {
 	struct writer *w = arg;
 	uint8_t sha[EQ_SHA256_LEN];
 	uint64_t size;
-	w->r = eq_payload_builder_write(w->b, eq_fd_write, &w->fd, sha, &size, &w->err);
+	w->r = eq_payload_builder_write(w->b, write_unless_stopped, w, sha, &size, &w->err);
 	close(w->fd);
 	w->fd = -1;
 	return NULL;
@@ -365,6 +375,7 @@ static eq_err read_builder(struct elist *l, struct eq_payload_builder *b, bool i
 		return eq_error_errno(err, EQ_ERR_IO, "pipe");
 	(void)fcntl(p[1], F_SETPIPE_SZ, 1024 * 1024);
 	struct writer w = {.b = b, .fd = p[1]};
+	atomic_init(&w.stop, false);
 	pthread_t th;
 	int rc = pthread_create(&th, NULL, write_payload, &w);
 	if (rc) {
@@ -399,6 +410,8 @@ static eq_err read_builder(struct elist *l, struct eq_payload_builder *b, bool i
 			r = elist_add(l, e, sha, image, err);
 	}
 	eq_payload_reader_free(rd);
+	if (r)
+		atomic_store(&w.stop, true);
 	/* The writer blocks on a full pipe until it is drained. */
 	if (buf) {
 		ssize_t n;
@@ -412,7 +425,7 @@ static eq_err read_builder(struct elist *l, struct eq_payload_builder *b, bool i
 	}
 	pthread_join(th, NULL);
 	close(rfd);
-	if (w.r) {
+	if (w.r && !(r && w.r == EQ_ERR_STOPPED)) {
 		/* The writer's failure is the cause of whatever the reader saw. */
 		if (err)
 			*err = w.err;
