@@ -17,6 +17,7 @@
  * `show --json` prints the manifest, whose version is its "format". */
 #define EQ_JSON_DIFF_SCHEMA "eqota-gen-diff/1"
 #define EQ_JSON_IMPORT_SCHEMA "eqota-gen-equiv-import/1"
+#define EQ_JSON_IMAGE_CHECK_SCHEMA "eqota-gen-image-check/1"
 
 struct command;
 static void print_usage(FILE *f, const struct command *only);
@@ -45,6 +46,7 @@ struct opts {
 	const char *repo, *board, *channel, *release, *packages, *out, *build_index, *store, *trust, *from, *to;
 	const char *build_dir, *method, *taskhash, *outhash, *unihash, *at, *root, *revoke, *hashserv;
 	const char *trusted_root; /* --trusted-root: the pin of every signing command */
+	const char *image;        /* --image: a root filesystem, folder or tar */
 	const char *keys[EQ_MANIFEST_MAX_SIGNATURES];
 	size_t n_keys;
 	const char *role_pubs[EQ_ROLE_COUNT][EQ_MANIFEST_TRUST_MAX_KEYS];
@@ -126,6 +128,7 @@ enum {
 	O_HTML,
 	O_AUTO_HALT,
 	O_TRUSTED_ROOT,
+	O_IMAGE,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -136,6 +139,7 @@ static const struct option long_opts[] = {
 	{"channel", required_argument, NULL, O_CHANNEL},
 	{"release", required_argument, NULL, O_RELEASE},
 	{"packages", required_argument, NULL, O_PACKAGES},
+	{"image", required_argument, NULL, O_IMAGE},
 	{"key", required_argument, NULL, O_KEY},
 	{"out", required_argument, NULL, O_OUT},
 	{"build-index", required_argument, NULL, O_INDEX},
@@ -230,6 +234,7 @@ static int parse_opts(const struct command *cmd, int argc, char **argv, struct o
 		case O_CHANNEL: o->channel = optarg; break;
 		case O_RELEASE: o->release = optarg; break;
 		case O_PACKAGES: o->packages = optarg; break;
+		case O_IMAGE: o->image = optarg; break;
 		case O_OUT: o->out = optarg; break;
 		case O_INDEX: o->build_index = optarg; break;
 		case O_STORE: o->store = optarg; break;
@@ -1147,6 +1152,105 @@ static int cmd_qa(const struct opts *o)
 	return 0;
 }
 
+/* Overrides and missing entries listed in the text output; --json lists all. */
+#define IMAGE_CHECK_LISTED 20u
+
+/* image-check: what of a built root filesystem its packages ship, and what
+ * only the image has (the future image components). */
+static int cmd_image_check(const struct opts *o)
+{
+	NEED(image, "--image ROOTFS");
+	NEED(packages, "--packages DIR");
+	struct eq_error e;
+	struct eq_image *img = NULL;
+	struct eq_image_summary s;
+	if (eq_image_check(o->image, o->packages, NULL, &img, &s, &e))
+		return fail(&e);
+	uint64_t from_image = s.entries - s.by_class[EQ_IMAGE_PACKAGE];
+	size_t n = eq_image_count(img);
+	if (o->json) {
+		printf("{\"schema\":\"" EQ_JSON_IMAGE_CHECK_SCHEMA "\",\"image\":");
+		eq_json_put_str(stdout, o->image);
+		printf(",\"packages\":%" PRIu64 ",\"package_entries\":%" PRIu64 ",\"entries\":%" PRIu64
+		       ",\"from_packages\":%" PRIu64 ",\"from_image\":%" PRIu64 ",\"classes\":{",
+		       s.packages, s.package_entries, s.entries, s.by_class[EQ_IMAGE_PACKAGE], from_image);
+		for (int c = 0; c < EQ_IMAGE_CLASSES; c++)
+			printf("%s\"%s\":%" PRIu64, c ? "," : "", eq_image_class_name((enum eq_image_class)c),
+			       s.by_class[c]);
+		printf("},\"overrides\":[");
+		bool first = true;
+		for (size_t i = 0; i < n; i++) {
+			const struct eq_image_entry *x = eq_image_get(img, i);
+			if (x->cls != EQ_IMAGE_OVERRIDE)
+				continue;
+			printf("%s{\"path\":", first ? "" : ",");
+			eq_json_put_str(stdout, x->path);
+			printf(",\"package\":");
+			eq_json_put_str(stdout, eq_image_pkg_name(img, x->pkg));
+			printf("}");
+			first = false;
+		}
+		printf("],\"missing\":[");
+		for (uint64_t i = 0; i < s.missing; i++) {
+			const char *path;
+			uint32_t pkg;
+			eq_image_missing_get(img, (size_t)i, &path, &pkg);
+			printf("%s{\"path\":", i ? "," : "");
+			eq_json_put_str(stdout, path);
+			printf(",\"package\":");
+			eq_json_put_str(stdout, eq_image_pkg_name(img, pkg));
+			printf("}");
+		}
+		printf("],\"image_bytes\":%" PRIu64 ",\"package_bytes\":%" PRIu64 "}\n", s.image_bytes,
+		       s.package_bytes);
+		eq_image_free(img);
+		return 0;
+	}
+	static const char *const label[EQ_IMAGE_CLASSES] = {
+		[EQ_IMAGE_OVERRIDE] = "overrides (package files the image changed)",
+		[EQ_IMAGE_FILE] = "files no package ships",
+		[EQ_IMAGE_EMPTY] = "empty files",
+		[EQ_IMAGE_SYMLINK] = "symlinks",
+		[EQ_IMAGE_DEVICE] = "device nodes",
+		[EQ_IMAGE_FIFO] = "fifos",
+		[EQ_IMAGE_DIR] = "folders only the image has",
+	};
+	printf("image: %s\n", o->image);
+	printf("packages: %" PRIu64 " (%" PRIu64 " entries)\n", s.packages, s.package_entries);
+	printf("entries in the image: %" PRIu64 "\n", s.entries);
+	printf("from packages: %" PRIu64 "\n", s.by_class[EQ_IMAGE_PACKAGE]);
+	printf("from the image: %" PRIu64 "\n", from_image);
+	for (int c = EQ_IMAGE_OVERRIDE; c < EQ_IMAGE_CLASSES; c++)
+		printf("  %s: %" PRIu64 "\n", label[c], s.by_class[c]);
+	size_t listed = 0;
+	for (size_t i = 0; i < n && listed < IMAGE_CHECK_LISTED; i++) {
+		const struct eq_image_entry *x = eq_image_get(img, i);
+		if (x->cls == EQ_IMAGE_OVERRIDE) {
+			printf("  override: %s (%s)\n", x->path, eq_image_pkg_name(img, x->pkg));
+			listed++;
+		}
+	}
+	if (s.by_class[EQ_IMAGE_OVERRIDE] > listed)
+		printf("  ... and %" PRIu64 " more overrides (--json lists all)\n",
+		       s.by_class[EQ_IMAGE_OVERRIDE] - listed);
+	printf("package entries missing from the image: %" PRIu64 "\n", s.missing);
+	for (uint64_t i = 0; i < s.missing && i < IMAGE_CHECK_LISTED; i++) {
+		const char *path;
+		uint32_t pkg;
+		eq_image_missing_get(img, (size_t)i, &path, &pkg);
+		printf("  missing: %s (%s)\n", path, eq_image_pkg_name(img, pkg));
+	}
+	if (s.missing > IMAGE_CHECK_LISTED)
+		printf("  ... and %" PRIu64 " more (--json lists all)\n", s.missing - IMAGE_CHECK_LISTED);
+	char ib[EQ_SIZE_STR_MAX], pb[EQ_SIZE_STR_MAX];
+	printf("image bytes: %" PRIu64 " (%s, files and overrides: image components)\n", s.image_bytes,
+	       eq_format_size(s.image_bytes, EQ_SIZE_NEAREST, ib));
+	printf("package bytes: %" PRIu64 " (%s, files the packages ship)\n", s.package_bytes,
+	       eq_format_size(s.package_bytes, EQ_SIZE_NEAREST, pb));
+	eq_image_free(img);
+	return 0;
+}
+
 static eq_err list_print(void *ctx, const struct eq_store_entry *x, struct eq_error *err)
 {
 	(void)ctx;
@@ -1382,6 +1486,9 @@ static const struct command commands[] = {
 	{"show", cmd_show, "repo board channel release json",
 	 "  show    --repo DIR --board B --channel C [--release R] [--json]\n"},
 	{"qa", cmd_qa, "packages build-dir", "  qa      --packages DIR|FILE --build-dir PATH\n"},
+	{"image-check", cmd_image_check, "image packages json",
+	 "  image-check --image ROOTFS --packages DIR [--json]\n"
+	 "          which entries of a built root filesystem its packages ship\n"},
 	{"equiv report", cmd_equiv_report, "method taskhash outhash unihash store hashserv",
 	 "  equiv   report --method M --taskhash T --outhash O [--unihash U] [--store DB | --hashserv ADDR]\n"},
 	{"equiv get", cmd_equiv_get, "method taskhash store hashserv",

@@ -28,5 +28,6 @@
 #include <eq/gen_import.h>
 #include <eq/gen_conflict.h>
 #include <eq/gen_fleet.h>
+#include <eq/gen_image.h>
 
 #endif /* EQ_GEN_H */
