@@ -47,6 +47,8 @@ setup_step "the test root" 0 bash -c '
 	echo id >"$1"/etc/machine-id
 ' bash "$a"
 setup_step "an xattr" 0 setxattr "$a/usr/bin/tool" user.mark image
+# GNU tar records a hard link's xattrs only with the first of its names.
+setup_step "an xattr on a hard-linked file" 0 setxattr "$a/usr/bin/one" user.mark linked
 setup_step "cp -a" 0 cp -a "$a" "$work/b"
 setup_step "the tar of the root" 0 mktar "$a" "$work/a.tar"
 
@@ -98,7 +100,7 @@ plant "xattr added" etc/motd "xattr user.new: (none) vs 'x'" 1 \
 	'python3 -c "import os; os.setxattr(\"$1/etc/motd\", \"user.new\", b\"x\")"'
 plant "symlink target" usr/bin/alias "symlink target: '/usr/bin/tool' vs 'tool'" 1 'ln -sfn tool "$1"/usr/bin/alias'
 plant "hard-link split" usr/bin/two "hard-link group: usr/bin/one usr/bin/two vs usr/bin/two" 2 \
-	'cp "$1"/usr/bin/two "$1"/t && mv "$1"/t "$1"/usr/bin/two'
+	'cp -a "$1"/usr/bin/two "$1"/t && mv "$1"/t "$1"/usr/bin/two'
 plant "hard-link joined" etc/motd "hard-link group: etc/motd vs etc/machine-id etc/motd" 3 \
 	'echo id >"$1"/etc/motd && ln -f "$1"/etc/motd "$1"/etc/machine-id'
 plant "device number" dev/null "device: 1:3 vs 1:5" 1 'rm "$1"/dev/null && mknod "$1"/dev/null c 1 5'

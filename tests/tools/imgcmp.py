@@ -21,6 +21,8 @@ Compared for every entry (a path relative to the root; the root itself is
     os.listxattr/os.getxattr without following symlinks; a tar with the pax
     records SCHILY.xattr.NAME (GNU tar, mmdebstrap) and LIBARCHIVE.xattr.NAME
     (bsdtar). POSIX ACLs stored as tar's SCHILY.acl records are not read.
+    A hard link in a tar has the mode, owner and xattrs of the entry it
+    links to (one inode; GNU tar writes xattrs only with the first name).
   - symlink target, byte for byte
   - device major and minor numbers of character and block devices
   - hard-link groups, compared as a partition of the paths: a non-directory
@@ -223,6 +225,11 @@ def read_tar(path, skip):
                     e = Entry(t.type)
                     e.sha256, e.size, e.target, e.dev = t.sha256, t.size, t.target, t.dev
                     e.link_key = t.link_key
+                    # The inode's mode, owner and xattrs are the target's:
+                    # GNU tar writes no xattr records on a hard link.
+                    e.mode, e.uid, e.gid, e.xattrs = t.mode, t.uid, t.gid, dict(t.xattrs)
+                    entries[rel] = e
+                    continue
                 elif m.isreg():
                     e = Entry("file")
                     f = tf.extractfile(m)
@@ -239,8 +246,6 @@ def read_tar(path, skip):
                     e = Entry("fifo")
                 else:
                     raise ReadError(f"{path}: entry '{rel}' has tar type {m.type!r}, which is no file type")
-                # A hard link's own header carries its mode, owner and xattrs,
-                # which are the inode's: equal to its target's in a sane tar.
                 e.mode = m.mode & 0o7777
                 e.uid, e.gid = m.uid, m.gid
                 e.xattrs = tar_xattrs(m)
