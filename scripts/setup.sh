@@ -24,6 +24,8 @@ pkgs=(
   chromium
   # a write failed on purpose between the bootloader and the state (integration.agent_killpoints)
   strace
+  # the two Debian 12 images of image mode's tests (tests/tools/mkimages.sh)
+  mmdebstrap
   # static analysis (label static: tests/static)
   cppcheck clang-tidy clang-format shellcheck
 )

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# mkimages.sh CACHE_DIR: builds two real Debian 12 (bookworm, amd64) root
+# filesystems with mmdebstrap, the test data of image mode (issue 31):
+#   CACHE_DIR/images/r1.tar         bookworm main only
+#   CACHE_DIR/images/r2.tar         bookworm + bookworm-updates + bookworm-security,
+#                                   plus chrony (its install script creates the
+#                                   _chrony system user and enables chrony.service),
+#                                   minus nano (which r1 has, with its editor
+#                                   alternative)
+#   CACHE_DIR/images/rN-debs/       exactly the .debs rN was installed from
+#   CACHE_DIR/images/rN.packages    package=version, one a line, sorted
+#   CACHE_DIR/images/README         what was built, from where, when, how long
+# r1 -> r2 therefore differs by the security and stable updates published
+# after the bookworm point release, by a package added and one removed.
+#
+# Nothing is rebuilt when both tars exist and CACHE_DIR/images/stamp matches
+# the recipe below. Downloads go to CACHE_DIR/images/pool only (shared by both
+# builds, reused by later builds). Exits 77 (a CTest skip) with the reason when
+# the images must be built but cannot be: not root, no mmdebstrap, or the
+# package archive unreachable.
+#
+# The archive is the one this machine's apt uses (apt-cache policy), or
+# EQ_DEBIAN_MIRROR / EQ_DEBIAN_SECURITY_MIRROR. SOURCE_DATE_EPOCH is pinned,
+# so two builds from the same archive state give the same tars; the archive
+# itself moves on (new security updates), which the stamp does not see:
+# delete CACHE_DIR/images to build from today's archive.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+
+if [ $# -ne 1 ]; then
+	echo "usage: $0 CACHE_DIR" >&2
+	exit 2
+fi
+mkdir -p "$1/images"
+out=$(cd "$1/images" && pwd)
+
+# The recipe: every input that changes what is built is in this text, and
+# its hash is the stamp.
+export SOURCE_DATE_EPOCH=1747699200 # 2025-05-20, the date of the archive snapshot the machine names
+base_include=systemd-sysv,udev,iproute2,openssh-server,ifupdown,netbase
+r1_include=$base_include,nano
+r2_include=$base_include,chrony
+recipe="mkimages 1
+arch=amd64 variant=minbase mode=root SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH
+r1: suites=bookworm include=$r1_include
+r2: suites=bookworm,bookworm-updates,bookworm-security include=$r2_include"
+stamp=$(printf '%s\n' "$recipe" | sha256sum | cut -d' ' -f1)
+
+if [ -f "$out/r1.tar" ] && [ -f "$out/r2.tar" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
+	echo "mkimages: $out/r1.tar and r2.tar are up to date (stamp $stamp)"
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: mkimages.sh builds the images as root (mmdebstrap --mode=root, device nodes and owners); run it as root"
+	exit 77
+fi
+if ! command -v mmdebstrap >/dev/null; then
+	# shellcheck source=scripts/apt-wait.sh
+	. "$top/scripts/apt-wait.sh"
+	echo "mkimages: installing mmdebstrap"
+	eq_apt_get install -y -q --no-install-recommends mmdebstrap >/dev/null || true
+	if ! command -v mmdebstrap >/dev/null; then
+		echo "SKIP: mmdebstrap is not installed and apt-get could not install it"
+		exit 77
+	fi
+fi
+
+# The mirrors this machine's apt fetches bookworm and bookworm-security from.
+mirror_of() { # SUITE: the URI apt-cache policy lists for SUITE/main amd64
+	apt-cache policy 2>/dev/null | awk -v s="$1/main" '$3 == s && $4 == "amd64" { print $2; exit }'
+}
+mirror=${EQ_DEBIAN_MIRROR:-$(mirror_of bookworm)}
+security=${EQ_DEBIAN_SECURITY_MIRROR:-$(mirror_of bookworm-security)}
+if [ -z "$mirror" ] || [ -z "$security" ]; then
+	echo "SKIP: apt on this machine knows no bookworm and bookworm-security archive (set EQ_DEBIAN_MIRROR and EQ_DEBIAN_SECURITY_MIRROR, or run apt-get update)"
+	exit 77
+fi
+# shellcheck source=tests/integration/lib/archive.sh
+. "$top/tests/integration/lib/archive.sh"
+archive_need base-files
+if ! curl -sS -o /dev/null --head --max-time 20 "$security/dists/bookworm-security/InRelease" 2>/dev/null; then
+	echo "SKIP: the security archive $security is unreachable: r2 cannot be built"
+	exit 77
+fi
+
+pool=$out/pool
+mkdir -p "$pool"
+work=$(mktemp -d "$out/build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# build NAME INCLUDE SOURCES...: NAME.tar, NAME.packages and NAME-debs in $work
+build() {
+	local name=$1 include=$2 t0; shift 2
+	t0=$(date +%s)
+	echo "mkimages: building $name (--include=$include)"
+	mmdebstrap --quiet --mode=root --variant=minbase --arch=amd64 --include="$include" \
+		--skip=essential/unlink \
+		--setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
+		--setup-hook="sync-in $pool /var/cache/apt/archives/" \
+		--customize-hook="sync-out /var/cache/apt/archives $work/$name-archives" \
+		--customize-hook="chroot \"\$1\" dpkg-query -W -f='\${Package}=\${Version}\n' | LC_ALL=C sort > $work/$name.packages" \
+		bookworm "$work/$name.tar" "$@"
+	# Keep exactly the .debs that were installed: the pool may hold others.
+	mkdir "$work/$name-debs"
+	local deb id
+	for deb in "$work/$name-archives"/*.deb; do
+		id=$(dpkg-deb --show --showformat='${Package}=${Version}' "$deb")
+		if grep -qxF "$id" "$work/$name.packages"; then
+			mv "$deb" "$work/$name-debs/"
+		fi
+	done
+	cp -n "$work/$name-archives"/*.deb "$pool/" 2>/dev/null || true
+	cp -n "$work/$name-debs"/*.deb "$pool/"
+	rm -rf "$work/$name-archives"
+	local want have
+	want=$(wc -l <"$work/$name.packages")
+	have=$(find "$work/$name-debs" -name '*.deb' | wc -l)
+	if [ "$want" -ne "$have" ]; then
+		echo "mkimages: $name has $want packages installed but $have of their .debs were kept" >&2
+		exit 1
+	fi
+	secs[$name]=$(($(date +%s) - t0))
+}
+
+declare -A secs
+t_start=$(date +%s)
+build r1 "$r1_include" "deb $mirror bookworm main"
+build r2 "$r2_include" "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
+	"deb $security bookworm-security main"
+secs_total=$(($(date +%s) - t_start))
+
+# r2's added package must really have done what it is there for. (Listings
+# go through files: grep -q closing a pipe early would fail it under pipefail.)
+tar -xOf "$work/r2.tar" ./etc/passwd >"$work/r2.passwd"
+tar -tvf "$work/r2.tar" >"$work/r2.list"
+grep '^_chrony:' "$work/r2.passwd" ||
+	{ echo "mkimages: r2 has no _chrony user in /etc/passwd" >&2; exit 1; }
+grep 'etc/systemd/system/multi-user.target.wants/chrony.service -> ' "$work/r2.list" ||
+	{ echo "mkimages: r2 has no enablement link for chrony.service" >&2; exit 1; }
+
+changes() { # DIR: the r1 -> r2 package changes, one a line
+	LC_ALL=C awk -F= 'NR == FNR { a[$1] = $2; next } { b[$1] = $2 }
+		END {
+			for (p in b) if (!(p in a)) print "  added   " p " " b[p]
+			for (p in a) if (!(p in b)) print "  removed " p " " a[p]
+			for (p in a) if ((p in b) && a[p] != b[p]) print "  updated " p " " a[p] " -> " b[p]
+		}' "$1/r1.packages" "$1/r2.packages" | LC_ALL=C sort
+}
+
+# The build is kept before it is described: the stamp, written last, is
+# what says it is complete.
+rm -rf "$out/r1-debs" "$out/r2-debs" "$out/stamp"
+for f in r1.tar r2.tar r1.packages r2.packages r1-debs r2-debs; do
+	mv -f "$work/$f" "$out/$f"
+done
+
+{
+	echo "Debian 12 test images for eqota's image mode, built by tests/tools/mkimages.sh"
+	echo "built: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n) with $(mmdebstrap --version)"
+	echo "archive: $mirror, $security"
+	echo "recipe (stamp $stamp):"
+	printf '%s\n' "$recipe" | sed 's/^/  /'
+	for n in r1 r2; do
+		echo "$n.tar: $(stat -c %s "$out/$n.tar") bytes, $(tar -tf "$out/$n.tar" | wc -l) entries," \
+			"$(wc -l <"$out/$n.packages") packages, built in ${secs[$n]} s"
+	done
+	echo "both built in $secs_total s"
+	echo "r1 -> r2 package changes:"
+	changes "$out"
+} >"$out/README"
+echo "$stamp" >"$out/stamp"
+cat "$out/README"
