@@ -4,7 +4,7 @@
 # in every state a script meets: a device on its first release, with an
 # update on trial, after a failed trial (whose reason holds bytes that are
 # not UTF-8), with an install error; in root mode and in legacy mode; the
-# plan of `check`; `eqota-gen diff`, `show` and `equiv import`. Each
+# plan of `check`; `eqota-gen diff`, `show`, `equiv import`, `fleet` and `image-check`. Each
 # document must be strict UTF-8 JSON and valid against its schema; each
 # schema must itself be valid and strict (an undeclared field or a missing
 # required one is refused).
@@ -175,8 +175,35 @@ with open(sys.argv[1], "w") as f:
 PY
 doc "fleet" eqota-gen-fleet-1.schema.json "$gen" fleet --reports "$w/reports.jsonl" --json
 
+# image-check on a tiny root filesystem: the packages' entries, one of
+# them edited (an override), one package whose file the image lacks
+# (missing), and files, an empty file and a symlink only the image has.
+mkdir -p p-img
+tarpkg p-img/base_1.tar usr/share/base/data "base 1"
+tarpkg p-img/tool_1.tar usr/share/tool/data "tool 1"
+tarpkg p-img/gone_1.tar usr/share/gone/data "gone 1"
+"$py" - "$w/rootfs.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    def add(name, kind=tarfile.DIRTYPE, body=b"", mode=0o755, link=""):
+        i = tarfile.TarInfo(name)
+        i.type, i.mode, i.size, i.linkname = kind, mode, len(body), link
+        t.addfile(i, io.BytesIO(body))
+    for d in ("usr", "usr/share", "usr/share/base", "usr/share/tool", "etc"):
+        add(d)
+    add("usr/share/base/data", tarfile.REGTYPE, b"base 1", 0o644)
+    add("usr/share/tool/data", tarfile.REGTYPE, b"tool 1, edited", 0o644)
+    add("etc/passwd", tarfile.REGTYPE, b"root:x:0:0:root:/root:/bin/sh\n", 0o644)
+    add("etc/machine-id", tarfile.REGTYPE, b"", 0o444)
+    add("etc/base", tarfile.SYMTYPE, link="../usr/share/base")
+PY
+doc "image-check" eqota-gen-image-check-1.schema.json "$gen" image-check --image rootfs.tar --packages p-img --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["overrides"] == [{"path": "usr/share/tool/data", "package": "tool"}] and {"path": "usr/share/gone/data", "package": "gone"} in d["missing"] and d["from_image"] == d["entries"] - d["from_packages"] == sum(v for k, v in d["classes"].items() if k != "package"), d' \
+  "$w/doc.json" && pass "image-check: the override and the missing entry listed" || fail "image-check: $(cat "$w/doc.json")"
+
 # ---- strictness: a document with a field more, or one less, is refused
-for s in eqota-status-1 eqota-check-1 eqota-verify-1 eqota-gen-diff-1 eqota-gen-manifest-1 eqota-gen-equiv-import-1 eqota-gen-fleet-1; do
+for s in eqota-status-1 eqota-check-1 eqota-verify-1 eqota-gen-diff-1 eqota-gen-manifest-1 eqota-gen-equiv-import-1 eqota-gen-fleet-1 \
+  eqota-gen-image-check-1; do
   f=$w/last-$s.schema.json
   [ -f "$f" ] || { fail "no document was taken for $s"; continue; }
   out=$("$py" - "$schemas/$s.schema.json" "$f" <<'PY' 2>&1
