@@ -28,11 +28,13 @@ endfunction()
 
 set(_reboots "EQ_TEST_BOOT_ID_FILE test hook (simulated reboots)")
 # Fewer power cuts under the sanitizers, where every update is slower.
+# agent_update's cuts are stratified over one update (one per slice), and
+# agent_killpoints cuts every phase: agent_update.sh says what each covers.
 if(EQ_SANITIZE)
-  set(EQ_KILLS 10)
+  set(EQ_KILLS 6)
   set(EQ_KILLPOINTS 12)
 else()
-  set(EQ_KILLS 50)
+  set(EQ_KILLS 12)
   set(EQ_KILLPOINTS 60)
 endif()
 # Root mode: root chain, timestamp, rotation, revocation, rollback, freeze.

@@ -12,6 +12,7 @@ eqota=$1 gen=$2 simboot=$3 src=$4
 . "$src/tests/integration/lib/httpd.sh"
 . "$src/tests/integration/lib/simdevice.sh"
 . "$src/tests/integration/lib/check.sh"
+. "$src/tests/integration/lib/tarpkg.sh"
 w=$(mktemp -d /tmp/eq-behind.XXXXXX)
 cleanup() { httpd_stop || true; rm -rf "$w"; }
 trap cleanup EXIT
@@ -19,24 +20,10 @@ trap 'echo "agent_behind.sh: stopped by a failing command at line $LINENO: $BASH
 cd "$w"
 export XDG_CACHE_HOME=$w/cache
 
-# mk DIR V: packages p0..p3, p0 at version V (each version changes a
-# byte in every 997 of 256 KB), the others at version 1.
-mk() {
-  python3 - "$@" <<'PY'
-import io, os, random, sys, tarfile
-out, v0 = sys.argv[1], int(sys.argv[2])
-os.makedirs(out, exist_ok=True)
-for i, v in enumerate([v0, 1, 1, 1]):
-    body = bytearray(random.Random(i).randbytes(262144))
-    for k in range(0, len(body), 997):
-        body[k] = (body[k] + v) & 0xff
-    with tarfile.open(os.path.join(out, "p%d_%d.tar" % (i, v)), "w", format=tarfile.PAX_FORMAT) as t:
-        ti = tarfile.TarInfo("usr/share/p%d/data" % i)
-        ti.mode, ti.size = 0o644, len(body)
-        t.addfile(ti, io.BytesIO(bytes(body)))
-PY
-}
-for v in 1 2 3 4; do mk "s$v" "$v"; done
+# Release v: p0_v and p1_v of tarpkg_pair (each version changes a byte in
+# every 997), and base_1, the same bytes in every release (never fetched).
+tarpkg base_1.tar usr/share/base/data "base 1"
+for v in 1 2 3 4; do tarpkg_pair "s$v" "$v"; cp base_1.tar "s$v/"; done
 "$gen" keygen --out k >/dev/null
 pub() { # REPO RELEASE SET [OPTIONS...]
   local repo=$1 rel=$2 set=$3
@@ -82,7 +69,7 @@ pub r3 r1 s1
 device d1 r3
 for v in 2 3 4; do pub r3 "r$v" "s$v"; done
 update_from d1 r3 "three releases behind"
-[ "$deltas" -eq 1 ] && [ "$objects" -eq 0 ] && pass "three releases behind: p0 came as a delta from the device's own payload" ||
+[ "$deltas" -eq 2 ] && [ "$objects" -eq 0 ] && pass "three releases behind: p0 and p1 came as deltas from the device's own payloads, base not at all" ||
   fail "three releases behind: $deltas deltas, $objects objects"
 
 # ---- the same after the device's release was pruned from the repository
@@ -111,6 +98,6 @@ pub r1d r1 s1 --deltas-from 1
 device d3 r1d
 for v in 2 3 4; do pub r1d "r$v" "s$v" --deltas-from 1; done
 update_from d3 r1d "--deltas-from 1"
-[ "$deltas" -eq 0 ] && [ "$objects" -eq 1 ] && pass "--deltas-from 1: p0 came as its full object" ||
+[ "$deltas" -eq 0 ] && [ "$objects" -eq 2 ] && pass "--deltas-from 1: p0 and p1 came as their full objects, base not at all" ||
   fail "--deltas-from 1: $deltas deltas, $objects objects"
 [ "$fails" -eq 0 ]
