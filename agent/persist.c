@@ -540,8 +540,12 @@ static eq_err persist_path(struct pctx *x, const char *path, struct eq_error *er
 	}
 	for (size_t i = 0; !r && i < n; i++) {
 		char sub[PATH_MAX];
-		snprintf(sub, sizeof(sub), "%s%s%s", parent, *parent ? "/" : "", names[i]);
-		r = persist_one(x, sdir, names[i], sub, err);
+		int len = snprintf(sub, sizeof(sub), "%s%s%s", parent, *parent ? "/" : "", names[i]);
+		if (len < 0 || (size_t)len >= sizeof(sub))
+			r = eq_error_set(err, EQ_ERR_LIMIT, "persist: '%s/%s' is longer than PATH_MAX", parent,
+					 names[i]);
+		else
+			r = persist_one(x, sdir, names[i], sub, err);
 	}
 	if (has_glob(last, strlen(last)))
 		for (size_t i = 0; i < n; i++)
