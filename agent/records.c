@@ -123,17 +123,7 @@ eq_err eq_rec_from_payload(eq_read_fn src, void *src_ctx, const struct eq_payloa
 			.devminor = pe->devminor,
 		};
 		if (pe->type == EQ_ENTRY_FILE) {
-			struct eq_sha256 s;
-			eq_sha256_init(&s);
-			for (;;) {
-				size_t got;
-				rc = eq_payload_reader_read(r, buf, 64 * 1024, &got, err);
-				if (rc || !got)
-					break;
-				eq_sha256_update(&s, buf, got);
-				e.size += got;
-			}
-			eq_sha256_final(&s, e.sha256);
+			rc = eq_payload_reader_hash(r, buf, 64 * 1024, e.sha256, &e.size, err);
 			if (!rc && e.size != pe->size)
 				rc = eq_error_set(err, EQ_ERR_PARSE,
 						  "record: '%s': read %" PRIu64 " of %" PRIu64 " bytes", pe->path,

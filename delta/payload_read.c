@@ -818,3 +818,24 @@ eq_err eq_payload_reader_read(struct eq_payload_reader *r, void *buf, size_t len
 	*ret_n = got;
 	return EQ_OK;
 }
+
+eq_err eq_payload_reader_hash(struct eq_payload_reader *r, void *buf, size_t len, uint8_t ret_sha256[EQ_SHA256_LEN],
+			      uint64_t *ret_n, struct eq_error *err)
+{
+	struct eq_sha256 s;
+	uint64_t total = 0;
+	eq_err rc;
+	eq_sha256_init(&s);
+	for (;;) {
+		size_t n;
+		rc = eq_payload_reader_read(r, buf, len, &n, err);
+		if (rc || !n)
+			break;
+		eq_sha256_update(&s, buf, n);
+		total += n;
+	}
+	eq_sha256_final(&s, ret_sha256);
+	if (ret_n)
+		*ret_n = total;
+	return rc;
+}

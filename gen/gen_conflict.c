@@ -501,18 +501,8 @@ eq_err eqg_path_recs_read(const char *payload_path, struct eqg_path_recs **ret, 
 		if (r || !e)
 			break;
 		uint8_t sha[EQ_SHA256_LEN] = {0};
-		if (e->type == EQ_ENTRY_FILE) {
-			struct eq_sha256 s;
-			eq_sha256_init(&s);
-			for (;;) {
-				size_t n;
-				r = eq_payload_reader_read(rd, buf, 64 * 1024, &n, err);
-				if (r || !n)
-					break;
-				eq_sha256_update(&s, buf, n);
-			}
-			eq_sha256_final(&s, sha);
-		}
+		if (e->type == EQ_ENTRY_FILE)
+			r = eq_payload_reader_hash(rd, buf, 64 * 1024, sha, NULL, err);
 		if (!r && rs->n >= EQ_PATH_TABLE_MAX_ENTRIES)
 			r = eq_error_set(err, EQ_ERR_LIMIT, "more than %u entries", EQ_PATH_TABLE_MAX_ENTRIES);
 		if (!r)

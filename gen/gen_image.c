@@ -394,18 +394,8 @@ static eq_err read_builder(struct elist *l, struct eq_payload_builder *b, bool i
 		if (r || !e)
 			break;
 		uint8_t sha[EQ_SHA256_LEN] = {0};
-		if (e->type == EQ_ENTRY_FILE) {
-			struct eq_sha256 s;
-			eq_sha256_init(&s);
-			for (;;) {
-				size_t n;
-				r = eq_payload_reader_read(rd, buf, DATA_BUF, &n, err);
-				if (r || !n)
-					break;
-				eq_sha256_update(&s, buf, n);
-			}
-			eq_sha256_final(&s, sha);
-		}
+		if (e->type == EQ_ENTRY_FILE)
+			r = eq_payload_reader_hash(rd, buf, DATA_BUF, sha, NULL, err);
 		if (!r)
 			r = elist_add(l, e, sha, image, err);
 	}

@@ -167,6 +167,13 @@ EQ_API eq_err eq_payload_reader_next(struct eq_payload_reader *r, const struct e
 EQ_API eq_err eq_payload_reader_read(struct eq_payload_reader *r, void *buf, size_t len, size_t *ret_n,
 				     struct eq_error *err) EQ_MUST_CHECK;
 
+/* Reads the rest of the current file's data through @buf (@len bytes, the
+ * caller's) and returns its SHA-256 and the number of bytes read, which the
+ * caller compares with the entry's size where it matters. */
+EQ_API eq_err eq_payload_reader_hash(struct eq_payload_reader *r, void *buf, size_t len,
+				     uint8_t ret_sha256[EQ_SHA256_LEN], uint64_t *ret_n,
+				     struct eq_error *err) EQ_MUST_CHECK;
+
 /* ---- path rules ------------------------------------------------------ */
 
 /*
