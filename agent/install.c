@@ -312,18 +312,6 @@ static eq_err load_running_record(struct inst *x, const char *name, struct eq_re
 
 /* ---- copying a kept package ------------------------------------------------ */
 
-/* The xattrs the payload keeps (docs/internals/payload.md): user.* and
- * security.* except LSM labels, which the target system assigns itself. */
-bool eq_install_xattr_kept(const char *name)
-{
-	if (!strncmp(name, "user.", 5))
-		return true;
-	if (strncmp(name, "security.", 9))
-		return false;
-	return strcmp(name, "security.selinux") && strncmp(name, "security.SMACK64", 16) &&
-	       strcmp(name, "security.apparmor");
-}
-
 static eq_err copy_xattrs(struct inst *x, int sfd, int tfd, const char *path, struct eq_error *err)
 {
 	char list[XATTR_LIST_MAX_LEN];
@@ -335,7 +323,7 @@ static eq_err copy_xattrs(struct inst *x, int sfd, int tfd, const char *path, st
 	}
 	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1) {
 		const char *name = list + i;
-		if (!eq_install_xattr_kept(name))
+		if (!eq_payload_xattr_kept(name))
 			continue;
 		ssize_t vl = fgetxattr(sfd, name, x->buf, COPY_BUF_LEN);
 		if (vl < 0)

@@ -36,9 +36,6 @@ struct eq_install {
 	const struct eq_persist *persist;
 };
 
-/* Whether xattr @name is kept when a file is copied (user.* and security.*
- * except LSM labels, which the target system assigns itself). */
-bool eq_install_xattr_kept(const char *name);
 
 /*
  * Builds the new slot in @in->target_root from scratch so that it holds

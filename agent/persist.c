@@ -23,7 +23,6 @@
 
 #include <eq/beneath.h>
 
-#include "install.h"
 #include "persist.h"
 
 #define COPY_BUF_LEN (64u * 1024u)
@@ -198,7 +197,7 @@ static eq_err copy_meta(struct pctx *x, int sfd, int tfd, const struct stat *st,
 		return errno == ENOTSUP ? EQ_OK : eq_error_errno(err, EQ_ERR_IO, "persist: '/%s': xattrs", rel);
 	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(x->xbuf + i) + 1) {
 		const char *name = x->xbuf + i;
-		if (!eq_install_xattr_kept(name))
+		if (!eq_payload_xattr_kept(name))
 			continue;
 		ssize_t vl = fgetxattr(sfd, name, x->buf, sizeof(x->buf));
 		if (vl < 0 || fsetxattr(tfd, name, x->buf, (size_t)vl, 0) != 0)

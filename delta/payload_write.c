@@ -350,7 +350,7 @@ eq_err eq_payload_builder_remove(struct eq_payload_builder *b, const char *path,
  * would never match; trusted.* is readable only with CAP_SYS_ADMIN, so the
  * bytes would depend on who builds; system.* holds ACLs and is out of scope.
  */
-static bool xattr_kept(const char *name)
+bool eq_payload_xattr_kept(const char *name)
 {
 	if (!strncmp(name, "user.", 5))
 		return true;
@@ -386,7 +386,7 @@ static eq_err read_xattrs(const struct eq_payload_limits *lim, const char *full,
 	}
 	size_t count = 0;
 	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(names + i) + 1)
-		if (xattr_kept(names + i))
+		if (eq_payload_xattr_kept(names + i))
 			count++;
 	if (!count)
 		return EQ_OK;
@@ -398,7 +398,7 @@ static eq_err read_xattrs(const struct eq_payload_limits *lim, const char *full,
 		return eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for xattrs");
 	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(names + i) + 1) {
 		const char *name = names + i;
-		if (!xattr_kept(name) || out->n == count)
+		if (!eq_payload_xattr_kept(name) || out->n == count)
 			continue;
 		ssize_t vlen = lgetxattr(full, name, NULL, 0);
 		if (vlen < 0)

@@ -167,6 +167,12 @@ EQ_API eq_err eq_payload_reader_next(struct eq_payload_reader *r, const struct e
 EQ_API eq_err eq_payload_reader_read(struct eq_payload_reader *r, void *buf, size_t len, size_t *ret_n,
 				     struct eq_error *err) EQ_MUST_CHECK;
 
+/* Whether the payload keeps xattr @name (docs/internals/payload.md): user.*
+ * and security.* except LSM labels (SELinux, Smack, AppArmor), which the
+ * policy of the system the files sit on assigns. Whoever copies files that a
+ * payload describes (the device's keep copy, [persist]) uses the same rule. */
+EQ_API bool eq_payload_xattr_kept(const char *name);
+
 /* Reads the rest of the current file's data through @buf (@len bytes, the
  * caller's) and returns its SHA-256 and the number of bytes read, which the
  * caller compares with the entry's size where it matters. */
