@@ -30,7 +30,8 @@ extern "C" {
 
 /* ---- limits (hard caps on everything that comes from outside) --------- */
 
-#define EQ_MANIFEST_FORMAT 1                        /* the only version read and written */
+#define EQ_MANIFEST_FORMAT 1 /* a release of packages alone */
+#define EQ_MANIFEST_FORMAT_IMAGE 2 /* a release that is an image: packages + image (issue 31) */
 #define EQ_MANIFEST_MAX_BYTES (16u * 1024u * 1024u) /* manifest.json */
 #define EQ_MANIFEST_MAX_PACKAGES 100000u
 #define EQ_MANIFEST_MAX_DELTAS 16u                 /* per package */
@@ -44,6 +45,9 @@ extern "C" {
 #define EQ_MANIFEST_TRUST_MAX_KEYS 16u
 #define EQ_MANIFEST_KEYFILE_MAX_BYTES (16u * 1024u) /* .key / .pub PEM files */
 
+#define EQ_MANIFEST_MAX_COMPONENTS 1024u /* image.before + image.after */
+#define EQ_MANIFEST_MAX_IMAGE_PATHS 100000u /* image.replace, and image.remove */
+#define EQ_MANIFEST_IMAGE_PATH_MAX 4096u /* bytes of one path in those lists */
 #define EQ_MANIFEST_HASH_LEN 64u /* lower-case hex SHA-256 */
 #define EQ_MANIFEST_KEYID_LEN 64u
 /* "objects/" + 64 hex, "deltas/" + 64 hex + "-" + 64 hex */
@@ -157,7 +161,64 @@ EQ_API const struct eq_manifest_package *eq_manifest_package_at(const struct eq_
 EQ_API const struct eq_manifest_package *eq_manifest_find_package(const struct eq_manifest *m, const char *name);
 
 /*
- * Serialises @m as manifest format 1: keys in the documented order, two
+ * What makes a release an image (manifest format 2, docs/manifest-format.md
+ * "image"). Image components are packages of the manifest (same fields,
+ * objects and deltas; their names are listed here) holding what the image
+ * has beyond its packages. A device builds the slot in this order:
+ *  1. the components named in @before (the image's directory symlinks that
+ *     package paths lead through, "bin -> usr/bin", and the folders they
+ *     lead to), in this order;
+ *  2. every package not named in @before or @after, in name order;
+ *  3. the paths of @replace and @remove are set aside (the package's
+ *     version kept in the slot's record folder, so the package still
+ *     rebuilds and is kept by the next update); those of @remove are then
+ *     gone from the slot;
+ *  4. the components named in @after, in this order: they place the image's
+ *     version of every replaced path and everything else only the image has.
+ * @replace and @remove are paths as the packages ship them (relative, no
+ * empty, "." or ".." component, at most EQ_MANIFEST_IMAGE_PATH_MAX bytes,
+ * no control character), each list sorted by strcmp and unique, the two
+ * disjoint. A name appears at most once in @before and @after together and
+ * must be a package of the manifest (checked by eq_manifest_to_json() and
+ * the parser, as packages may be added after the image is set).
+ * As input to eq_manifest_set_image() everything is copied; as output of
+ * eq_manifest_get_image() it belongs to the manifest.
+ */
+struct eq_manifest_image {
+	const char *const *before;
+	size_t n_before;
+	const char *const *after;
+	size_t n_after;
+	const char *const *replace;
+	size_t n_replace;
+	const char *const *remove;
+	size_t n_remove;
+};
+
+/*
+ * Makes @m an image release (format 2) with a deep copy of @img, replacing
+ * any image set before. EQ_ERR_INVAL names the list and element that break
+ * a rule above (EQ_ERR_UNSAFE for a path with ".." or a leading "/"),
+ * EQ_ERR_LIMIT for more than the caps, EQ_ERR_NOMEM; @m is unchanged on
+ * failure.
+ */
+EQ_API eq_err eq_manifest_set_image(struct eq_manifest *m, const struct eq_manifest_image *img,
+				    struct eq_error *err) EQ_MUST_CHECK;
+
+/* The image of @m, owned by @m; NULL for a release of packages alone
+ * (format 1). */
+EQ_API const struct eq_manifest_image *eq_manifest_get_image(const struct eq_manifest *m);
+
+/* Whether package @name of @m is an image component (in image.before or
+ * image.after). False for format 1. */
+EQ_API bool eq_manifest_is_component(const struct eq_manifest *m, const char *name);
+
+/* Whether @path is in the sorted list @list (binary search). */
+EQ_API bool eq_manifest_path_listed(const char *const *list, size_t n, const char *path);
+
+/*
+ * Serialises @m as manifest format 1, or 2 when an image is set ("image"
+ * after "packages"): keys in the documented order, two
  * spaces of indentation, "\n" line ends and a final newline; the same model
  * always gives the same bytes, and parsing them gives the same model back.
  * *ret_data is NUL-terminated (not counted in *ret_len); the caller frees it
@@ -179,7 +240,7 @@ EQ_API eq_err eq_manifest_to_json(const struct eq_manifest *m, uint8_t **ret_dat
  *   EQ_ERR_PARSE       malformed JSON ("line L column C: ..."), unknown or
  *                      duplicate key, wrong type, missing field, bad value,
  *                      packages not sorted or not unique
- *   EQ_ERR_UNSUPPORTED "format" is not 1
+ *   EQ_ERR_UNSUPPORTED "format" is neither 1 nor 2
  *   EQ_ERR_UNSAFE      a path that leaves its folder ("..", absolute)
  *   EQ_ERR_NOMEM
  */
