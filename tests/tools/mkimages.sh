@@ -36,13 +36,15 @@ mkdir -p "$1/images"
 out=$(cd "$1/images" && pwd)
 
 # The recipe: every input that changes what is built is in this text, and
-# its hash is the stamp.
+# its hash is the stamp. dpkg runs with force-unsafe-io: the image is a tar
+# written once at the end, so a sync after every unpacked file buys nothing
+# and doubled the build (r1 with a warm pool: 1 min 52 s instead of 3.5 min).
 export SOURCE_DATE_EPOCH=1747699200 # 2025-05-20, the date of the archive snapshot the machine names
 base_include=systemd-sysv,udev,iproute2,openssh-server,ifupdown,netbase
 r1_include=$base_include,nano
 r2_include=$base_include,chrony
 recipe="mkimages 1
-arch=amd64 variant=minbase mode=root SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH
+arch=amd64 variant=minbase mode=root dpkg=force-unsafe-io SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH
 r1: suites=bookworm include=$r1_include
 r2: suites=bookworm,bookworm-updates,bookworm-security include=$r2_include"
 stamp=$(printf '%s\n' "$recipe" | sha256sum | cut -d' ' -f1)
@@ -97,6 +99,7 @@ build() {
 	echo "mkimages: building $name (--include=$include)"
 	mmdebstrap --quiet --mode=root --variant=minbase --arch=amd64 --include="$include" \
 		--skip=essential/unlink \
+		--dpkgopt=force-unsafe-io \
 		--setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
 		--setup-hook="sync-in $pool /var/cache/apt/archives/" \
 		--customize-hook="sync-out /var/cache/apt/archives $work/$name-archives" \
