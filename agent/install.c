@@ -1092,14 +1092,15 @@ static eq_err set_aside(struct inst *x, struct eq_error *err)
 	return EQ_OK;
 }
 
-/* The plan item of package @name of the new release (@items: the plan's
- * items in manifest order, which is name order), NULL if none. */
-static const struct eq_plan_item *find_item(const struct eq_plan_item *const *items, size_t n, const char *name)
+/* Where package @name of the new release is in @plan (@items: the
+ * positions of its items in manifest order, which is name order), or
+ * SIZE_MAX. */
+static size_t find_item(const struct eq_plan *plan, const size_t *items, size_t n, const char *name)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(items[mid]->pkg->name, name);
+		int c = strcmp(plan->items[items[mid]].pkg->name, name);
 		if (!c)
 			return items[mid];
 		if (c < 0)
@@ -1107,23 +1108,22 @@ static const struct eq_plan_item *find_item(const struct eq_plan_item *const *it
 		else
 			hi = mid;
 	}
-	return NULL;
+	return SIZE_MAX;
 }
 
 /*
- * The order packages are installed in (@ret_order, n of them, eq_free()),
- * with *ret_aside the position of the set-aside step (n when there is
- * none): a release of packages alone in name order; an image release its
- * `before` components, the other packages in name order, the set-aside
- * step, then its `after` components (docs/internals/install.md).
+ * The order packages are installed in: @ret_order (n positions in @plan,
+ * eq_free()), with *ret_aside the position of the set-aside step (n when
+ * there is none): a release of packages alone in name order; an image
+ * release its `before` components, the other packages in name order, the
+ * set-aside step, then its `after` components (docs/internals/install.md).
  */
-static eq_err install_order(const struct eq_install *in, const struct eq_plan *plan,
-			    const struct eq_plan_item ***ret_order, size_t *ret_n, size_t *ret_aside,
-			    struct eq_error *err)
+static eq_err install_order(const struct eq_install *in, const struct eq_plan *plan, size_t **ret_order, size_t *ret_n,
+			    size_t *ret_aside, struct eq_error *err)
 {
 	size_t n = eq_manifest_package_count(in->next);
-	const struct eq_plan_item **items = eq_calloc(n ? n : 1, sizeof(*items));
-	const struct eq_plan_item **order = eq_calloc(n ? n : 1, sizeof(*order));
+	size_t *items = eq_calloc(n ? n : 1, sizeof(*items));
+	size_t *order = eq_calloc(n ? n : 1, sizeof(*order));
 	if (!items || !order) {
 		eq_free(items);
 		eq_free(order);
@@ -1132,7 +1132,7 @@ static eq_err install_order(const struct eq_install *in, const struct eq_plan *p
 	size_t k = 0;
 	for (size_t i = 0; i < plan->n; i++)
 		if (plan->items[i].action != EQ_PLAN_REMOVE)
-			items[k++] = &plan->items[i];
+			items[k++] = i;
 	const struct eq_manifest_image *img = eq_manifest_get_image(in->next);
 	size_t m = 0;
 	eq_err r = EQ_OK;
@@ -1141,21 +1141,23 @@ static eq_err install_order(const struct eq_install *in, const struct eq_plan *p
 		m = n;
 		*ret_aside = n;
 	} else {
+		/* The parser checks these; a manifest built in memory may not be. */
+		for (size_t i = 0; !r && i < img->n_before + img->n_after; i++) {
+			const char *c = i < img->n_before ? img->before[i] : img->after[i - img->n_before];
+			if (find_item(plan, items, n, c) == SIZE_MAX)
+				r = eq_error_set(err, EQ_ERR_INVAL,
+						 "install: image component '%s' is not in the release", c);
+		}
 		/* m < n: a name twice in before and after is no overflow. */
 		for (size_t i = 0; !r && i < img->n_before && m < n; i++)
-			if (!(order[m++] = find_item(items, n, img->before[i])))
-				r = eq_error_set(err, EQ_ERR_INVAL,
-						 "install: image component '%s' is not in the release", img->before[i]);
+			order[m++] = find_item(plan, items, n, img->before[i]);
 		size_t placed_before = m;
 		for (size_t i = 0; !r && i < n && m < n; i++)
-			if (!eq_manifest_is_component(in->next, items[i]->pkg->name))
+			if (!eq_manifest_is_component(in->next, plan->items[items[i]].pkg->name))
 				order[m++] = items[i];
 		*ret_aside = m;
 		for (size_t i = 0; !r && i < img->n_after && m < n; i++)
-			if (!(order[m++] = find_item(items, n, img->after[i])))
-				r = eq_error_set(err, EQ_ERR_INVAL,
-						 "install: image component '%s' is not in the release", img->after[i]);
-		/* The parser checks this; a manifest built in memory may not be. */
+			order[m++] = find_item(plan, items, n, img->after[i]);
 		if (!r && (placed_before != img->n_before || m != n || *ret_aside + img->n_after != n))
 			r = eq_error_set(err, EQ_ERR_INVAL,
 					 "install: the image's components are not %zu distinct packages",
@@ -1191,7 +1193,7 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 			 .pfd = -1,
 			 .aside = {.fd = -1},
 			 .t0 = eq_now_s()};
-	const struct eq_plan_item **order = NULL;
+	size_t *order = NULL;
 	size_t n_order = 0, at_aside = 0;
 	eq_payload_limits_default(&x.lim);
 	x.prog.what = "install";
@@ -1225,7 +1227,7 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		}
 		if (i == n_order)
 			break;
-		const struct eq_plan_item *it = order[i];
+		const struct eq_plan_item *it = &plan->items[order[i]];
 #ifdef EQ_TEST_HOOKS
 		/* Test hook: the daemon (this step's parent) gets SIGTERM as the
 		 * install reaches this package, and the step waits (at most 5 s)

@@ -1482,6 +1482,28 @@ static void test_image_aside_own_folder(void **state)
 	tc_done(&t);
 }
 
+/* An image (built in memory, not parsed) naming a component the release
+ * does not have: refused before anything is fetched, the name given. */
+static void test_image_component_missing(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	static const char *const after[] = {"eqota-image.etc", "eqota-image.nope"};
+	struct eq_manifest_image img = {IMG_BEFORE, 1, after, 2, IMG_REPLACE, 4, IMG_REMOVE, 1};
+	struct release bad;
+	struct eq_error e;
+	if (image_join(0, &img, &bad, &e))
+		fail_msg("%s", eq_error_msg(&e));
+	struct eq_install_report rep;
+	assert_int_equal(install(&t, NULL, NULL, t.a, &bad, &rep, &e), EQ_ERR_INVAL);
+	if (!strstr(e.msg, "'eqota-image.nope' is not in the release"))
+		fail_msg("%s", e.msg);
+	assert_int_equal(t.f.n, 0);
+	eq_manifest_free(bad.m);
+	tc_done(&t);
+}
+
 static int driver(int argc, char **argv)
 {
 	if (argc != 10) {
@@ -1577,6 +1599,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_image_tampered_aside),
 		cmocka_unit_test(test_image_hostile_aside),
 		cmocka_unit_test(test_image_aside_own_folder),
+		cmocka_unit_test(test_image_component_missing),
 	};
 	return eq_test_run(tests, group_setup, group_teardown, argc, argv);
 }
