@@ -20,6 +20,8 @@
 
 #define XATTR_LIST_MAX_LEN (64u * 1024u)
 #define XATTR_VALUE_MAX_LEN (64u * 1024u)
+/* Lines of a damaged aside.list warned about one by one. */
+#define MAX_WARNED 10u
 /* Folders walked up from a package path's parent to the slot root. */
 #define MAX_WALK 512
 
@@ -299,7 +301,7 @@ static const char *line_problem(const struct eq_manifest_image *img, const char 
 		const char *e = strchr(c, '/');
 		size_t n = e ? (size_t)(e - c) : strlen(c);
 		if (!n || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-			return "an empty, '.' or '..' component";
+			return "a path with an empty, '.' or '..' component";
 		c = e ? e + 1 : NULL;
 	}
 	if (!img || (!eq_manifest_path_listed(img->replace, img->n_replace, p) &&
@@ -343,18 +345,23 @@ eq_err eq_aside_read_open(int rootfd, const char *root, const struct eq_manifest
 		*ret = a;
 		return EQ_OK;
 	}
-	size_t n = 0;
+	size_t n = 0, bad = 0;
 	for (size_t i = 0; i < a.list.n; i++) {
 		const char *why = line_problem(img, a.list.v[i]);
-		if (why) {
+		if (why && ++bad <= MAX_WARNED) {
 			char q[256];
 			eq_log(EQ_LOG_WARNING, "slot '%s': %s: line '%s' is %s, ignoring", root, EQ_ASIDE_LIST,
 			       eq_quote(q, sizeof(q), a.list.v[i]), why);
-			eq_free(a.list.v[i]);
-		} else {
-			a.list.v[n++] = a.list.v[i];
 		}
+		if (why)
+			eq_free(a.list.v[i]);
+		else
+			a.list.v[n++] = a.list.v[i];
 	}
+	/* A list garbled throughout is one problem, not a page of warnings. */
+	if (bad > MAX_WARNED)
+		eq_log(EQ_LOG_WARNING, "slot '%s': %s: %zu more lines like these, ignoring", root, EQ_ASIDE_LIST,
+		       bad - MAX_WARNED);
 	a.list.n = n;
 	if (n) {
 		qsort(a.list.v, n, sizeof(a.list.v[0]), cmp_str);
