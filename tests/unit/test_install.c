@@ -1305,6 +1305,15 @@ static void provision_image(struct tc *t, const char *root)
 	t->f.n = 0;
 }
 
+/* Collects "package:path;" of each problem verify reports. */
+static void verify_seen(void *ctx, const char *package, const char *path, const char *problem)
+{
+	(void)problem;
+	char *seen = ctx;
+	size_t len = strlen(seen);
+	snprintf(seen + len, 256 - len, "%s:%s;", package, path);
+}
+
 static void test_image_update(void **state)
 {
 	(void)state;
@@ -1355,8 +1364,10 @@ static void test_image_update(void **state)
 	FILE *f = fopen(old, "w");
 	assert_non_null(f);
 	fclose(f);
-	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, NULL, NULL, &vb, &e), EQ_OK);
+	char seen[256] = "";
+	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, verify_seen, seen, &vb, &e), EQ_OK);
 	assert_int_equal(vb.damaged, 2);
+	assert_non_null(strstr(seen, "eqota-image:usr/share/tool/old;"));
 	tc_done(&t);
 }
 
