@@ -1430,7 +1430,7 @@ static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
 }
 
 /* The paths an image release removes: none may be in the slot. */
-static void verify_removed(struct verify *v, const struct eq_manifest *m)
+static void verify_removed(struct verify *v, const struct eq_manifest *m, char *const *persist_paths, size_t n_persist)
 {
 	const struct eq_manifest_image *img = eq_manifest_get_image(m);
 	v->pkg = VERIFY_IMAGE;
@@ -1439,6 +1439,14 @@ static void verify_removed(struct verify *v, const struct eq_manifest *m)
 		const char *base, *path = img->remove[i];
 		/* A folder holding eqota's records stays (image_aside.c). */
 		if (eq_aside_holds_own_dir(path))
+			continue;
+		/* The device's own file may be there ([persist] copies it). */
+		char abs[EQ_MANIFEST_IMAGE_PATH_MAX + 2];
+		snprintf(abs, sizeof(abs), "/%s", path);
+		bool persisted = false;
+		for (size_t k = 0; k < n_persist && !persisted; k++)
+			persisted = eq_persist_paths_overlap(persist_paths[k], abs);
+		if (persisted)
 			continue;
 		int dir = open_parent(v->x.rfd, path, false, &base);
 		struct stat st;
@@ -1449,8 +1457,8 @@ static void verify_removed(struct verify *v, const struct eq_manifest *m)
 	}
 }
 
-eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_fn fn, void *ctx,
-		      struct eq_verify_report *ret, struct eq_error *err)
+eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, char *const *persist_paths, size_t n_persist,
+		      eq_verify_fn fn, void *ctx, struct eq_verify_report *ret, struct eq_error *err)
 {
 	struct eq_install in = {.owners = geteuid() == 0, .running_root = root};
 	struct eq_verify_report rep;
@@ -1504,7 +1512,7 @@ eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_f
 		eq_rec_list_done(&l);
 	}
 	if (!r)
-		verify_removed(&v, m);
+		verify_removed(&v, m, persist_paths, n_persist);
 	if (v.x.rfd >= 0)
 		close(v.x.rfd);
 	close_persisted(&v.x);

@@ -1251,7 +1251,7 @@ static void verify_clean(const char *root, const struct release *rel, struct eq_
 {
 	struct eq_error e;
 	struct eq_verify_report rep;
-	if (eq_slot_verify(root, rel->m, NULL, NULL, &rep, &e))
+	if (eq_slot_verify(root, rel->m, NULL, 0, NULL, NULL, &rep, &e))
 		fail_msg("verify: %s", eq_error_msg(&e));
 	if (rep.damaged)
 		fail_msg("verify of '%s': %zu packages damaged, %zu problems", root, rep.damaged, rep.problems);
@@ -1357,7 +1357,7 @@ static void test_image_update(void **state)
 	EQ_AUTOFREE char *lp = P("%s/etc/passwd", t.b);
 	assert_int_equal(unlink(lp), 0);
 	struct eq_verify_report vb;
-	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, NULL, NULL, &vb, &e), EQ_OK);
+	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, NULL, 0, NULL, NULL, &vb, &e), EQ_OK);
 	assert_int_equal(vb.damaged, 1);
 	/* A removed path back in the slot too. */
 	EQ_AUTOFREE char *old = P("%s/usr/share/tool/old", t.b);
@@ -1365,9 +1365,13 @@ static void test_image_update(void **state)
 	assert_non_null(f);
 	fclose(f);
 	char seen[256] = "";
-	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, verify_seen, seen, &vb, &e), EQ_OK);
+	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, NULL, 0, verify_seen, seen, &vb, &e), EQ_OK);
 	assert_int_equal(vb.damaged, 2);
 	assert_non_null(strstr(seen, "eqota-image:usr/share/tool/old;"));
+	/* Unless the device persists it: then its own file may be there. */
+	char *const persisted[] = {(char *)(uintptr_t) "/usr/share/tool/o*"};
+	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, persisted, 1, NULL, NULL, &vb, &e), EQ_OK);
+	assert_int_equal(vb.damaged, 1);
 	tc_done(&t);
 }
 
@@ -1391,7 +1395,7 @@ static void test_image_tampered_aside(void **state)
 	fclose(f);
 	struct eq_verify_report vr;
 	struct eq_error e;
-	assert_int_equal(eq_slot_verify(t.a, G.img[0].m, NULL, NULL, &vr, &e), EQ_OK);
+	assert_int_equal(eq_slot_verify(t.a, G.img[0].m, NULL, 0, NULL, NULL, &vr, &e), EQ_OK);
 	assert_int_equal(vr.damaged, 1);
 	struct eq_install_report rep;
 	if (install(&t, t.a, &G.img[0], t.b, &G.img[1], &rep, &e))
