@@ -784,7 +784,7 @@ eq_err eq_agent_verify(struct eq_agent *a, eq_verify_fn fn, void *ctx, struct eq
 	const char *name = eq_bl_slot_name((unsigned)booted);
 	EQ_AUTOFREE char *root = NULL;
 	if (!(r = eq_slot_open(a->cfg, name, &root, err))) {
-		r = eq_slot_verify(root, m, fn, ctx, ret, err);
+		r = eq_slot_verify(root, m, a->cfg->persist_paths, a->cfg->n_persist, fn, ctx, ret, err);
 		struct eq_error re;
 		if (eq_slot_release(a->cfg, name, &re))
 			eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&re));

@@ -23,6 +23,7 @@
 #include <eq/agent.h>
 #include <eq/beneath.h>
 
+#include "image_aside.h"
 #include "install.h"
 #include "persist.h"
 #include "records.h"
@@ -50,14 +51,28 @@ struct inst {
 	struct eq_persist_list plist;
 	int pfd;         /* <running>/EQ_PERSIST_IMAGE_DIR, O_PATH, or -1 */
 	char *pimg_root; /* its path, for the payload builder */
+	/* An image release: the package versions of the paths the image
+	 * replaces or removes, set aside in the running slot (image_aside.c),
+	 * and whether the record being read is a package's (not a component's). */
+	struct eq_aside_read aside;
+	bool read_aside;
 };
 
-/* The root a recorded path of the running slot is read from: the release's
- * version of a persisted path was set aside (persist.c), and the device's
- * own file in its place is none of the record's business. */
+/* The root a recorded path of the running slot is read from: a package's
+ * version of a path the image replaced or removed is in the aside folder;
+ * the release's version of a persisted path was set aside (persist.c), and
+ * the device's own file in its place is none of the record's business. */
 static int source_root(const struct inst *x, const char *path)
 {
+	if (x->read_aside && eq_aside_read_has(&x->aside, path))
+		return x->aside.fd;
 	return x->pfd >= 0 && eq_persist_list_covers(&x->plist, path) ? x->pfd : x->rfd;
+}
+
+/* The path of root fd @fd of source_root(), for the payload builder. */
+static const char *source_path(const struct inst *x, int fd)
+{
+	return fd == x->rfd ? x->in->running_root : fd == x->pfd ? x->pimg_root : x->aside.root;
 }
 
 /* Loads the running slot's persist list and opens its image folder. A
@@ -83,6 +98,14 @@ static eq_err open_persisted(struct inst *x, const char *root, struct eq_error *
 	return EQ_OK;
 }
 
+/* Both folders of the running slot (holding release @m) that keep a
+ * version of a path other than the one in place. */
+static eq_err open_sources(struct inst *x, const char *root, const struct eq_manifest *m, struct eq_error *err)
+{
+	eq_err r = open_persisted(x, root, err);
+	return r ? r : eq_aside_read_open(x->rfd, root, m, &x->aside, err);
+}
+
 static void close_persisted(struct inst *x)
 {
 	eq_persist_list_done(&x->plist);
@@ -91,6 +114,7 @@ static void close_persisted(struct inst *x)
 	x->pfd = -1;
 	eq_free(x->pimg_root);
 	x->pimg_root = NULL;
+	eq_aside_read_done(&x->aside);
 }
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -642,21 +666,21 @@ static eq_err rebuild_record(struct inst *x, const struct eq_rec_list *l, struct
 	eq_err r = EQ_OK;
 	if (!paths)
 		r = eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
-	/* Persisted paths come from the release's version set aside; they go
-	 * last in @paths, the builder writes in path order anyway. */
-	size_t n_own = 0, n_pers = 0;
-	for (size_t i = 0; !r && i < l->n; i++) {
-		if (source_root(x, l->v[i].path) == x->rfd)
-			paths[n_own++] = l->v[i].path;
-		else
-			paths[l->n - ++n_pers] = l->v[i].path;
-	}
 	if (!r)
 		r = eq_payload_builder_new(&x->lim, &b, err);
-	if (!r) {
-		r = eq_payload_builder_add_paths(b, x->in->running_root, paths, n_own, err);
-		if (!r && n_pers)
-			r = eq_payload_builder_add_paths(b, x->pimg_root, paths + n_own, n_pers, err);
+	/* Paths set aside (image) or persisted come from those folders, one
+	 * group per root; the builder writes in path order anyway, and knows
+	 * a hard link across roots by its inode (a rename keeps it). */
+	const int roots[] = {x->rfd, x->aside.fd, x->pfd};
+	for (size_t k = 0; !r && k < sizeof(roots) / sizeof(roots[0]); k++) {
+		if (roots[k] < 0)
+			continue;
+		size_t n = 0;
+		for (size_t i = 0; i < l->n; i++)
+			if (source_root(x, l->v[i].path) == roots[k])
+				paths[n++] = l->v[i].path;
+		if (n)
+			r = eq_payload_builder_add_paths(b, source_path(x, roots[k]), paths, n, err);
 		x->mismatch = r && r != EQ_ERR_NOMEM;
 	}
 	if (!r) {
@@ -1018,6 +1042,8 @@ static eq_err install_item(struct inst *x, const struct eq_plan_item *it, struct
 	const char *name = it->pkg->name;
 	enum eq_plan_action act = it->action;
 	x->mismatch = false;
+	/* Components are never read from the aside folder: it holds packages'. */
+	x->read_aside = it->old && !eq_manifest_is_component(x->in->running, it->old->name);
 	eq_err r = EQ_OK;
 	if (act == EQ_PLAN_KEEP)
 		r = do_keep(x, it, err);
@@ -1045,6 +1071,105 @@ static eq_err install_item(struct inst *x, const struct eq_plan_item *it, struct
 	} else {
 		x->rep.full++;
 	}
+	if (eq_manifest_is_component(x->in->next, name)) {
+		x->rep.components++;
+		x->rep.component_bytes += it->pkg->payload.size;
+	}
+	return EQ_OK;
+}
+
+/* The set-aside step of an image release (image_aside.c). */
+static eq_err set_aside(struct inst *x, struct eq_error *err)
+{
+	struct eq_aside_report ar;
+	progress(x, "image: set aside");
+	eq_err r = eq_aside_set(x->tfd, &x->slot_st, eq_manifest_get_image(x->in->next), x->in->owners, &ar, err);
+	if (r)
+		return r;
+	x->rep.aside = ar.moved + ar.dirs;
+	eq_log(EQ_LOG_INFO, "image: %zu package entries set aside (%zu folders), %zu removed, %zu not in the slot",
+	       ar.moved + ar.dirs, ar.dirs, ar.removed, ar.missing);
+	return EQ_OK;
+}
+
+/* Where package @name of the new release is in @plan (@items: the
+ * positions of its items in manifest order, which is name order), or
+ * SIZE_MAX. */
+static size_t find_item(const struct eq_plan *plan, const size_t *items, size_t n, const char *name)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(plan->items[items[mid]].pkg->name, name);
+		if (!c)
+			return items[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return SIZE_MAX;
+}
+
+/*
+ * The order packages are installed in: @ret_order (n positions in @plan,
+ * eq_free()), with *ret_aside the position of the set-aside step (n when
+ * there is none): a release of packages alone in name order; an image
+ * release its `before` components, the other packages in name order, the
+ * set-aside step, then its `after` components (docs/internals/install.md).
+ */
+static eq_err install_order(const struct eq_install *in, const struct eq_plan *plan, size_t **ret_order, size_t *ret_n,
+			    size_t *ret_aside, struct eq_error *err)
+{
+	size_t n = eq_manifest_package_count(in->next);
+	size_t *items = eq_calloc(n ? n : 1, sizeof(*items));
+	size_t *order = eq_calloc(n ? n : 1, sizeof(*order));
+	if (!items || !order) {
+		eq_free(items);
+		eq_free(order);
+		return eq_error_set(err, EQ_ERR_NOMEM, "install: out of memory");
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < plan->n; i++)
+		if (plan->items[i].action != EQ_PLAN_REMOVE)
+			items[k++] = i;
+	const struct eq_manifest_image *img = eq_manifest_get_image(in->next);
+	size_t m = 0;
+	eq_err r = EQ_OK;
+	if (!img) {
+		memcpy(order, items, n * sizeof(*order));
+		m = n;
+		*ret_aside = n;
+	} else {
+		/* The parser checks these; a manifest built in memory may not be. */
+		for (size_t i = 0; !r && i < img->n_before + img->n_after; i++) {
+			const char *c = i < img->n_before ? img->before[i] : img->after[i - img->n_before];
+			if (find_item(plan, items, n, c) == SIZE_MAX)
+				r = eq_error_set(err, EQ_ERR_INVAL,
+						 "install: image component '%s' is not in the release", c);
+		}
+		/* m < n: a name twice in before and after is no overflow. */
+		for (size_t i = 0; !r && i < img->n_before && m < n; i++)
+			order[m++] = find_item(plan, items, n, img->before[i]);
+		size_t placed_before = m;
+		for (size_t i = 0; !r && i < n && m < n; i++)
+			if (!eq_manifest_is_component(in->next, plan->items[items[i]].pkg->name))
+				order[m++] = items[i];
+		*ret_aside = m;
+		for (size_t i = 0; !r && i < img->n_after && m < n; i++)
+			order[m++] = find_item(plan, items, n, img->after[i]);
+		if (!r && (placed_before != img->n_before || m != n || *ret_aside + img->n_after != n))
+			r = eq_error_set(err, EQ_ERR_INVAL,
+					 "install: the image's components are not %zu distinct packages",
+					 img->n_before + img->n_after);
+	}
+	eq_free(items);
+	if (r) {
+		eq_free(order);
+		return r;
+	}
+	*ret_order = order;
+	*ret_n = m;
 	return EQ_OK;
 }
 
@@ -1060,7 +1185,16 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 		r = eq_install_check_space(in, plan, err);
 	if (r)
 		return r;
-	struct inst x = {.in = in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .pfd = -1, .t0 = eq_now_s()};
+	struct inst x = {.in = in,
+			 .tfd = -1,
+			 .rfd = -1,
+			 .slotfd = -1,
+			 .recfd = -1,
+			 .pfd = -1,
+			 .aside = {.fd = -1},
+			 .t0 = eq_now_s()};
+	size_t *order = NULL;
+	size_t n_order = 0, at_aside = 0;
 	eq_payload_limits_default(&x.lim);
 	x.prog.what = "install";
 	x.prog.items_total = eq_manifest_package_count(in->next);
@@ -1082,11 +1216,18 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 	if (!r && in->running_root && (x.rfd = open(in->running_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "install: running slot '%s'", in->running_root);
 	if (!r && x.rfd >= 0)
-		r = open_persisted(&x, in->running_root, err);
-	for (size_t i = 0; !r && i < plan->n; i++) {
-		const struct eq_plan_item *it = &plan->items[i];
-		if (it->action == EQ_PLAN_REMOVE)
-			continue;
+		r = open_sources(&x, in->running_root, in->running, err);
+	if (!r)
+		r = install_order(in, plan, &order, &n_order, &at_aside, err);
+	for (size_t i = 0; !r && i <= n_order; i++) {
+		if (i == at_aside && eq_manifest_get_image(in->next)) {
+			r = set_aside(&x, err);
+			if (r)
+				break;
+		}
+		if (i == n_order)
+			break;
+		const struct eq_plan_item *it = &plan->items[order[i]];
 #ifdef EQ_TEST_HOOKS
 		/* Test hook: the daemon (this step's parent) gets SIGTERM as the
 		 * install reaches this package, and the step waits (at most 5 s)
@@ -1151,6 +1292,7 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 	if (x.recfd >= 0)
 		close(x.recfd);
 	close_persisted(&x);
+	eq_free(order);
 	eq_free(x.buf);
 	if (!r && ret)
 		*ret = x.rep;
@@ -1158,6 +1300,10 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 }
 
 /* ---- verifying a slot against its records ---------------------------------- */
+
+/* The "package" verify names the image's own problems under; no package
+ * has a name of the image's (the publisher refuses them). */
+#define VERIFY_IMAGE "eqota-image"
 
 struct verify {
 	struct inst x;
@@ -1221,7 +1367,10 @@ static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
 	const char *base;
 	/* A persisted path holds the device's own file; the release's version
 	 * set aside beside the records is what is checked (and counted). */
-	if (source_root(&v->x, e->path) != v->x.rfd)
+	int src = source_root(&v->x, e->path);
+	if (src == v->x.aside.fd && src >= 0)
+		v->rep->aside++;
+	else if (src != v->x.rfd)
 		v->rep->persistent++;
 	int dir = open_parent(source_root(&v->x, e->path), e->path, false, &base);
 	struct stat st;
@@ -1280,23 +1429,52 @@ static void verify_entry(struct verify *v, const struct eq_rec_entry *e)
 	close(dir);
 }
 
-eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_fn fn, void *ctx,
-		      struct eq_verify_report *ret, struct eq_error *err)
+/* The paths an image release removes: none may be in the slot. */
+static void verify_removed(struct verify *v, const struct eq_manifest *m, char *const *persist_paths, size_t n_persist)
+{
+	const struct eq_manifest_image *img = eq_manifest_get_image(m);
+	v->pkg = VERIFY_IMAGE;
+	v->pkg_problems = 0;
+	for (size_t i = 0; img && i < img->n_remove; i++) {
+		const char *base, *path = img->remove[i];
+		/* A folder holding eqota's records stays (image_aside.c). */
+		if (eq_aside_holds_own_dir(path))
+			continue;
+		/* The device's own file may be there ([persist] copies it). */
+		char abs[EQ_MANIFEST_IMAGE_PATH_MAX + 2];
+		snprintf(abs, sizeof(abs), "/%s", path);
+		bool persisted = false;
+		for (size_t k = 0; k < n_persist && !persisted; k++)
+			persisted = eq_persist_paths_overlap(persist_paths[k], abs);
+		if (persisted)
+			continue;
+		int dir = open_parent(v->x.rfd, path, false, &base);
+		struct stat st;
+		if (dir >= 0 && fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			vproblem(v, path, "present, the release's image does not have it");
+		if (dir >= 0)
+			close(dir);
+	}
+}
+
+eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, char *const *persist_paths, size_t n_persist,
+		      eq_verify_fn fn, void *ctx, struct eq_verify_report *ret, struct eq_error *err)
 {
 	struct eq_install in = {.owners = geteuid() == 0, .running_root = root};
 	struct eq_verify_report rep;
 	memset(&rep, 0, sizeof(rep));
-	struct verify v = {.x = {.in = &in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .pfd = -1},
-			   .fn = fn,
-			   .ctx = ctx,
-			   .rep = &rep};
+	struct verify v = {
+		.x = {.in = &in, .tfd = -1, .rfd = -1, .slotfd = -1, .recfd = -1, .pfd = -1, .aside = {.fd = -1}},
+		.fn = fn,
+		.ctx = ctx,
+		.rep = &rep};
 	eq_err r = EQ_OK;
 	if (!(v.x.buf = eq_malloc(COPY_BUF_LEN)))
 		r = eq_error_set(err, EQ_ERR_NOMEM, "verify: out of memory");
 	if (!r && (v.x.rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "verify: slot root '%s'", root);
 	if (!r)
-		r = open_persisted(&v.x, root, err);
+		r = open_sources(&v.x, root, m, err);
 	for (size_t i = 0; !r && i < eq_manifest_package_count(m); i++) {
 		const struct eq_manifest_package *p = eq_manifest_package_at(m, i);
 		struct eq_rec_list l;
@@ -1305,6 +1483,8 @@ eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_f
 		v.pkg = p->name;
 		v.pkg_problems = 0;
 		rep.packages++;
+		v.x.read_aside = !eq_manifest_is_component(m, p->name);
+		rep.components += !v.x.read_aside;
 		/* A record that is missing or damaged is a finding about the
 		 * slot, like a damaged file: the update downloads that package. */
 		if (load_running_record(&v.x, p->name, &l, &le) != EQ_OK)
@@ -1331,6 +1511,8 @@ eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_f
 		}
 		eq_rec_list_done(&l);
 	}
+	if (!r)
+		verify_removed(&v, m, persist_paths, n_persist);
 	if (v.x.rfd >= 0)
 		close(v.x.rfd);
 	close_persisted(&v.x);

@@ -398,6 +398,9 @@ static int cmd_update(struct eq_agent *a)
 	       "%zu fell back to full objects; it is tried at the next boot\n",
 	       res.release, res.number, res.seconds, res.install.kept, res.install.delta, res.install.full,
 	       res.install.fallback);
+	if (res.install.components)
+		printf("image: %zu components (%" PRIu64 " bytes of payload), %zu package entries set aside\n",
+		       res.install.components, res.install.component_bytes, res.install.aside);
 	if (opt.reboot)
 		return eqota_reboot();
 	return res.exit;
@@ -481,9 +484,10 @@ static int cmd_verify(struct eq_agent *a)
 		       eq_bl_slot_name((unsigned)booted));
 		json_str(slot.release);
 		printf(",\"number\":%" PRIu64 "},\"packages\":%zu,\"entries\":%zu,\"bytes\":%" PRIu64
-		       ",\"persistent\":%zu,\"damaged_packages\":%zu,\"problems\":%zu,\"damaged\":[%s%s]}\n",
-		       slot.number, rep.packages, rep.entries, rep.bytes, rep.persistent, rep.damaged, rep.problems,
-		       buf ? buf : "", o.n ? "]}" : "");
+		       ",\"persistent\":%zu,\"aside\":%zu,\"components\":%zu,\"damaged_packages\":%zu,\"problems\":%zu,"
+		       "\"damaged\":[%s%s]}\n",
+		       slot.number, rep.packages, rep.entries, rep.bytes, rep.persistent, rep.aside, rep.components,
+		       rep.damaged, rep.problems, buf ? buf : "", o.n ? "]}" : "");
 		free(buf);
 	} else {
 		printf("slot %s, release '%s' (number %" PRIu64 "): %zu packages, %zu entries, %" PRIu64
@@ -494,6 +498,10 @@ static int cmd_verify(struct eq_agent *a)
 			printf("%zu entr%s at [persist] paths: the device's own files there are not checked, the "
 			       "release's version kept beside the records is\n",
 			       rep.persistent, rep.persistent == 1 ? "y" : "ies");
+		if (rep.components || rep.aside)
+			printf("image release: %zu of the packages are image components; %zu package entr%s the image "
+			       "replaces or removes checked in the version set aside beside the records\n",
+			       rep.components, rep.aside, rep.aside == 1 ? "y" : "ies");
 		if (rep.damaged)
 			printf("%zu package%s differ%s from %s records (%zu problems); the next update downloads "
 			       "%s instead of copying %s\n",

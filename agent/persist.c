@@ -619,46 +619,51 @@ void eq_persist_list_done(struct eq_persist_list *l)
 
 eq_err eq_persist_list_load(int rootfd, struct eq_persist_list *ret, struct eq_error *err)
 {
+	return eq_path_list_load(rootfd, EQ_PERSIST_LIST, LIST_MAX_BYTES, ret, err);
+}
+
+eq_err eq_path_list_load(int rootfd, const char *rel, size_t max, struct eq_persist_list *ret, struct eq_error *err)
+{
 	struct eq_persist_list l = {0};
 	int fd = -1;
 	struct eq_error oe;
-	eq_err r = eq_open_beneath(rootfd, EQ_PERSIST_LIST, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0,
-				   EQ_BENEATH_NO_SYMLINKS, &fd, &oe);
+	eq_err r =
+		eq_open_beneath(rootfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, EQ_BENEATH_NO_SYMLINKS, &fd, &oe);
 	if (r == EQ_ERR_NOTFOUND) {
 		*ret = l;
 		return EQ_OK;
 	}
 	if (r)
 		return eq_error_set(err, r, "%s", eq_error_msg(&oe));
-	char *text = eq_malloc(LIST_MAX_BYTES + 1);
+	char *text = eq_malloc(max + 1);
 	size_t len = 0;
 	struct stat st;
 	if (!text)
-		r = eq_error_set(err, EQ_ERR_NOMEM, "'%s': out of memory", EQ_PERSIST_LIST);
+		r = eq_error_set(err, EQ_ERR_NOMEM, "'%s': out of memory", rel);
 	else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-		r = eq_error_set(err, EQ_ERR_UNSAFE, "'%s' is not a regular file", EQ_PERSIST_LIST);
+		r = eq_error_set(err, EQ_ERR_UNSAFE, "'%s' is not a regular file", rel);
 	while (!r) {
-		ssize_t n = read(fd, text + len, LIST_MAX_BYTES + 1 - len);
+		ssize_t n = read(fd, text + len, max + 1 - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			r = eq_error_errno(err, EQ_ERR_IO, "'%s'", EQ_PERSIST_LIST);
+			r = eq_error_errno(err, EQ_ERR_IO, "'%s'", rel);
 		else if (!n)
 			break;
-		else if ((len += (size_t)n) > LIST_MAX_BYTES)
-			r = eq_error_set(err, EQ_ERR_LIMIT, "'%s' is larger than %u bytes", EQ_PERSIST_LIST,
-					 LIST_MAX_BYTES);
+		else if ((len += (size_t)n) > max)
+			r = eq_error_set(err, EQ_ERR_LIMIT, "'%s' is larger than %zu bytes", rel, max);
 	}
 	close(fd);
 	for (size_t pos = 0; !r && pos < len;) {
 		char *nl = memchr(text + pos, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
 		if (n) {
-			char **v = eq_realloc(l.v, (l.n + 1) * sizeof(*v));
+			/* Doubling: an image's list has up to 200,000 lines. */
+			char **v = (l.n & (l.n - 1)) ? l.v : eq_realloc(l.v, (l.n ? 2 * l.n : 1) * sizeof(*v));
 			if (v)
 				l.v = v;
 			if (!v || !(l.v[l.n] = eq_asprintf("%.*s", (int)n, text + pos)))
-				r = eq_error_set(err, EQ_ERR_NOMEM, "'%s': out of memory", EQ_PERSIST_LIST);
+				r = eq_error_set(err, EQ_ERR_NOMEM, "'%s': out of memory", rel);
 			else
 				l.n++;
 		}

@@ -80,6 +80,12 @@ struct eq_persist_list {
  * without one gives an empty list. Free with eq_persist_list_done(). */
 eq_err eq_persist_list_load(int rootfd, struct eq_persist_list *ret, struct eq_error *err) EQ_MUST_CHECK;
 void eq_persist_list_done(struct eq_persist_list *l);
+/* The same for any such list of eqota's folder: @rel below @rootfd, at most
+ * @max bytes (EQ_ERR_LIMIT), one path per line, empty lines skipped, in
+ * file order; never read through a symlink (EQ_ERR_UNSAFE), none gives an
+ * empty list. Used for the image's aside.list too (image_aside.c). */
+eq_err eq_path_list_load(int rootfd, const char *rel, size_t max, struct eq_persist_list *ret,
+			 struct eq_error *err) EQ_MUST_CHECK;
 /* Whether relative @path is a listed path or below one. */
 bool eq_persist_list_covers(const struct eq_persist_list *l, const char *path);
 

@@ -31,11 +31,16 @@
  * payload rebuilt from the files its record lists hashes to the payload
  * SHA-256 @m signs (a record that lists files the package does not ship is
  * a problem too). A missing or damaged record is a problem of its package.
+ * For an image release (format 2) a package's entry at a path the image
+ * replaced or removed is checked in the version set aside (image_aside.h),
+ * and a path of image.remove present in the slot is a problem (package
+ * "eqota-image") unless it is at or below one of the @n_persist [persist]
+ * @persist_paths, where the device may keep a file of its own.
  * Reads only (package files twice).
  * EQ_OK whatever it found (see *ret); an error only when it cannot look.
  */
-eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, eq_verify_fn fn, void *ctx,
-		      struct eq_verify_report *ret, struct eq_error *err) EQ_MUST_CHECK;
+eq_err eq_slot_verify(const char *root, const struct eq_manifest *m, char *const *persist_paths, size_t n_persist,
+		      eq_verify_fn fn, void *ctx, struct eq_verify_report *ret, struct eq_error *err) EQ_MUST_CHECK;
 
 /*
  * Reads the release recorded in the slot at @root (manifest bytes, its .sig)

@@ -79,6 +79,58 @@ static const char SETUP_SH[] =
 
 #define BOARD "tb"
 
+/*
+ * An image release (manifest format 2), built before the publisher makes
+ * one: the packages (channel "pk") and the image components (channel "im",
+ * tarballs with the components' names) are published apart, since one
+ * publish refuses two packages shipping etc/shells with other contents,
+ * and joined in memory with eq_manifest_set_image(). Releases i1 and i2:
+ * tool is the same in both (kept), beta changes (delta), the skeleton puts
+ * "bin -> usr/bin" first, eqota-image.etc overrides tool's etc/shells and
+ * beta's etc/beta.conf and changes in i2 (delta), eqota-image.usr gives
+ * tool's usr/share/tool another mode; tool's usr/share/tool/old is removed.
+ */
+static const char IMAGE_SH[] =
+	"set -eu\n"
+	"W=$1; GEN=$2; cd \"$W\"\n"
+	"ctl() { mkdir -p \"$1/DEBIAN\"; printf 'Package: %s\\nVersion: %s\\nArchitecture: all\\n"
+	"Maintainer: t <t@example.org>\\nDescription: t\\n' \"$2\" \"$3\" > \"$1/DEBIAN/control\"; }\n"
+	"deb() { dpkg-deb --root-owner-group -b \"$1\" \"$2\" >/dev/null; }\n"
+	"ntar() { o=$1; d=$2; shift 2; tar --format=pax --owner=0 --group=0 --numeric-owner --no-recursion "
+	"-cf \"$o\" -C \"$d\" \"$@\"; }\n"
+	"mkdir -p isrc i1/pk i1/im i2/pk i2/im\n"
+	"p=isrc/tool; ctl $p tool 1.0; mkdir -p $p/bin $p/etc $p/usr/share/tool\n"
+	"printf '#!/bin/sh\\necho tool\\n' > $p/bin/tool; chmod 0755 $p/bin/tool\n"
+	"printf '/bin/sh\\n' > $p/etc/shells\n"
+	"head -c 20000 /dev/urandom > $p/usr/share/tool/data; echo old > $p/usr/share/tool/old\n"
+	"deb $p i1/pk/tool_1.0_all.deb; cp i1/pk/tool_1.0_all.deb i2/pk/\n"
+	"p=isrc/beta1; ctl $p beta 1.0; mkdir -p $p/bin $p/etc $p/usr/lib/beta\n"
+	"printf '#!/bin/sh\\necho beta\\n' > $p/bin/beta; chmod 0755 $p/bin/beta\n"
+	"printf 'conf=package\\n' > $p/etc/beta.conf; head -c 65536 /dev/urandom > $p/usr/lib/beta/data\n"
+	"deb $p i1/pk/beta_1.0_all.deb; cp -a $p isrc/beta2; ctl isrc/beta2 beta 1.1\n"
+	"printf XYZ | dd of=isrc/beta2/usr/lib/beta/data bs=1 seek=1000 conv=notrunc status=none\n"
+	"deb isrc/beta2 i2/pk/beta_1.1_all.deb\n"
+	"p=isrc/skel; mkdir -p $p/usr/bin; ln -s usr/bin $p/bin\n"
+	"ntar i1/im/eqota-image-skeleton_1.tar $p bin usr usr/bin; cp i1/im/eqota-image-skeleton_1.tar i2/im/\n"
+	"p=isrc/etc1; mkdir -p $p/etc; printf '/bin/sh\\n/bin/bash\\n' > $p/etc/shells\n"
+	"printf 'conf=image\\n' > $p/etc/beta.conf; printf 'root:x:0:0::/root:/bin/sh\\n' > $p/etc/passwd\n"
+	"head -c 30000 /dev/urandom > $p/etc/image.db\n"
+	"ntar i1/im/eqota-image.etc_1.tar $p etc etc/shells etc/beta.conf etc/passwd etc/image.db\n"
+	"cp -a $p isrc/etc2; printf '/bin/sh\\n/bin/bash\\n/usr/bin/zsh\\n' > isrc/etc2/etc/shells\n"
+	"printf XYZ | dd of=isrc/etc2/etc/image.db bs=1 seek=500 conv=notrunc status=none\n"
+	"ntar i2/im/eqota-image.etc_2.tar isrc/etc2 etc etc/shells etc/beta.conf etc/passwd etc/image.db\n"
+	"p=isrc/usr; mkdir -p $p/usr/share/tool; chmod 0700 $p/usr/share/tool\n"
+	"ntar i1/im/eqota-image.usr_1.tar $p usr/share/tool; cp i1/im/eqota-image.usr_1.tar i2/im/\n"
+	"for r in i1 i2; do for c in pk im; do \"$GEN\" -q publish --repo repo --board tb --channel $c "
+	"--release $r --packages $r/$c --key rel.key --store store.db --level 3 >/dev/null; done; done\n";
+
+static const char *const IMG_BEFORE[] = {"eqota-image-skeleton"};
+static const char *const IMG_AFTER[] = {"eqota-image.etc", "eqota-image.usr"};
+/* "bin": tool and beta ship it as a folder, the image has a symlink there;
+ * their "bin" is read from the folder set aside for it. */
+static const char *const IMG_REPLACE[] = {"bin", "etc/beta.conf", "etc/shells", "usr/share/tool"};
+static const char *const IMG_REMOVE[] = {"usr/share/tool/old"};
+
 struct release {
 	struct eq_manifest *m;
 	uint8_t *bytes, *sig;
@@ -90,6 +142,9 @@ static struct {
 	struct eq_manifest_trust *trust;
 	struct release rel[2];
 	unsigned ncase;
+	/* The image releases i1, i2: their packages and components as
+	 * published, and the joined release (bytes borrowed from pk). */
+	struct release pk[2], im[2], img[2];
 } G;
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -122,10 +177,11 @@ static char *P(const char *fmt, ...)
 	return p;
 }
 
-/* Reads and verifies releases/<n>/manifest.json(.sig) of channel "stable". */
-static eq_err release_load(const char *repo, const char *board, int n, struct release *r, struct eq_error *e)
+/* Reads and verifies releases/<n>/manifest.json(.sig) of @channel. */
+static eq_err release_load_ch(const char *repo, const char *board, const char *channel, int n, struct release *r,
+			      struct eq_error *e)
 {
-	EQ_AUTOFREE char *mp = P("%s/boards/%s/stable/releases/%d/manifest.json", repo, board, n);
+	EQ_AUTOFREE char *mp = P("%s/boards/%s/%s/releases/%d/manifest.json", repo, board, channel, n);
 	EQ_AUTOFREE char *sp = P("%s.sig", mp);
 	eq_err rc = eq_file_read_all(mp, EQ_MANIFEST_MAX_BYTES, &r->bytes, &r->len, e);
 	if (!rc)
@@ -134,6 +190,38 @@ static eq_err release_load(const char *repo, const char *board, int n, struct re
 	if (!rc)
 		rc = eq_manifest_load_verified(r->bytes, r->len, r->sig, r->sig_len, G.trust, &pol, &r->m, e);
 	return rc;
+}
+
+static eq_err release_load(const char *repo, const char *board, int n, struct release *r, struct eq_error *e)
+{
+	return release_load_ch(repo, board, "stable", n, r, e);
+}
+
+/* G.img[n]: the packages of pk and im as one release that is an image,
+ * with @img (NULL: the test's IMG_* lists). */
+static eq_err image_join(int n, const struct eq_manifest_image *img, struct release *ret, struct eq_error *e)
+{
+	struct eq_manifest_image def = {IMG_BEFORE, 1, IMG_AFTER, 2, IMG_REPLACE, 4, IMG_REMOVE, 1};
+	struct eq_manifest_header h;
+	struct eq_manifest *m = NULL;
+	eq_err r = eq_manifest_new(&m, e);
+	if (!r)
+		r = eq_manifest_get_header(G.pk[n].m, &h, e);
+	if (!r)
+		r = eq_manifest_set_header(m, &h, e);
+	const struct eq_manifest *parts[] = {G.pk[n].m, G.im[n].m};
+	for (size_t k = 0; k < 2 && !r; k++)
+		for (size_t i = 0; i < eq_manifest_package_count(parts[k]) && !r; i++)
+			r = eq_manifest_add_package(m, eq_manifest_package_at(parts[k], i), e);
+	if (!r)
+		r = eq_manifest_set_image(m, img ? img : &def, e);
+	if (r) {
+		eq_manifest_free(m);
+		return r;
+	}
+	*ret = G.pk[n];
+	ret->m = m;
+	return EQ_OK;
 }
 
 static void release_free(struct release *r)
@@ -177,14 +265,35 @@ static int group_setup(void **state)
 	}
 	load_release(1, &G.rel[0]);
 	load_release(2, &G.rel[1]);
+	const char *iargv[] = {"/bin/sh", "-c", IMAGE_SH, "setup", G.dir, gen, NULL};
+	if (run(iargv) != 0) {
+		fprintf(stderr, "building and publishing the image test releases failed\n");
+		return -1;
+	}
+	EQ_AUTOFREE char *repo = P("%s/repo", G.dir);
+	for (int i = 0; i < 2; i++) {
+		eq_err r = release_load_ch(repo, BOARD, "pk", i + 1, &G.pk[i], &e);
+		if (!r)
+			r = release_load_ch(repo, BOARD, "im", i + 1, &G.im[i], &e);
+		if (!r)
+			r = image_join(i, NULL, &G.img[i], &e);
+		if (r) {
+			fprintf(stderr, "image release i%d: %s\n", i + 1, eq_error_msg(&e));
+			return -1;
+		}
+	}
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		release_free(&G.rel[i]);
+		release_free(&G.pk[i]);
+		release_free(&G.im[i]);
+		eq_manifest_free(G.img[i].m);
+	}
 	eq_manifest_trust_free(G.trust);
 	struct eq_error e;
 	return eq_rm_rf(G.dir, &e) ? -1 : 0;
@@ -1096,6 +1205,320 @@ static void test_dir_slots(void **state)
  *   kept=K delta=D full=F fallback=B requests=N fetched=X planned=Y full_release=Z
  * Exit status 0 on success, 1 on failure, 2 on usage errors.
  */
+
+/* ---- image releases (manifest format 2) ---------------------------------- */
+
+#define ASIDE EQ_SLOT_RECORD_DIR "/image/aside"
+#define ASIDE_LIST EQ_SLOT_RECORD_DIR "/image/aside.list"
+
+static void assert_file_is(const char *root, const char *rel, const char *text)
+{
+	EQ_AUTOFREE char *p = P("%s/%s", root, rel);
+	uint8_t *d = NULL;
+	size_t len = 0;
+	struct eq_error e;
+	if (eq_file_read_all(p, 1u << 20, &d, &len, &e))
+		fail_msg("%s", eq_error_msg(&e));
+	if (len != strlen(text) || memcmp(d, text, len))
+		fail_msg("'%s' holds '%.*s', expected '%s'", p, (int)len, (const char *)d, text);
+	eq_free(d);
+}
+
+static bool exists(const char *root, const char *rel)
+{
+	EQ_AUTOFREE char *p = P("%s/%s", root, rel);
+	struct stat st;
+	return lstat(p, &st) == 0;
+}
+
+/* Without openat2 no symlink is followed in a slot, the image's
+ * "bin -> usr/bin" included: image releases need Linux 5.6 (install.md). */
+static bool no_openat2(void)
+{
+	return secure_getenv("EQ_TEST_NO_OPENAT2") != NULL;
+}
+
+static void assert_image_refused_without_openat2(struct tc *t)
+{
+	struct eq_install_report rep;
+	struct eq_error e;
+	assert_int_equal(install(t, NULL, NULL, t->a, &G.img[0], &rep, &e), EQ_ERR_UNSAFE);
+	assert_non_null(strstr(e.msg, "symlink"));
+	assert_false(exists(t->a, "usr/bin/tool"));
+}
+
+static void verify_clean(const char *root, const struct release *rel, struct eq_verify_report *ret)
+{
+	struct eq_error e;
+	struct eq_verify_report rep;
+	if (eq_slot_verify(root, rel->m, NULL, 0, NULL, NULL, &rep, &e))
+		fail_msg("verify: %s", eq_error_msg(&e));
+	if (rep.damaged)
+		fail_msg("verify of '%s': %zu packages damaged, %zu problems", root, rep.damaged, rep.problems);
+	if (ret)
+		*ret = rep;
+}
+
+/* The slot holds image release @n: the image's layout, with the image's
+ * version of every path it overrides and none of the removed ones. */
+static void assert_image_layout(const char *root, int n)
+{
+	EQ_AUTOFREE char *bin = P("%s/bin", root);
+	char target[64];
+	ssize_t len = readlink(bin, target, sizeof(target) - 1);
+	assert_true(len > 0);
+	target[len] = '\0';
+	assert_string_equal(target, "usr/bin");
+	assert_file_is(root, "usr/bin/tool", "#!/bin/sh\necho tool\n");
+	assert_file_is(root, "usr/bin/beta", "#!/bin/sh\necho beta\n");
+	assert_file_is(root, "etc/shells", n ? "/bin/sh\n/bin/bash\n/usr/bin/zsh\n" : "/bin/sh\n/bin/bash\n");
+	assert_file_is(root, "etc/beta.conf", "conf=image\n");
+	assert_file_is(root, "etc/passwd", "root:x:0:0::/root:/bin/sh\n");
+	assert_false(exists(root, "usr/share/tool/old"));
+	assert_true(exists(root, "usr/share/tool/data"));
+	EQ_AUTOFREE char *tooldir = P("%s/usr/share/tool", root);
+	struct stat st;
+	assert_int_equal(lstat(tooldir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	/* The packages' versions, beside the records. */
+	assert_file_is(root, ASIDE "/etc/shells", "/bin/sh\n");
+	assert_file_is(root, ASIDE "/etc/beta.conf", "conf=package\n");
+	assert_file_is(root, ASIDE "/usr/share/tool/old", "old\n");
+	EQ_AUTOFREE char *abin = P("%s/" ASIDE "/bin", root);
+	assert_int_equal(lstat(abin, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	EQ_AUTOFREE char *atool = P("%s/" ASIDE "/usr/share/tool", root);
+	assert_int_equal(lstat(atool, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+}
+
+static void provision_image(struct tc *t, const char *root)
+{
+	struct eq_install_report rep;
+	struct eq_error e;
+	if (install(t, NULL, NULL, root, &G.img[0], &rep, &e))
+		fail_msg("provision: %s", eq_error_msg(&e));
+	assert_int_equal(rep.full, 5);
+	assert_int_equal(rep.components, 3);
+	/* bin (usr/bin's folder), etc/shells, etc/beta.conf, usr/share/tool, usr/share/tool/old */
+	assert_int_equal(rep.aside, 5);
+	t->f.n = 0;
+}
+
+/* Collects "package:path;" of each problem verify reports. */
+static void verify_seen(void *ctx, const char *package, const char *path, const char *problem)
+{
+	(void)problem;
+	char *seen = ctx;
+	size_t len = strlen(seen);
+	snprintf(seen + len, 256 - len, "%s:%s;", package, path);
+}
+
+static void test_image_update(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	if (no_openat2()) {
+		assert_image_refused_without_openat2(&t);
+		tc_done(&t);
+		return;
+	}
+	provision_image(&t, t.a);
+	assert_image_layout(t.a, 0);
+	struct eq_verify_report vr;
+	verify_clean(t.a, &G.img[0], &vr);
+	assert_int_equal(vr.components, 3);
+	/* tool: bin, etc/shells, usr/share/tool, usr/share/tool/old; beta: bin, etc/beta.conf */
+	assert_int_equal(vr.aside, 6);
+
+	/* The packages the image overrides are kept all the same. */
+	struct eq_install_report rep;
+	struct eq_error e;
+	if (install(&t, t.a, &G.img[0], t.b, &G.img[1], &rep, &e))
+		fail_msg("update: %s", eq_error_msg(&e));
+	assert_int_equal(rep.fallback, 0);
+	assert_int_equal(rep.kept, 3);  /* tool, the skeleton, eqota-image.usr */
+	assert_int_equal(rep.delta, 2); /* beta, eqota-image.etc */
+	assert_int_equal(rep.full, 0);
+	assert_int_equal(rep.components, 3);
+	const struct eq_manifest_package *tool = eq_manifest_find_package(G.img[1].m, "tool");
+	const struct eq_manifest_package *beta = eq_manifest_find_package(G.img[1].m, "beta");
+	const struct eq_manifest_package *etc = eq_manifest_find_package(G.img[1].m, "eqota-image.etc");
+	assert_false(requested(&t.f, tool->object.path));
+	assert_true(requested(&t.f, beta->deltas[0].path));
+	assert_true(requested(&t.f, etc->deltas[0].path));
+	assert_int_equal(t.f.n, 2);
+	assert_image_layout(t.b, 1);
+	verify_clean(t.b, &G.img[1], NULL);
+
+	/* A device changing a file the image placed is damage verify sees. */
+	modify(t.b, "etc/image.db");
+	EQ_AUTOFREE char *lp = P("%s/etc/passwd", t.b);
+	assert_int_equal(unlink(lp), 0);
+	struct eq_verify_report vb;
+	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, NULL, 0, NULL, NULL, &vb, &e), EQ_OK);
+	assert_int_equal(vb.damaged, 1);
+	/* A removed path back in the slot too. */
+	EQ_AUTOFREE char *old = P("%s/usr/share/tool/old", t.b);
+	FILE *f = fopen(old, "w");
+	assert_non_null(f);
+	fclose(f);
+	char seen[256] = "";
+	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, NULL, 0, verify_seen, seen, &vb, &e), EQ_OK);
+	assert_int_equal(vb.damaged, 2);
+	assert_non_null(strstr(seen, "eqota-image:usr/share/tool/old;"));
+	/* Unless the device persists it: then its own file may be there. */
+	char *const persisted[] = {(char *)(uintptr_t) "/usr/share/tool/o*"};
+	assert_int_equal(eq_slot_verify(t.b, G.img[1].m, persisted, 1, NULL, NULL, &vb, &e), EQ_OK);
+	assert_int_equal(vb.damaged, 1);
+	tc_done(&t);
+}
+
+/* A package version in the aside folder that is not what the record says:
+ * that package is downloaded, and the new slot is right. */
+static void test_image_tampered_aside(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	if (no_openat2()) {
+		assert_image_refused_without_openat2(&t);
+		tc_done(&t);
+		return;
+	}
+	provision_image(&t, t.a);
+	EQ_AUTOFREE char *sh = P("%s/" ASIDE "/etc/shells", t.a);
+	FILE *f = fopen(sh, "r+");
+	assert_non_null(f);
+	assert_int_equal(fputs("/bin/xx\n", f) >= 0, 1);
+	fclose(f);
+	struct eq_verify_report vr;
+	struct eq_error e;
+	assert_int_equal(eq_slot_verify(t.a, G.img[0].m, NULL, 0, NULL, NULL, &vr, &e), EQ_OK);
+	assert_int_equal(vr.damaged, 1);
+	struct eq_install_report rep;
+	if (install(&t, t.a, &G.img[0], t.b, &G.img[1], &rep, &e))
+		fail_msg("update: %s", eq_error_msg(&e));
+	assert_int_equal(rep.fallback, 1);
+	assert_true(requested(&t.f, eq_manifest_find_package(G.img[1].m, "tool")->object.path));
+	assert_image_layout(t.b, 1);
+	verify_clean(t.b, &G.img[1], NULL);
+	tc_done(&t);
+}
+
+/* Lines of aside.list that are not the release's, and an aside folder that
+ * is a symlink: ignored, never followed; the slot built is right. */
+static void test_image_hostile_aside(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	if (no_openat2()) {
+		assert_image_refused_without_openat2(&t);
+		tc_done(&t);
+		return;
+	}
+	provision_image(&t, t.a);
+	/* If "usr/share/tool/data" (signed in no list) were taken, tool would
+	 * be read from the forged copy beside it and fall back. */
+	EQ_AUTOFREE char *lst = P("%s/" ASIDE_LIST, t.a);
+	FILE *f = fopen(lst, "a");
+	assert_non_null(f);
+	fputs("../x\n/etc/passwd\nusr/share/tool/data\nusr/../etc/shells\n", f);
+	fclose(f);
+	EQ_AUTOFREE char *forged = P("%s/" ASIDE "/usr/share/tool/data", t.a);
+	f = fopen(forged, "w");
+	assert_non_null(f);
+	fputs("forged\n", f);
+	fclose(f);
+	struct eq_install_report rep;
+	struct eq_error e;
+	if (install(&t, t.a, &G.img[0], t.b, &G.img[1], &rep, &e))
+		fail_msg("update: %s", eq_error_msg(&e));
+	assert_int_equal(rep.fallback, 0);
+	assert_int_equal(rep.kept, 3);
+	assert_image_layout(t.b, 1);
+
+	/* The aside folder a symlink to a faithful copy elsewhere: not
+	 * followed, so tool and beta come whole (beta's delta needs its
+	 * etc/beta.conf), and the slot is still right. */
+	struct tc t2;
+	tc_init(&t2);
+	EQ_AUTOFREE char *aside = P("%s/" ASIDE, t.b);
+	EQ_AUTOFREE char *moved = P("%s/aside-elsewhere", t.base);
+	assert_int_equal(rename(aside, moved), 0);
+	assert_int_equal(symlink(moved, aside), 0);
+	if (install(&t2, t.b, &G.img[1], t2.a, &G.img[1], &rep, &e))
+		fail_msg("update: %s", eq_error_msg(&e));
+	assert_int_equal(rep.fallback, 2); /* tool, and beta (kept from i2 to i2) */
+	assert_image_layout(t2.a, 1);
+	verify_clean(t2.a, &G.img[1], NULL);
+
+	/* aside.list itself a symlink: ignored as a whole. */
+	struct tc t3;
+	tc_init(&t3);
+	assert_int_equal(unlink(aside), 0);
+	assert_int_equal(rename(moved, aside), 0);
+	EQ_AUTOFREE char *lst_b = P("%s/" ASIDE_LIST, t.b);
+	EQ_AUTOFREE char *lst_moved = P("%s/list-elsewhere", t.base);
+	assert_int_equal(rename(lst_b, lst_moved), 0);
+	assert_int_equal(symlink(lst_moved, lst_b), 0);
+	if (install(&t3, t.b, &G.img[1], t3.a, &G.img[1], &rep, &e))
+		fail_msg("update: %s", eq_error_msg(&e));
+	assert_true(rep.fallback >= 1);
+	assert_image_layout(t3.a, 1);
+	tc_done(&t3);
+	tc_done(&t2);
+	tc_done(&t);
+}
+
+/* A signed image whose lists name a path in eqota's own folder: the step
+ * refuses it and moves nothing of the records. */
+static void test_image_aside_own_folder(void **state)
+{
+	(void)state;
+	if (no_openat2())
+		return; /* provisioning fails earlier (test_image_update) */
+	struct tc t;
+	tc_init(&t);
+	static const char *const replace[] = {"etc/shells", EQ_SLOT_RECORD_DIR "/packages/tool.files"};
+	struct eq_manifest_image img = {IMG_BEFORE, 1, IMG_AFTER, 2, replace, 2, NULL, 0};
+	struct release evil;
+	struct eq_error e;
+	if (image_join(0, &img, &evil, &e))
+		fail_msg("%s", eq_error_msg(&e));
+	struct eq_install_report rep;
+	assert_int_equal(install(&t, NULL, NULL, t.a, &evil, &rep, &e), EQ_ERR_UNSAFE);
+	assert_non_null(strstr(e.msg, "eqota's own folder"));
+	assert_true(exists(t.a, EQ_SLOT_RECORD_DIR "/packages/tool.files"));
+	assert_false(exists(t.a, ASIDE "/" EQ_SLOT_RECORD_DIR));
+	eq_manifest_free(evil.m);
+	tc_done(&t);
+}
+
+/* An image (built in memory, not parsed) naming a component the release
+ * does not have: refused before anything is fetched, the name given. */
+static void test_image_component_missing(void **state)
+{
+	(void)state;
+	struct tc t;
+	tc_init(&t);
+	static const char *const after[] = {"eqota-image.etc", "eqota-image.nope"};
+	struct eq_manifest_image img = {IMG_BEFORE, 1, after, 2, IMG_REPLACE, 4, IMG_REMOVE, 1};
+	struct release bad;
+	struct eq_error e;
+	if (image_join(0, &img, &bad, &e))
+		fail_msg("%s", eq_error_msg(&e));
+	struct eq_install_report rep;
+	assert_int_equal(install(&t, NULL, NULL, t.a, &bad, &rep, &e), EQ_ERR_INVAL);
+	if (!strstr(e.msg, "'eqota-image.nope' is not in the release"))
+		fail_msg("%s", e.msg);
+	assert_int_equal(t.f.n, 0);
+	eq_manifest_free(bad.m);
+	tc_done(&t);
+}
+
 static int driver(int argc, char **argv)
 {
 	if (argc != 10) {
@@ -1187,6 +1610,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_record_symlink_via_other_package),
 		cmocka_unit_test(test_running_record_symlink),
 		cmocka_unit_test(test_slot_manifest_symlink),
+		cmocka_unit_test(test_image_update),
+		cmocka_unit_test(test_image_tampered_aside),
+		cmocka_unit_test(test_image_hostile_aside),
+		cmocka_unit_test(test_image_aside_own_folder),
+		cmocka_unit_test(test_image_component_missing),
 	};
 	return eq_test_run(tests, group_setup, group_teardown, argc, argv);
 }

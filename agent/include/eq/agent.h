@@ -158,6 +158,12 @@ struct eq_plan {
 struct eq_install_report {
 	size_t kept, delta, full, fallback; /* fallback: kept/delta that had to download the object */
 	uint64_t bytes_written;             /* payload bytes installed */
+	/* Added (image releases): image components installed (counted in the
+	 * actions above too) and their payload bytes; package entries set
+	 * aside in the new slot (docs/internals/install.md). */
+	size_t components;
+	uint64_t component_bytes;
+	size_t aside;
 };
 
 /* What eq_agent_verify() found. */
@@ -167,6 +173,11 @@ struct eq_verify_report {
 	size_t damaged;           /* packages with at least one problem */
 	size_t problems;          /* in all */
 	uint64_t bytes;           /* file data read */
+	/* Added (image releases): entries of packages checked in the aside
+	 * folder (the image replaced or removed them in the slot), and the
+	 * packages that are image components. */
+	size_t aside;
+	size_t components;
 };
 /* Receives each problem: @path "" for the package's record itself. */
 typedef void (*eq_verify_fn)(void *ctx, const char *package, const char *path, const char *problem);
