@@ -628,7 +628,7 @@ static eq_err parse_package(struct eq_manifest *m, const cJSON *obj, size_t inde
 	return eqm_add_package(m, &p, where, EQ_ERR_PARSE, err);
 }
 
-eq_err eqm_check_format(const cJSON *root, struct eq_error *err)
+eq_err eqm_check_format_max(const cJSON *root, bool allow_image, int *ret_format, struct eq_error *err)
 {
 	/* Checked before the other keys, so that a newer manifest says
 	 * "unsupported" rather than "unknown key". */
@@ -640,11 +640,28 @@ eq_err eqm_check_format(const cJSON *root, struct eq_error *err)
 		return eq_error_set(err, EQ_ERR_PARSE, "format: missing");
 	if (!cJSON_IsNumber(f))
 		return eq_error_set(err, EQ_ERR_PARSE, "format: expected a number");
-	if (!(f->valuedouble == (double)EQ_MANIFEST_FORMAT))
+	int fmt = 0;
+	if (f->valuedouble == (double)EQ_MANIFEST_FORMAT)
+		fmt = EQ_MANIFEST_FORMAT;
+	else if (allow_image && f->valuedouble == (double)EQ_MANIFEST_FORMAT_IMAGE)
+		fmt = EQ_MANIFEST_FORMAT_IMAGE;
+	if (!fmt) {
+		if (allow_image)
+			return eq_error_set(err, EQ_ERR_UNSUPPORTED,
+					    "format version %g is not supported (this build reads versions %d and %d)",
+					    f->valuedouble, EQ_MANIFEST_FORMAT, EQ_MANIFEST_FORMAT_IMAGE);
 		return eq_error_set(err, EQ_ERR_UNSUPPORTED,
 				    "format version %g is not supported (this build reads version %d)", f->valuedouble,
 				    EQ_MANIFEST_FORMAT);
+	}
+	if (ret_format)
+		*ret_format = fmt;
 	return EQ_OK;
+}
+
+eq_err eqm_check_format(const cJSON *root, struct eq_error *err)
+{
+	return eqm_check_format_max(root, false, NULL, err);
 }
 
 static eq_err build_header(const cJSON *root, struct eq_manifest *m, struct eq_error *err)
@@ -652,10 +669,22 @@ static eq_err build_header(const cJSON *root, struct eq_manifest *m, struct eq_e
 	static const struct eqm_field fields[] = {
 		{"format", EQM_NUMBER}, {"board", EQM_STRING},  {"channel", EQM_STRING}, {"release", EQM_STRING},
 		{"number", EQM_NUMBER}, {"issued", EQM_STRING}, {"expires", EQM_STRING}, {"packages", EQM_ARRAY}};
-	const cJSON *it[8];
+	static const struct eqm_field fields2[] = {
+		{"format", EQM_NUMBER},  {"board", EQM_STRING},   {"channel", EQM_STRING},
+		{"release", EQM_STRING}, {"number", EQM_NUMBER},  {"issued", EQM_STRING},
+		{"expires", EQM_STRING}, {"packages", EQM_ARRAY}, {"image", EQM_OBJECT}};
+	const cJSON *it[9];
 	struct eq_manifest_header h = {0};
+	int fmt = 0;
 	eq_err r;
-	if ((r = eqm_check_format(root, err)) || (r = eqm_fields(root, "", fields, 8, it, err)))
+	if ((r = eqm_check_format_max(root, true, &fmt, err)))
+		return r;
+	/* Format 2 is format 1 plus "image", required there and unknown in 1. */
+	if (fmt == EQ_MANIFEST_FORMAT_IMAGE)
+		r = eqm_fields(root, "", fields2, 9, it, err);
+	else
+		r = eqm_fields(root, "", fields, 8, it, err);
+	if (r || (fmt == EQ_MANIFEST_FORMAT_IMAGE && (r = eqm_image_parse(m, it[8], err))))
 		return r;
 	h.board = it[1]->valuestring;
 	h.channel = it[2]->valuestring;
@@ -737,6 +766,8 @@ eq_err eq_manifest_parse_unverified(const uint8_t *data, size_t len, struct eq_m
 			r = build_header(root, m, err);
 		cJSON_Delete(root);
 	}
+	if (!r)
+		r = eqm_image_check_packages(m, EQ_ERR_PARSE, err);
 	if (r) {
 		eq_manifest_free(m);
 		return r;
@@ -795,6 +826,9 @@ eq_err eq_manifest_to_json(const struct eq_manifest *m, uint8_t **ret_data, size
 	assert(m && ret_data);
 	if (!m->has_header)
 		return eq_error_set(err, EQ_ERR_STATE, "manifest has no header yet");
+	eq_err ri = eqm_image_check_packages(m, EQ_ERR_STATE, err);
+	if (ri)
+		return ri;
 	char issued[EQ_MANIFEST_TIME_LEN + 1], expires[EQ_MANIFEST_TIME_LEN + 1];
 	eq_manifest_format_time(m->issued, issued);
 	eq_manifest_format_time(m->expires, expires);
@@ -810,12 +844,16 @@ eq_err eq_manifest_to_json(const struct eq_manifest *m, uint8_t **ret_data, size
 				 "  \"issued\": \"%s\",\n"
 				 "  \"expires\": \"%s\",\n"
 				 "  \"packages\": [%s",
-				 EQ_MANIFEST_FORMAT, m->board, m->channel, m->release, m->number, issued, expires,
-				 m->n_pkgs ? "\n" : "");
+				 m->image ? EQ_MANIFEST_FORMAT_IMAGE : EQ_MANIFEST_FORMAT, m->board, m->channel,
+				 m->release, m->number, issued, expires, m->n_pkgs ? "\n" : "");
 	for (size_t i = 0; !r && i < m->n_pkgs; i++)
 		r = write_package(&b, m->pkgs[i], i + 1 == m->n_pkgs, err);
 	if (!r)
-		r = eq_buf_printf(&b, err, "%s]\n}\n", m->n_pkgs ? "  " : "");
+		r = eq_buf_printf(&b, err, "%s]%s\n", m->n_pkgs ? "  " : "", m->image ? "," : "");
+	if (!r && m->image)
+		r = eqm_image_write(&b, m, err);
+	if (!r)
+		r = eq_buf_printf(&b, err, "}\n");
 	if (r) {
 		eq_buf_done(&b);
 		if (r == EQ_ERR_LIMIT)

@@ -67,6 +67,11 @@ const char *eqm_check_name(const char *s)
 	return check_text(s, EQ_MANIFEST_NAME_MAX, CS_NAME, true);
 }
 
+const char *eqm_check_package_name(const char *s)
+{
+	return check_text(s, EQ_MANIFEST_PKG_MAX, CS_RELEASE, true);
+}
+
 static eq_err field_err(struct eq_error *err, eq_err code, const char *where, const char *key, const char *why)
 {
 	char path[160];
@@ -195,6 +200,7 @@ void eq_manifest_free(struct eq_manifest *m)
 	for (size_t i = 0; i < m->n_pkgs; i++)
 		eq_free(m->pkgs[i]);
 	eq_free(m->pkgs);
+	eqm_image_free(m->image);
 	eq_free(m);
 }
 

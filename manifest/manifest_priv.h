@@ -23,6 +23,7 @@ struct eq_manifest {
 	struct eq_manifest_package **pkgs;
 	size_t n_pkgs;
 	size_t cap_pkgs;
+	struct eqm_image *image; /* format 2 (manifest_image.c); NULL: format 1 */
 };
 
 /* Latest representable time: 9999-12-31T23:59:59Z. */
@@ -43,6 +44,16 @@ bool eqm_path_unsafe(const char *path);
 
 /* NULL when @s is a valid board or channel name, else why not. */
 const char *eqm_check_name(const char *s);
+/* NULL when @s is a valid package name, else why not. */
+const char *eqm_check_package_name(const char *s);
+
+/* ---- image of a format-2 manifest (manifest_image.c) ------------------- */
+
+struct eqm_image;
+struct eq_buf;
+void eqm_image_free(struct eqm_image *img);
+/* Every component name of @m's image is a package of @m; else @bad naming it. */
+eq_err eqm_image_check_packages(const struct eq_manifest *m, eq_err bad, struct eq_error *err) EQ_MUST_CHECK;
 
 /* ---- strict JSON (manifest_json.c) ------------------------------------ */
 
@@ -118,6 +129,16 @@ eq_err eqm_trust_add(struct eq_manifest_trust *t, const struct eqm_pubkey *k, si
 		     struct eq_error *err) EQ_MUST_CHECK;
 const struct eqm_pubkey *eqm_trust_key(const struct eq_manifest_trust *t, size_t i);
 void eqm_trust_set_threshold(struct eq_manifest_trust *t, unsigned threshold);
+
+/* The "image" member @obj into @m (EQ_ERR_PARSE naming the element). */
+eq_err eqm_image_parse(struct eq_manifest *m, const cJSON *obj, struct eq_error *err) EQ_MUST_CHECK;
+/* Writes @m's image as the "image" member (two spaces of indentation, no
+ * comma before or after). */
+eq_err eqm_image_write(struct eq_buf *b, const struct eq_manifest *m, struct eq_error *err) EQ_MUST_CHECK;
+
+/* "format" of @root: 1, or 2 when @allow_image; *ret_format (may be NULL)
+ * receives it. Same errors as eqm_check_format(). */
+eq_err eqm_check_format_max(const cJSON *root, bool allow_image, int *ret_format, struct eq_error *err) EQ_MUST_CHECK;
 
 /* UTC time @item (a JSON string "YYYY-MM-DDTHH:MM:SSZ") into *ret. */
 eq_err eqm_time(const cJSON *item, const char *key, int64_t *ret, struct eq_error *err) EQ_MUST_CHECK;

@@ -496,6 +496,134 @@ static void test_bad_corpus(void **state)
 	assert_true(cases >= 40);
 }
 
+
+/* ---- format 2: a release that is an image -------------------------------- */
+
+static struct eq_manifest *make_image_manifest(void)
+{
+	struct eq_manifest *m = make_manifest(3, "qemux86-64");
+	struct eq_manifest_package p;
+	struct eq_error e;
+	const char *names[] = {"eqota-image-skeleton", "eqota-image.etc", "eqota-image.usr"};
+	for (size_t i = 0; i < 3; i++) {
+		make_package(names[i], i, &p, (struct eq_manifest_delta[3]){0});
+		assert_int_equal(eq_manifest_add_package(m, &p, &e), EQ_OK);
+	}
+	const char *before[] = {"eqota-image-skeleton"};
+	const char *after[] = {"eqota-image.usr", "eqota-image.etc"}; /* install order, not sorted */
+	const char *replace[] = {"bin", "etc/a \"quoted\" \\ name", "etc/shells", "usr/share/d\xc3\xa9j\xc3\xa0"};
+	const char *remove[] = {"usr/share/doc/x", "usr/share/doc/x/copyright"};
+	struct eq_manifest_image img = {before, 1, after, 2, replace, 4, remove, 2};
+	assert_int_equal(eq_manifest_set_image(m, &img, &e), EQ_OK);
+	return m;
+}
+
+static void test_image(void **state)
+{
+	(void)state;
+	struct eq_error e;
+	struct eq_manifest *m = make_image_manifest(), *back = NULL;
+	uint8_t *data = NULL;
+	size_t len = 0;
+	to_json(m, &data, &len);
+	assert_non_null(strstr((char *)data, "\"format\": 2,"));
+	assert_non_null(strstr((char *)data, "\"etc/a \\\"quoted\\\" \\\\ name\""));
+	assert_int_equal(eq_manifest_parse_unverified(data, len, &back, &e), EQ_OK);
+	const struct eq_manifest_image *img = eq_manifest_get_image(back);
+	assert_non_null(img);
+	assert_int_equal(img->n_before, 1);
+	assert_int_equal(img->n_after, 2);
+	assert_string_equal(img->after[0], "eqota-image.usr");
+	assert_string_equal(img->replace[1], "etc/a \"quoted\" \\ name");
+	assert_string_equal(img->replace[3], "usr/share/d\xc3\xa9j\xc3\xa0");
+	assert_int_equal(img->n_remove, 2);
+	assert_true(eq_manifest_is_component(back, "eqota-image.etc"));
+	assert_true(eq_manifest_is_component(back, "eqota-image-skeleton"));
+	assert_false(eq_manifest_is_component(back, "pkg001"));
+	assert_true(eq_manifest_path_listed(img->replace, img->n_replace, "etc/shells"));
+	assert_false(eq_manifest_path_listed(img->replace, img->n_replace, "etc/shell"));
+	/* the same model gives the same bytes */
+	uint8_t *again = NULL;
+	size_t again_len = 0;
+	to_json(back, &again, &again_len);
+	assert_int_equal(again_len, len);
+	assert_memory_equal(again, data, len);
+	eq_free(again);
+	eq_manifest_free(back);
+
+	/* a format-1 manifest has no image and stays format 1 */
+	struct eq_manifest *plain = make_manifest(2, "qemux86-64");
+	assert_null(eq_manifest_get_image(plain));
+	assert_false(eq_manifest_is_component(plain, "pkg000"));
+	uint8_t *pd = NULL;
+	size_t pl = 0;
+	to_json(plain, &pd, &pl);
+	assert_non_null(strstr((char *)pd, "\"format\": 1,"));
+	/* "image" in format 1 is an unknown key (so old devices never half-read it) */
+	char *f1img = replace_once(data, len, "\"format\": 2,", "\"format\": 1,");
+	expect_err(parse_str(f1img, &e), &e, EQ_ERR_PARSE, "unknown key 'image'");
+	free(f1img);
+	/* format 2 requires it */
+	char *f2 = replace_once(pd, pl, "\"format\": 1,", "\"format\": 2,");
+	expect_err(parse_str(f2, &e), &e, EQ_ERR_PARSE, "image: missing");
+	free(f2);
+	eq_free(pd);
+	eq_manifest_free(plain);
+
+	static const struct {
+		const char *from, *to;
+		eq_err code;
+		const char *msg;
+	} bad[] = {
+		{"\"eqota-image-skeleton\"\n    ]", "\"eqota-image-nothere\"\n    ]", EQ_ERR_PARSE,
+		 "image.before[0]: 'eqota-image-nothere' is not a package of the manifest"},
+		{"\"eqota-image-skeleton\"\n    ]", "\"eqota-image.etc\"\n    ]", EQ_ERR_PARSE,
+		 "component 'eqota-image.etc' is named twice"},
+		{"\"eqota-image-skeleton\"\n    ]", "\".hidden\"\n    ]", EQ_ERR_PARSE,
+		 "image.before[0]: '.hidden' must start with a letter or digit"},
+		{"\"etc/shells\"", "\"etc/../shadow\"", EQ_ERR_UNSAFE, "image.replace[2]: 'etc/../shadow' has a '..'"},
+		{"\"etc/shells\"", "\"/etc/shells\"", EQ_ERR_UNSAFE, "image.replace[2]: '/etc/shells' absolute"},
+		{"\"etc/shells\"", "\"etc//shells\"", EQ_ERR_PARSE, "has an empty component"},
+		{"\"etc/shells\"", "\"etc/./shells\"", EQ_ERR_PARSE, "has a '.' component"},
+		{"\"etc/shells\"", "\"etc/shells/\"", EQ_ERR_PARSE, "has an empty component"},
+		{"\"etc/shells\"", "\"\"", EQ_ERR_PARSE, "image.replace[2]: '' empty"},
+		{"\"etc/shells\"", "\"aaa\"", EQ_ERR_PARSE, "image.replace[2]: 'aaa' is not after the path before it"},
+		{"\"etc/shells\"", "\"etc/a \\\"quoted\\\" \\\\ name\"", EQ_ERR_PARSE, "is listed twice"},
+		{"\"etc/shells\"", "7", EQ_ERR_PARSE, "image.replace[2]: expected a string"},
+		{"\"usr/share/doc/x\",", "\"etc/shells\",", EQ_ERR_PARSE,
+		 "image.remove[0]: 'etc/shells' is in image.replace too"},
+		{"\"remove\": [", "\"removed\": [", EQ_ERR_PARSE, "unknown key 'removed'"},
+		{"\"etc/shells\"", "\"etc/\\u0001\"", EQ_ERR_PARSE, "control character"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *doc = replace_once(data, len, bad[i].from, bad[i].to);
+		eq_error_clear(&e);
+		eq_err r = parse_str(doc, &e);
+		if (r != bad[i].code || !strstr(e.msg, bad[i].msg))
+			fail_msg("bad[%zu]: got %s '%s', want %s '%s'", i, eq_err_str(r), e.msg,
+				 eq_err_str(bad[i].code), bad[i].msg);
+		free(doc);
+	}
+	eq_free(data);
+
+	/* the API refuses what the parser refuses, and leaves the model as it was */
+	const char *bad_path[] = {"a/../b"};
+	struct eq_manifest_image badimg = {.replace = bad_path, .n_replace = 1};
+	assert_int_equal(eq_manifest_set_image(m, &badimg, &e), EQ_ERR_UNSAFE);
+	assert_non_null(eq_manifest_get_image(m));
+	assert_int_equal(eq_manifest_get_image(m)->n_replace, 4);
+	const char *bad_utf8[] = {"a\xff"};
+	badimg = (struct eq_manifest_image){.remove = bad_utf8, .n_remove = 1};
+	expect_err(eq_manifest_set_image(m, &badimg, &e), &e, EQ_ERR_INVAL, "image.remove[0]: 'a?' is not UTF-8");
+	/* a component that is not a package: refused when written */
+	const char *ghost[] = {"ghost"};
+	struct eq_manifest_image gimg = {.after = ghost, .n_after = 1};
+	assert_int_equal(eq_manifest_set_image(m, &gimg, &e), EQ_OK);
+	expect_err(eq_manifest_to_json(m, &data, &len, &e), &e, EQ_ERR_STATE,
+		   "image.after[0]: 'ghost' is not a package of the manifest");
+	eq_manifest_free(m);
+}
+
 /* ---- keys ---------------------------------------------------------------- */
 
 static void test_keygen(void **state)
@@ -783,7 +911,7 @@ static void test_unsupported_signed(void **state)
 {
 	struct fx *f = *state;
 	struct eq_error e;
-	const char *text = "{\n  \"format\": 2,\n  \"whatever\": true\n}\n";
+	const char *text = "{\n  \"format\": 3,\n  \"whatever\": true\n}\n";
 	uint8_t *sig;
 	size_t sig_len;
 	const struct eq_manifest_key *ka[1] = {f->a};
@@ -792,7 +920,7 @@ static void test_unsupported_signed(void **state)
 	struct eq_manifest_trust *t = trust_of(pub_a, 1, 1);
 	struct eq_manifest *m = NULL;
 	expect_err(eq_manifest_load_verified((const uint8_t *)text, strlen(text), sig, sig_len, t, &policy_ok, &m, &e),
-		   &e, EQ_ERR_UNSUPPORTED, "format version 2 is not supported");
+		   &e, EQ_ERR_UNSUPPORTED, "format version 3 is not supported");
 	eq_manifest_trust_free(t);
 	eq_free(sig);
 }
@@ -909,6 +1037,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_packages_walk),
 		cmocka_unit_test(test_bad_corpus),
+		cmocka_unit_test(test_image),
 		cmocka_unit_test(test_keygen),
 		cmocka_unit_test(test_sign_verify),
 		cmocka_unit_test(test_tamper_every_byte),

@@ -30,8 +30,8 @@ extern "C" {
 
 /* ---- limits (hard caps on everything that comes from outside) --------- */
 
-#define EQ_MANIFEST_FORMAT 1 /* a release of packages alone */
-#define EQ_MANIFEST_FORMAT_IMAGE 2 /* a release that is an image: packages + image (issue 31) */
+#define EQ_MANIFEST_FORMAT 1                        /* a release of packages alone */
+#define EQ_MANIFEST_FORMAT_IMAGE 2                  /* a release that is an image: packages + image (issue 31) */
 #define EQ_MANIFEST_MAX_BYTES (16u * 1024u * 1024u) /* manifest.json */
 #define EQ_MANIFEST_MAX_PACKAGES 100000u
 #define EQ_MANIFEST_MAX_DELTAS 16u                 /* per package */
@@ -45,10 +45,10 @@ extern "C" {
 #define EQ_MANIFEST_TRUST_MAX_KEYS 16u
 #define EQ_MANIFEST_KEYFILE_MAX_BYTES (16u * 1024u) /* .key / .pub PEM files */
 
-#define EQ_MANIFEST_MAX_COMPONENTS 1024u /* image.before + image.after */
+#define EQ_MANIFEST_MAX_COMPONENTS 1024u    /* image.before + image.after */
 #define EQ_MANIFEST_MAX_IMAGE_PATHS 100000u /* image.replace, and image.remove */
-#define EQ_MANIFEST_IMAGE_PATH_MAX 4096u /* bytes of one path in those lists */
-#define EQ_MANIFEST_HASH_LEN 64u /* lower-case hex SHA-256 */
+#define EQ_MANIFEST_IMAGE_PATH_MAX 4096u    /* bytes of one path in those lists */
+#define EQ_MANIFEST_HASH_LEN 64u            /* lower-case hex SHA-256 */
 #define EQ_MANIFEST_KEYID_LEN 64u
 /* "objects/" + 64 hex, "deltas/" + 64 hex + "-" + 64 hex */
 #define EQ_MANIFEST_OBJECT_PATH_LEN (8u + 64u)
