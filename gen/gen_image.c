@@ -52,9 +52,9 @@ struct eq_image {
 	size_t n_miss, cap_miss;
 	uint64_t pkg_entries;
 	/* For the components (gen_image_compose.c): */
-	uint8_t *skel;          /* per entry: a symlink some package path leads through */
-	uint32_t *last_name;    /* per entry: the shipping package last in name order */
-	uint8_t *last_same;     /* per entry: ... and its entry is identical */
+	uint8_t *skel;           /* per entry: a symlink some package path leads through */
+	uint32_t *last_name;     /* per entry: the shipping package last in name order */
+	uint8_t *last_same;      /* per entry: ... and its entry is identical */
 	struct miss *repl, *rmv; /* package paths to set aside (see eqg_image_found) */
 	size_t n_repl, cap_repl, n_rmv, cap_rmv;
 };
@@ -813,8 +813,7 @@ static bool same_entry(const struct eq_image_entry *a, const struct eq_image_ent
 	return true;
 }
 
-static eq_err add_path(struct miss **v, size_t *n, size_t *cap, const char *path, uint32_t pkg,
-		       struct eq_error *err)
+static eq_err add_path(struct miss **v, size_t *n, size_t *cap, const char *path, uint32_t pkg, struct eq_error *err)
 {
 	eq_err r = grow((void **)v, cap, *n, sizeof(**v), err);
 	if (r)

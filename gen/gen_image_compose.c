@@ -147,27 +147,37 @@ static eq_err find_skeleton(struct compose *c, struct eq_error *err)
 	return r;
 }
 
-static eq_err find_after(struct compose *c, struct eq_error *err)
+eq_err eq_image_check_devices(const struct eq_image *img, bool devices, struct eq_error *err)
 {
 	char q[QMAX];
+	for (size_t i = 0; i < eq_image_count(img); i++) {
+		const struct eq_image_entry *e = eq_image_get(img, i);
+		if (e->type != EQ_ENTRY_CHR && e->type != EQ_ENTRY_BLK)
+			continue;
+		if (!devices)
+			return eq_error_set(err, EQ_ERR_UNSAFE,
+					    "entry '%s': a device node (give --image-devices to ship the image's "
+					    "device nodes, which are then made under dev/ only)",
+					    eq_quote(q, sizeof(q), e->path));
+		if (strncmp(e->path, "dev/", 4))
+			return eq_error_set(err, EQ_ERR_UNSAFE,
+					    "entry '%s': a device node outside dev/ (--image-devices ships device "
+					    "nodes under dev/ only)",
+					    eq_quote(q, sizeof(q), e->path));
+	}
+	return EQ_OK;
+}
+
+static eq_err find_after(struct compose *c, struct eq_error *err)
+{
+	eq_err r = eq_image_check_devices(c->img, c->o->devices, err);
+	if (r)
+		return r;
 	for (size_t i = 0; i < c->n; i++) {
 		const struct eq_image_entry *e = eq_image_get(c->img, i);
-		if (e->type == EQ_ENTRY_CHR || e->type == EQ_ENTRY_BLK) {
-			if (!c->o->devices)
-				return eq_error_set(err, EQ_ERR_UNSAFE,
-						    "entry '%s': a device node (give --image-devices to ship the "
-						    "image's device nodes, which are then made under dev/ only)",
-						    eq_quote(q, sizeof(q), e->path));
-			if (strncmp(e->path, "dev/", 4))
-				return eq_error_set(err, EQ_ERR_UNSAFE,
-						    "entry '%s': a device node outside dev/ (--image-devices ships "
-						    "device nodes under dev/ only)",
-						    eq_quote(q, sizeof(q), e->path));
-		}
 		if (c->f.skel[i] && e->cls != EQ_IMAGE_OVERRIDE && e->cls != EQ_IMAGE_PACKAGE)
 			continue; /* the skeleton places it */
-		if (e->cls != EQ_IMAGE_PACKAGE ||
-		    (c->f.last_name[i] != EQ_IMAGE_NO_PKG && !c->f.last_same[i]))
+		if (e->cls != EQ_IMAGE_PACKAGE || (c->f.last_name[i] != EQ_IMAGE_NO_PKG && !c->f.last_same[i]))
 			c->after[i] = 1;
 	}
 	/* A hard-link group goes whole, or its members would be two inodes. */
@@ -211,11 +221,17 @@ static eq_err spool(struct compose *c, size_t k, eq_read_fn rd, void *rctx, stru
 		return eq_error_prefix(err, r, "entry '%s'", eq_quote(q, sizeof(q), e->path));
 	uint8_t sha[EQ_SHA256_LEN];
 	eq_sha256_final(&s, sha);
-	if (got != e->size || memcmp(sha, e->sha256, EQ_SHA256_LEN))
-		return eq_error_set(err, EQ_ERR_STATE,
-				    "entry '%s': changed since the image was read (the root filesystem must not "
-				    "change while it is published)",
-				    eq_quote(q, sizeof(q), e->path));
+	if (got != e->size || memcmp(sha, e->sha256, EQ_SHA256_LEN)) {
+		char was[EQ_SHA256_HEX_LEN + 1], now[EQ_SHA256_HEX_LEN + 1];
+		eq_hex_encode(e->sha256, EQ_SHA256_LEN, was);
+		eq_hex_encode(sha, EQ_SHA256_LEN, now);
+		return eq_error_set(
+			err, EQ_ERR_STATE,
+			"entry '%s': changed since the image was read (%" PRIu64 " bytes, SHA-256 %.16s..., "
+			"then %" PRIu64 "%s bytes, %.16s...; the root filesystem must not change while it "
+			"is published)",
+			eq_quote(q, sizeof(q), e->path), e->size, was, got, got > e->size ? " or more" : "", now);
+	}
 	c->off[k] = c->end;
 	c->end += got;
 	c->got[k] = 1;
@@ -227,7 +243,8 @@ static eq_err archive_read_fn(void *ctx, void *buf, size_t len, size_t *ret_n, s
 	struct archive *a = ctx;
 	la_ssize_t n = archive_read_data(a, buf, len);
 	if (n < 0)
-		return eq_error_set(err, EQ_ERR_PARSE, "%s", archive_error_string(a) ? archive_error_string(a) : "data");
+		return eq_error_set(err, EQ_ERR_PARSE, "%s",
+				    archive_error_string(a) ? archive_error_string(a) : "data");
 	*ret_n = (size_t)n;
 	return EQ_OK;
 }
@@ -426,8 +443,8 @@ static eq_err build(struct compose *c, struct eq_image_components *out, struct e
 	return r;
 }
 
-eq_err eq_image_compose(struct eq_image *img, const struct eq_image_compose_opts *o,
-			struct eq_image_components **ret, struct eq_error *err)
+eq_err eq_image_compose(struct eq_image *img, const struct eq_image_compose_opts *o, struct eq_image_components **ret,
+			struct eq_error *err)
 {
 	struct compose c = {.img = img, .o = o, .n = eq_image_count(img), .fd = -1};
 	eqg_image_found(img, &c.f);

@@ -184,7 +184,7 @@ static char *listing(struct eq_payload_builder *b, uint8_t sha[EQ_SHA256_LEN])
 		assert_int_equal(eq_payload_reader_next(rd, &pe, &e), EQ_OK);
 		if (!pe)
 			break;
-		static const char ty[] = {[EQ_ENTRY_FILE] = 'f', [EQ_ENTRY_DIR] = 'd', [EQ_ENTRY_SYMLINK] = 'l',
+		static const char ty[] = {[EQ_ENTRY_FILE] = 'f',     [EQ_ENTRY_DIR] = 'd', [EQ_ENTRY_SYMLINK] = 'l',
 					  [EQ_ENTRY_HARDLINK] = 'h', [EQ_ENTRY_CHR] = 'c', [EQ_ENTRY_BLK] = 'b',
 					  [EQ_ENTRY_FIFO] = 'p'};
 		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s%s:%c", len ? ";" : "", pe->path,

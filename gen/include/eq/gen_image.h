@@ -239,6 +239,10 @@ struct eq_image_compose_opts {
 EQ_API eq_err eq_image_compose(struct eq_image *img, const struct eq_image_compose_opts *o,
 			       struct eq_image_components **ret, struct eq_error *err) EQ_MUST_CHECK;
 
+/* The device node rule of eq_image_compose() alone, so that a publish
+ * refuses the image before any package is read. */
+EQ_API eq_err eq_image_check_devices(const struct eq_image *img, bool devices, struct eq_error *err) EQ_MUST_CHECK;
+
 /* Frees @c, its builders and data file; NULL is a no-op. */
 EQ_API void eq_image_components_free(struct eq_image_components *c);
 
