@@ -65,6 +65,7 @@ struct opts {
 	unsigned jobs;
 	const char *cache;
 	bool no_cache;
+	bool image_devices; /* --image-devices */
 	const char *from_channel, *to_channel;
 	unsigned keep, grace_hours;
 	bool grace_given, dry_run;
@@ -129,6 +130,7 @@ enum {
 	O_AUTO_HALT,
 	O_TRUSTED_ROOT,
 	O_IMAGE,
+	O_IMAGE_DEVICES,
 	O_ROLE_PUB, /* + role */
 	O_ROLE_TH = O_ROLE_PUB + EQ_ROLE_COUNT
 };
@@ -140,6 +142,7 @@ static const struct option long_opts[] = {
 	{"release", required_argument, NULL, O_RELEASE},
 	{"packages", required_argument, NULL, O_PACKAGES},
 	{"image", required_argument, NULL, O_IMAGE},
+	{"image-devices", no_argument, NULL, O_IMAGE_DEVICES},
 	{"key", required_argument, NULL, O_KEY},
 	{"out", required_argument, NULL, O_OUT},
 	{"build-index", required_argument, NULL, O_INDEX},
@@ -235,6 +238,7 @@ static int parse_opts(const struct command *cmd, int argc, char **argv, struct o
 		case O_RELEASE: o->release = optarg; break;
 		case O_PACKAGES: o->packages = optarg; break;
 		case O_IMAGE: o->image = optarg; break;
+		case O_IMAGE_DEVICES: o->image_devices = true; break;
 		case O_OUT: o->out = optarg; break;
 		case O_INDEX: o->build_index = optarg; break;
 		case O_STORE: o->store = optarg; break;
@@ -524,6 +528,8 @@ static int cmd_publish(const struct opts *o)
 	if (o->percent_given && !o->n_ts_keys)
 		return usage_error("--rollout-percent needs %s: the rollout is part of the signed timestamp",
 				   "--timestamp-key T.key");
+	if (o->image_devices && !o->image)
+		return usage_error("--image-devices needs %s", "--image ROOTFS");
 	struct eq_progress_printer pp;
 	eq_progress_printer_init(&pp, STDERR_FILENO);
 	struct eq_publish_opts po = {
@@ -548,6 +554,8 @@ static int cmd_publish(const struct opts *o)
 		.cache_path = o->cache,
 		.no_cache = o->no_cache,
 		.trusted_root = o->trusted_root,
+		.image = o->image,
+		.image_devices = o->image_devices,
 		.progress = eq_log_get_level() >= EQ_LOG_NOTICE ? eq_progress_print : NULL,
 		.progress_ctx = &pp,
 	};
@@ -577,6 +585,17 @@ static int cmd_publish(const struct opts *o)
 	       "in %.1f s\n",
 	       o->board, o->channel, o->release, rep.number, rep.n_packages, rep.equivalent, rep.not_reproducible,
 	       rep.cached, rep.objects_written, rep.deltas_written, bytes, rep.seconds);
+	if (rep.image) {
+		char pb[32], ob[32], ub[32];
+		eq_format_size(rep.component_payload_bytes, EQ_SIZE_NEAREST, pb);
+		eq_format_size(rep.component_object_bytes, EQ_SIZE_NEAREST, ob);
+		eq_format_size(rep.component_update_bytes, EQ_SIZE_NEAREST, ub);
+		printf("image: %" PRIu64 " entries, %" PRIu64 " from packages, %" PRIu64
+		       " from the image in %zu components (payload %s, objects %s; a device on the previous release "
+		       "fetches %s for them, %zu by delta)\n",
+		       rep.image_entries, rep.image_from_packages, rep.image_from_image, rep.n_components, pb, ob, ub,
+		       rep.component_deltas);
+	}
 	eq_publish_report_done(&rep);
 	return 0;
 }
@@ -1432,14 +1451,16 @@ static const struct command commands[] = {
 	 "  keygen  --out NAME                       write NAME.key (0600) and NAME.pub\n"},
 	{"publish", cmd_publish,
 	 "repo board channel release packages key trusted-root build-index deltas-from store hashserv expires level "
-	 "policy timestamp-key expires-hours path-owner path-owners jobs cache no-cache rollout-percent",
+	 "policy timestamp-key expires-hours path-owner path-owners jobs cache no-cache rollout-percent image "
+	 "image-devices",
 	 "  publish --repo DIR --board B --channel C --release R --packages DIR --key NAME.key\n"
 	 "          [--trusted-root FILE|SHA256]   (required once the repository has a root)\n"
 	 "          [--key K2.key ...] [--build-index FILE] [--deltas-from N] [--store DB]\n"
 	 "          [--hashserv ADDR] [--expires DAYS] [--level 1..22] [--policy default|strict]\n"
 	 "          [--timestamp-key T.key ...] [--expires-hours H]\n"
 	 "          [--path-owner PATH=PACKAGE ...] [--path-owners FILE]\n"
-	 "          [-j|--jobs N] [--cache FILE | --no-cache] [--rollout-percent N]\n"},
+	 "          [-j|--jobs N] [--cache FILE | --no-cache] [--rollout-percent N]\n"
+	 "          [--image ROOTFS [--image-devices]]   (the release is this root filesystem)\n"},
 	{"promote", cmd_promote,
 	 "repo board from-channel release to-channel key trusted-root deltas-from expires level timestamp-key "
 	 "expires-hours jobs rollout-percent",

@@ -29,18 +29,7 @@ struct tpkg {
 	char *file;     /* base name of the package file, or NULL */
 	char **removed; /* paths eq_path_table_apply() removed */
 	size_t n_removed, cap_removed;
-};
-
-struct rec {
-	char *path;
-	size_t pkg;
-	enum eq_entry_type type;
-	uint32_t mode, uid, gid, devmajor, devminor;
-	uint64_t size;
-	char *link;
-	uint8_t sha[EQ_SHA256_LEN];  /* regular files: content */
-	uint8_t xsha[EQ_SHA256_LEN]; /* xattrs, all zero without any */
-	bool linked;                 /* a hard link, or the target of one */
+	bool component; /* an image component (eqg_path_table_mark_component()) */
 };
 
 struct eq_path_table {
@@ -548,6 +537,15 @@ eq_err eqg_path_table_add_recs(struct eq_path_table *t, const char *pkg_name, co
 	return EQ_OK;
 }
 
+eq_err eqg_path_table_mark_component(struct eq_path_table *t, const char *pkg_name, struct eq_error *err)
+{
+	size_t pi;
+	eq_err r = get_pkg(t, pkg_name, NULL, &pi, err);
+	if (!r)
+		t->pkgs[pi].component = true;
+	return r;
+}
+
 eq_err eq_path_table_add(struct eq_path_table *t, const char *pkg_name, const char *pkg_file, const char *payload_path,
 			 struct eq_error *err)
 {
@@ -694,14 +692,14 @@ static void what_differs(const struct rec *a, const struct rec *b, char *out, si
 		out[0] = '\0';
 }
 
-/* "A (a.deb), B (b.deb) and C (c.deb)" for records [first, end). */
-static eq_err list_pkgs(const struct eq_path_table *t, size_t first, size_t end, struct eq_buf *out,
+/* "A (a.deb), B (b.deb) and C (c.deb)" for the records @idx[0 .. n). */
+static eq_err list_pkgs(const struct eq_path_table *t, const size_t *idx, size_t n, struct eq_buf *out,
 			struct eq_error *err)
 {
 	eq_err r = EQ_OK;
-	for (size_t i = first; i < end && !r; i++) {
-		const struct tpkg *p = &t->pkgs[t->recs[i].pkg];
-		const char *sep = i == first ? "" : i + 1 == end ? " and " : ", ";
+	for (size_t k = 0; k < n && !r; k++) {
+		const struct tpkg *p = &t->pkgs[t->recs[idx[k]].pkg];
+		const char *sep = k == 0 ? "" : k + 1 == n ? " and " : ", ";
 		if (p->file)
 			r = eq_buf_printf(out, err, "%s%s (%s)", sep, p->name, p->file);
 		else
@@ -731,17 +729,18 @@ static void problem(struct problems *pr, bool error, struct eq_buf *b)
 	eq_buf_reset(b);
 }
 
-static eq_err check_group(const struct eq_path_table *t, size_t first, size_t end, struct problems *pr,
+/* One path shipped by the records @idx[0 .. n), n > 1. */
+static eq_err check_group(const struct eq_path_table *t, const size_t *idx, size_t n, struct problems *pr,
 			  struct eq_buf *b, struct eq_error *err)
 {
-	const struct rec *a = &t->recs[first];
+	const struct rec *a = &t->recs[idx[0]];
 	char why[4200] = "";
 	bool dirs = true, linked = false;
-	for (size_t i = first; i < end; i++) {
-		dirs &= t->recs[i].type == EQ_ENTRY_DIR;
-		linked |= t->recs[i].linked;
+	for (size_t k = 0; k < n; k++) {
+		dirs &= t->recs[idx[k]].type == EQ_ENTRY_DIR;
+		linked |= t->recs[idx[k]].linked;
 		if (!why[0])
-			what_differs(a, &t->recs[i], why, sizeof(why));
+			what_differs(a, &t->recs[idx[k]], why, sizeof(why));
 	}
 	eq_err r = EQ_OK;
 	if (dirs) {
@@ -752,13 +751,13 @@ static eq_err check_group(const struct eq_path_table *t, size_t first, size_t en
 		 * refusal, but a device compares a kept package's directories
 		 * with its record, so the other packages are downloaded on each
 		 * update instead of kept: --path-owner gives it one owner. */
-		size_t last = first;
-		for (size_t i = first; i < end; i++)
-			if (strcmp(t->pkgs[t->recs[i].pkg].name, t->pkgs[t->recs[last].pkg].name) > 0)
-				last = i;
+		size_t last = idx[0];
+		for (size_t k = 0; k < n; k++)
+			if (strcmp(t->pkgs[t->recs[idx[k]].pkg].name, t->pkgs[t->recs[last].pkg].name) > 0)
+				last = idx[k];
 		r = eq_buf_printf(b, err, "directory %s is shipped by ", a->path);
 		if (!r)
-			r = list_pkgs(t, first, end, b, err);
+			r = list_pkgs(t, idx, n, b, err);
 		if (!r)
 			r = eq_buf_printf(b, err,
 					  " with different metadata (%s): devices get %s's and download the others "
@@ -774,7 +773,7 @@ static eq_err check_group(const struct eq_path_table *t, size_t first, size_t en
 		return EQ_OK;
 	r = eq_buf_printf(b, err, "%s is shipped by ", a->path);
 	if (!r)
-		r = list_pkgs(t, first, end, b, err);
+		r = list_pkgs(t, idx, n, b, err);
 	if (!r)
 		r = eq_buf_printf(b, err, " (%s)",
 				  why[0] ? why : "identical, but a hard link: installing one breaks the other's link");
@@ -992,14 +991,36 @@ eq_err eq_path_table_check(struct eq_path_table *t, eq_path_note_fn note, void *
 	struct eq_buf b;
 	eq_buf_init(&b, 64 * 1024);
 	eq_err r = EQ_OK;
+	size_t *idx = NULL, cap = 0;
 	for (size_t i = 0; i < t->n_recs && !r;) {
 		size_t end = i + 1;
 		while (end < t->n_recs && !strcmp(t->recs[end].path, t->recs[i].path))
 			end++;
-		if (end - i > 1)
-			r = check_group(t, i, end, &pr, &b, err);
+		if (end - i > 1 && end - i > cap) {
+			size_t *v = eq_realloc(idx, (end - i) * sizeof(*idx));
+			if (!v) {
+				r = eq_error_set(err, EQ_ERR_NOMEM, "path table: out of memory");
+				break;
+			}
+			idx = v;
+			cap = end - i;
+		}
+		/* Image components overlap packages on purpose: they place the
+		 * image's version after the packages (DESIGN31 "after"), and a
+		 * package's folder where the image's skeleton has a symlink
+		 * ("bin" with "bin -> usr/bin") is extracted through it. */
+		bool skel_link = false;
+		for (size_t k = i; k < end; k++)
+			skel_link |= t->pkgs[t->recs[k].pkg].component && t->recs[k].type == EQ_ENTRY_SYMLINK;
+		size_t n = 0;
+		for (size_t k = i; k < end && end - i > 1; k++)
+			if (!t->pkgs[t->recs[k].pkg].component && !(skel_link && t->recs[k].type == EQ_ENTRY_DIR))
+				idx[n++] = k;
+		if (n > 1)
+			r = check_group(t, idx, n, &pr, &b, err);
 		i = end;
 	}
+	eq_free(idx);
 	if (!r)
 		r = check_rules(t, &pr, &b, err);
 	if (!r)

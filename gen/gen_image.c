@@ -51,6 +51,12 @@ struct eq_image {
 	struct miss *miss;
 	size_t n_miss, cap_miss;
 	uint64_t pkg_entries;
+	/* For the components (gen_image_compose.c): */
+	uint8_t *skel;           /* per entry: a symlink some package path leads through */
+	uint32_t *last_name;     /* per entry: the shipping package last in name order */
+	uint8_t *last_same;      /* per entry: ... and its entry is identical */
+	struct miss *repl, *rmv; /* package paths to set aside (see eqg_image_found) */
+	size_t n_repl, cap_repl, n_rmv, cap_rmv;
 };
 
 static const char *const class_names[EQ_IMAGE_CLASSES] = {"package", "override", "file", "empty",
@@ -537,23 +543,31 @@ static eq_err tar_entry(struct elist *l, struct archive *a, struct archive_entry
 	return r;
 }
 
-static eq_err read_tar_in(struct elist *l, const char *path, struct eq_error *err)
+/* A possibly compressed tar @path opened for reading (*@ret: free it with
+ * archive_read_free() whatever the result, when set). */
+static eq_err tar_open(const char *path, struct archive **ret, struct eq_error *err)
 {
 	struct archive *a = archive_read_new();
-	EQ_AUTOFREE uint8_t *buf = eq_malloc(DATA_BUF);
-	if (!a || !buf) {
-		if (a)
-			archive_read_free(a);
+	if (!a)
 		return nomem(err);
-	}
-	eq_err r = EQ_OK;
+	*ret = a;
 	if (archive_read_support_filter_gzip(a) < ARCHIVE_WARN || archive_read_support_filter_xz(a) < ARCHIVE_WARN ||
 	    archive_read_support_filter_lzma(a) < ARCHIVE_WARN || archive_read_support_filter_bzip2(a) < ARCHIVE_WARN ||
 	    archive_read_support_filter_zstd(a) < ARCHIVE_WARN || archive_read_support_filter_none(a) != ARCHIVE_OK ||
 	    archive_read_support_format_tar(a) != ARCHIVE_OK)
-		r = arch_err(a, EQ_ERR_UNSUPPORTED, "libarchive setup", err);
-	if (!r && archive_read_open_filename(a, path, 64 * 1024) != ARCHIVE_OK)
-		r = arch_err(a, EQ_ERR_PARSE, "not a tar", err);
+		return arch_err(a, EQ_ERR_UNSUPPORTED, "libarchive setup", err);
+	if (archive_read_open_filename(a, path, 64 * 1024) != ARCHIVE_OK)
+		return arch_err(a, EQ_ERR_PARSE, "not a tar", err);
+	return EQ_OK;
+}
+
+static eq_err read_tar_in(struct elist *l, const char *path, struct eq_error *err)
+{
+	struct archive *a = NULL;
+	EQ_AUTOFREE uint8_t *buf = eq_malloc(DATA_BUF);
+	if (!buf)
+		return nomem(err);
+	eq_err r = tar_open(path, &a, err);
 	while (!r) {
 		struct archive_entry *ae;
 		int rc = archive_read_next_header(a, &ae);
@@ -572,7 +586,8 @@ static eq_err read_tar_in(struct elist *l, const char *path, struct eq_error *er
 		}
 		r = tar_entry(l, a, ae, buf, err);
 	}
-	archive_read_free(a);
+	if (a)
+		archive_read_free(a);
 	return r;
 }
 
@@ -608,6 +623,15 @@ void eq_image_free(struct eq_image *img)
 	for (size_t i = 0; i < img->n_miss; i++)
 		eq_free(img->miss[i].path);
 	eq_free(img->miss);
+	for (size_t i = 0; i < img->n_repl; i++)
+		eq_free(img->repl[i].path);
+	eq_free(img->repl);
+	for (size_t i = 0; i < img->n_rmv; i++)
+		eq_free(img->rmv[i].path);
+	eq_free(img->rmv);
+	eq_free(img->skel);
+	eq_free(img->last_name);
+	eq_free(img->last_same);
 	eq_free(img);
 }
 
@@ -637,8 +661,10 @@ void eq_image_missing_get(const struct eq_image *img, size_t i, const char **ret
 	*ret_pkg = i < img->n_miss ? img->miss[i].pkg : EQ_IMAGE_NO_PKG;
 }
 
-eq_err eq_image_resolve(const struct eq_image *img, const char *path, bool follow_last, char **ret,
-			struct eq_error *err)
+/* eq_image_resolve(); every symlink followed gets its @mark set (NULL:
+ * none kept). */
+static eq_err resolve_mark(const struct eq_image *img, const char *path, bool follow_last, uint8_t *mark, char **ret,
+			   struct eq_error *err)
 {
 	char q[QMAX], q2[QMAX];
 	size_t max = img->e.lim.max_path;
@@ -688,6 +714,8 @@ eq_err eq_image_resolve(const struct eq_image *img, const char *path, bool follo
 			return eq_error_set(
 				err, EQ_ERR_UNSAFE, "'%s': more than %u symlinks on the way (a loop at '%s')",
 				eq_quote(q, sizeof(q), path), EQ_IMAGE_MAX_FOLLOW, eq_quote(q2, sizeof(q2), out));
+		if (mark)
+			mark[k] = 1;
 		const char *target = img->e.v[k].link;
 		/* A relative target continues from the link's folder, an
 		 * absolute one from the image's root. */
@@ -702,6 +730,12 @@ eq_err eq_image_resolve(const struct eq_image *img, const char *path, bool follo
 	}
 	*ret = eq_steal_ptr(out);
 	return EQ_OK;
+}
+
+eq_err eq_image_resolve(const struct eq_image *img, const char *path, bool follow_last, char **ret,
+			struct eq_error *err)
+{
+	return resolve_mark(img, path, follow_last, NULL, ret, err);
 }
 
 eq_err eq_image_load(const char *path, const struct eq_payload_limits *limits, struct eq_image **ret,
@@ -741,7 +775,11 @@ eq_err eq_image_load(const char *path, const struct eq_payload_limits *limits, s
 		img->shipper = eq_malloc((img->e.n ? img->e.n : 1) * sizeof(*img->shipper));
 		img->last_pkg = eq_malloc((img->e.n ? img->e.n : 1) * sizeof(*img->last_pkg));
 		img->group_n = eq_calloc((size_t)img->e.n_groups + 1, sizeof(*img->group_n));
-		if (!img->shipper || !img->last_pkg || !img->group_n)
+		img->skel = eq_calloc(img->e.n ? img->e.n : 1, 1);
+		img->last_name = eq_malloc((img->e.n ? img->e.n : 1) * sizeof(*img->last_name));
+		img->last_same = eq_calloc(img->e.n ? img->e.n : 1, 1);
+		if (!img->shipper || !img->last_pkg || !img->group_n || !img->skel || !img->last_name ||
+		    !img->last_same)
 			r = nomem(err);
 	}
 	if (r) {
@@ -749,7 +787,7 @@ eq_err eq_image_load(const char *path, const struct eq_payload_limits *limits, s
 		return eq_error_prefix(err, r, "image '%s'", path);
 	}
 	for (size_t i = 0; i < img->e.n; i++) {
-		img->shipper[i] = img->last_pkg[i] = EQ_IMAGE_NO_PKG;
+		img->shipper[i] = img->last_pkg[i] = img->last_name[i] = EQ_IMAGE_NO_PKG;
 		img->group_n[img->e.v[i].link_group]++;
 	}
 	*ret = img;
@@ -775,17 +813,73 @@ static bool same_entry(const struct eq_image_entry *a, const struct eq_image_ent
 	return true;
 }
 
+static eq_err add_path(struct miss **v, size_t *n, size_t *cap, const char *path, uint32_t pkg, struct eq_error *err)
+{
+	eq_err r = grow((void **)v, cap, *n, sizeof(**v), err);
+	if (r)
+		return r;
+	(*v)[*n] = (struct miss){.path = eq_strdup(path), .pkg = pkg};
+	if (!(*v)[*n].path)
+		return nomem(err);
+	(*n)++;
+	return EQ_OK;
+}
+
+/*
+ * What package @pi's entries @pl (@at[i]: the image entry entry i lands
+ * on, or SIZE_MAX; @map as match_pkg()'s) mean for the components: the
+ * package last in name order shipping each image entry (the device
+ * installs in name order, so its metadata is the one left), and the
+ * package paths to set aside (replace) or take away (remove).
+ */
+static eq_err note_pkg(struct eq_image *img, uint32_t pi, const struct elist *pl, const size_t *at, const size_t *map,
+		       struct eq_error *err)
+{
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < pl->n && !r; i++) {
+		size_t k = at[i];
+		if (k == SIZE_MAX)
+			continue;
+		const struct eq_image_entry *pe = &pl->v[i];
+		uint32_t ln = img->last_name[k];
+		if (ln == EQ_IMAGE_NO_PKG || strcmp(img->pkgs[pi], img->pkgs[ln]) > 0) {
+			img->last_name[k] = pi;
+			img->last_same[k] = map[i] != SIZE_MAX;
+		}
+		if (pe->type == EQ_ENTRY_DIR && img->e.v[k].type != EQ_ENTRY_DIR) {
+			r = add_path(&img->rmv, &img->n_rmv, &img->cap_rmv, pe->path, pi, err);
+			continue;
+		}
+		bool set_aside = map[i] == SIZE_MAX;
+		if (!set_aside && pe->type == EQ_ENTRY_DIR) {
+			/* A folder the image has as a symlink ("bin" with
+			 * "bin -> usr/bin"): the package's rebuild must find a
+			 * folder there. */
+			char *own = NULL;
+			r = eq_image_resolve(img, pe->path, false, &own, err);
+			size_t o = r || !own[0] ? SIZE_MAX : elist_find(&img->e, own);
+			eq_free(own);
+			set_aside = o != SIZE_MAX && img->e.v[o].type == EQ_ENTRY_SYMLINK;
+		}
+		if (!r && set_aside)
+			r = add_path(&img->repl, &img->n_repl, &img->cap_repl, pe->path, pi, err);
+	}
+	return r;
+}
+
 /* Package @pi's entries @pl against the image: @map[i] receives the image
- * entry package entry i is identical to, or SIZE_MAX. */
-static eq_err match_pkg(struct eq_image *img, uint32_t pi, const struct elist *pl, size_t *map, struct eq_error *err)
+ * entry package entry i is identical to, or SIZE_MAX; @at[i] the one it
+ * lands on, or SIZE_MAX. */
+static eq_err match_pkg(struct eq_image *img, uint32_t pi, const struct elist *pl, size_t *map, size_t *at,
+			struct eq_error *err)
 {
 	char q[QMAX];
 	eq_err r = EQ_OK;
 	for (size_t i = 0; i < pl->n && !r; i++) {
 		const struct eq_image_entry *pe = &pl->v[i];
-		map[i] = SIZE_MAX;
+		map[i] = at[i] = SIZE_MAX;
 		char *rp = NULL;
-		r = eq_image_resolve(img, pe->path, pe->type == EQ_ENTRY_DIR, &rp, err);
+		r = resolve_mark(img, pe->path, pe->type == EQ_ENTRY_DIR, img->skel, &rp, err);
 		if (r) {
 			r = eq_error_prefix(err, r, "entry '%s'", eq_quote(q, sizeof(q), pe->path));
 			break;
@@ -808,6 +902,7 @@ static eq_err match_pkg(struct eq_image *img, uint32_t pi, const struct elist *p
 			}
 			continue;
 		}
+		at[i] = k;
 		if (img->shipper[k] == EQ_IMAGE_NO_PKG)
 			img->shipper[k] = pi;
 		if (same_entry(pe, &img->e.v[k]))
@@ -861,7 +956,10 @@ static eq_err attribute_list(struct eq_image *img, const char *name, const struc
 	img->pkgs[img->n_pkgs] = nm;
 	uint32_t pi = (uint32_t)img->n_pkgs++;
 	size_t *map = eq_malloc((pl->n ? pl->n : 1) * sizeof(*map));
-	r = map ? match_pkg(img, pi, pl, map, err) : nomem(err);
+	size_t *at = eq_malloc((pl->n ? pl->n : 1) * sizeof(*at));
+	r = map && at ? match_pkg(img, pi, pl, map, at, err) : nomem(err);
+	if (!r)
+		r = note_pkg(img, pi, pl, at, map, err);
 	for (size_t i = 0; i < pl->n && !r; i++) {
 		if (map[i] == SIZE_MAX || img->last_pkg[map[i]] == pi)
 			continue;
@@ -874,6 +972,7 @@ static eq_err attribute_list(struct eq_image *img, const char *name, const struc
 	if (!r)
 		img->pkg_entries += pl->n;
 	eq_free(map);
+	eq_free(at);
 	return r;
 }
 
@@ -1013,4 +1112,107 @@ eq_err eq_image_check(const char *image_path, const char *packages_dir, const st
 	eq_image_classify(img, ret_summary);
 	*ret = img;
 	return EQ_OK;
+}
+
+/* ---- for publish and the components (gen_priv.h) ---------------------------- */
+
+eq_err eqg_image_attribute_recs(struct eq_image *img, const char *name, const struct eqg_path_recs *rs,
+				struct eq_error *err)
+{
+	char q[QMAX];
+	struct elist pl;
+	elist_init(&pl, &img->e.lim);
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < rs->n && !r; i++) {
+		const struct rec *x = &rs->v[i];
+		struct eq_payload_entry e = {
+			.path = x->path,
+			.type = x->type,
+			.mode = x->mode,
+			.uid = x->uid,
+			.gid = x->gid,
+			.size = x->size,
+			.link = x->link,
+			.devmajor = x->devmajor,
+			.devminor = x->devminor,
+		};
+		size_t n = pl.n;
+		r = elist_add(&pl, &e, x->sha, false, err);
+		if (r || pl.n == n)
+			continue;
+		/* The records keep the xattrs' digest only, the one same_entry()
+		 * compares; a hard link's are its group's. */
+		struct eq_image_entry *o = &pl.v[pl.n - 1];
+		memcpy(o->xattr_sha256, x->xsha, EQ_SHA256_LEN);
+		if (x->type == EQ_ENTRY_HARDLINK)
+			for (size_t k = 0; k < n; k++)
+				if (pl.v[k].link_group == o->link_group) {
+					memcpy(o->xattr_sha256, pl.v[k].xattr_sha256, EQ_SHA256_LEN);
+					break;
+				}
+	}
+	if (!r)
+		r = attribute_list(img, name, &pl, err);
+	elist_done(&pl);
+	if (r)
+		return eq_error_prefix(err, r, "package '%s'", eq_quote(q, sizeof(q), name));
+	return EQ_OK;
+}
+
+static int cmp_miss(const void *a, const void *b)
+{
+	return strcmp(((const struct miss *)a)->path, ((const struct miss *)b)->path);
+}
+
+void eqg_image_found(struct eq_image *img, struct eqg_image_found *ret)
+{
+	/* Sorted so the lists can be merged and deduplicated. */
+	if (img->n_repl)
+		qsort(img->repl, img->n_repl, sizeof(*img->repl), cmp_miss);
+	if (img->n_rmv)
+		qsort(img->rmv, img->n_rmv, sizeof(*img->rmv), cmp_miss);
+	*ret = (struct eqg_image_found){
+		.skel = img->skel,
+		.last_name = img->last_name,
+		.last_same = img->last_same,
+		.n_replace = img->n_repl,
+		.n_remove = img->n_rmv,
+		.lim = &img->e.lim,
+	};
+}
+
+const char *eqg_image_found_path(const struct eq_image *img, bool remove, size_t i)
+{
+	return remove ? img->rmv[i].path : img->repl[i].path;
+}
+
+eq_err eqg_image_tar_walk(const struct eq_image *img, const char *path, eqg_image_tar_fn fn, void *ctx,
+			  struct eq_error *err)
+{
+	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
+	struct archive *a = NULL;
+	eq_err r = tar_open(path, &a, err);
+	while (!r) {
+		struct archive_entry *ae;
+		int rc = archive_read_next_header(a, &ae);
+		if (rc == ARCHIVE_EOF)
+			break;
+		if (rc != ARCHIVE_OK) {
+			r = arch_err(a, EQ_ERR_PARSE, "reading again", err);
+			break;
+		}
+		const char *why, *name = archive_entry_pathname(ae);
+		EQ_AUTOFREE char *np = name ? norm_path(name, &img->e.lim, &why) : NULL;
+		if (!np)
+			continue; /* refused by the first read */
+		r = fn(ctx, a, ae, np, err);
+	}
+	if (a)
+		archive_read_free(a);
+	if (utf8) {
+		uselocale(old);
+		freelocale(utf8);
+	}
+	return r;
 }

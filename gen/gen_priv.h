@@ -145,6 +145,19 @@ char *eqg_get_str(struct eqg_unpack *u);
 
 /* ---- the path table, split for parallel and cached publishing ---- */
 
+/* One entry of a package's payload as the table keeps it. */
+struct rec {
+	char *path;
+	size_t pkg;
+	enum eq_entry_type type;
+	uint32_t mode, uid, gid, devmajor, devminor;
+	uint64_t size;
+	char *link;
+	uint8_t sha[EQ_SHA256_LEN];  /* regular files: content */
+	uint8_t xsha[EQ_SHA256_LEN]; /* xattrs, all zero without any */
+	bool linked;                 /* a hard link, or the target of one */
+};
+
 /* The records of one package's payload, read without the table (so any
  * thread may), then handed to it in order. */
 struct eqg_path_recs {
@@ -155,6 +168,11 @@ struct eqg_path_recs {
  * list (*ret, free with eqg_path_recs_free()). */
 eq_err eqg_path_recs_read(const char *payload_path, struct eqg_path_recs **ret, struct eq_error *err);
 void eqg_path_recs_free(struct eqg_path_recs *rs);
+/* Marks package @pkg_name (added if new) as an image component: the
+ * shipped-by-several rule of eq_path_table_check() leaves it out, and a
+ * symlink it ships lets the packages ship a folder there. Its entries
+ * are still followed and checked for where they land. */
+eq_err eqg_path_table_mark_component(struct eq_path_table *t, const char *pkg_name, struct eq_error *err);
 /* Adds the records under package @pkg_name (as eq_path_table_add()); they
  * move into the table and @rs is left empty. */
 eq_err eqg_path_table_add_recs(struct eq_path_table *t, const char *pkg_name, const char *pkg_file,
@@ -249,5 +267,39 @@ eq_err eqg_names_add(struct eqg_names *t, const void *key, size_t len, uint32_t 
 		     struct eq_error *err) EQ_MUST_CHECK;
 /* true and *ret when @key is in @t. */
 bool eqg_names_find(const struct eqg_names *t, const void *key, size_t len, uint32_t *ret);
+
+/* ---- image mode: what gen_image.c hands gen_image_compose.c and publish ---- */
+
+struct eq_image;
+struct archive;
+struct archive_entry;
+
+/* eq_image_attribute() from a package's records (its published payload,
+ * as the path table reads or the input cache keeps them). */
+eq_err eqg_image_attribute_recs(struct eq_image *img, const char *name, const struct eqg_path_recs *rs,
+				struct eq_error *err);
+
+/* What eq_image_attribute() found beyond the classes (arrays per image
+ * entry, owned by the image). */
+struct eqg_image_found {
+	const uint8_t *skel;       /* a symlink some package path leads through */
+	const uint32_t *last_name; /* the shipping package last in name order, or EQ_IMAGE_NO_PKG */
+	const uint8_t *last_same;  /* ... whose entry is identical to the image's */
+	size_t n_replace;          /* package paths whose entry is not the image's */
+	size_t n_remove;           /* package folders where the image has a non-folder */
+	const struct eq_payload_limits *lim;
+};
+/* Fills @ret (sorting the path lists in place). */
+void eqg_image_found(struct eq_image *img, struct eqg_image_found *ret);
+/* Path @i of the replace (or, with @remove, remove) list, sorted; may
+ * repeat. */
+const char *eqg_image_found_path(const struct eq_image *img, bool remove, size_t i);
+
+/* Reads the tar @path again, calling @fn for every entry with its path
+ * as the image spells it. */
+typedef eq_err (*eqg_image_tar_fn)(void *ctx, struct archive *a, struct archive_entry *ae, const char *path,
+				   struct eq_error *err);
+eq_err eqg_image_tar_walk(const struct eq_image *img, const char *path, eqg_image_tar_fn fn, void *ctx,
+			  struct eq_error *err);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include <eq/gen_conflict.h>
 #include <eq/gen_equiv.h>
+#include <eq/gen_image.h>
 #include <eq/gen_index.h>
 #include <eq/gen_package.h>
 #include <eq/gen_publish.h>
@@ -40,6 +41,7 @@ struct pub_ctx {
 	size_t jobs;                   /* threads that read and compress */
 	struct eqg_input_cache *cache; /* NULL: --no-cache */
 	uint8_t cache_context[EQ_SHA256_LEN];
+	struct eq_image *img; /* image mode: the root filesystem, packages attributed in order */
 };
 
 static void ctx_done(struct pub_ctx *c)
@@ -59,6 +61,7 @@ static void ctx_done(struct pub_ctx *c)
 	eq_buf_done(&c->unindexed);
 	eq_manifest_free(c->m);
 	eqg_input_cache_close(c->cache);
+	eq_image_free(c->img);
 	for (size_t i = 0; i < c->n_files; i++)
 		eq_free(c->files[i]);
 	eq_free(c->files);
@@ -770,7 +773,14 @@ static eq_err enter_one(struct pub_ctx *c, struct prep *p, const char *unihash, 
 	c->rep.deltas_written += p->st.deltas_written;
 	c->rep.bytes_written += p->st.bytes_written;
 	out->state = p->state;
-	r = eqg_path_table_add_recs(c->paths, name, p->file, p->stored_recs ? p->stored_recs : p->in.recs, err);
+	struct eqg_path_recs *recs = p->stored_recs ? p->stored_recs : p->in.recs;
+	/* In package order: the first package named for an entry is the same
+	 * whatever the threads did. */
+	if (c->img && p->file && (r = eqg_image_attribute_recs(c->img, name, recs, err)))
+		return r;
+	if (!p->file && (r = eqg_path_table_mark_component(c->paths, name, err)))
+		return r;
+	r = eqg_path_table_add_recs(c->paths, name, p->file, recs, err);
 	if (r)
 		return r;
 	struct eq_manifest_package mp = {
@@ -807,6 +817,10 @@ static eq_err enter_one(struct pub_ctx *c, struct prep *p, const char *unihash, 
 static eq_err name_one(struct pub_ctx *c, struct prep *p, struct eq_error *err)
 {
 	const char *name = p->in.name;
+	if (c->img && p->file && eq_image_is_component_name(name))
+		return eq_error_set(err, EQ_ERR_INVAL,
+				    "package '%s': the name is reserved for image components (%s, %s, %s*)", name,
+				    EQ_IMAGE_SKELETON, EQ_IMAGE_TOP, EQ_IMAGE_PREFIX);
 	eq_err r = eqg_path_table_note_removed(c->paths, name, &p->in.removed, err);
 	if (!r)
 		r = apply_policy(c, &p->in.special, p->file, err);
@@ -933,6 +947,139 @@ static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq
 		eq_error_prefix(err, r, "%s", c->files[failed]);
 	for (size_t i = 0; i < n; i++)
 		prep_done(&p[i]);
+	return r;
+}
+
+/* ---- image mode ------------------------------------------------------------ */
+
+/* Component @ic's payload written to a temporary file and @p filled as the
+ * read phase fills a package's (its taskhash is its payload's hash). */
+static eq_err component_prep(struct pub_ctx *c, struct eq_image_component *ic, struct prep *p, struct eq_error *err)
+{
+	int fd = -1;
+	eq_err r = tmp_file(c, "payload", &fd, &p->payload, err);
+	if (r)
+		return r;
+	r = eq_payload_builder_write(ic->b, eq_fd_write, &fd, p->in.payload_sha256, &p->in.payload_size, err);
+	if (close(fd) != 0 && !r)
+		r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", p->payload);
+	if (r)
+		return r;
+	eq_hex_encode(p->in.payload_sha256, EQ_SHA256_LEN, p->outhash);
+	snprintf(p->taskhash, sizeof(p->taskhash), "%s", p->outhash);
+	p->in.name = eq_strdup(ic->name);
+	p->in.version = eq_asprintf("h%.12s", p->outhash);
+	p->in.arch = eq_strdup("all");
+	if (!p->in.name || !p->in.version || !p->in.arch)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	if ((r = scan_payload(p->payload, &p->in.special, err)) ||
+	    (r = eqg_path_recs_read(p->payload, &p->in.recs, err)) ||
+	    (r = apply_policy(c, &p->in.special, ic->name, err)))
+		return r;
+	return decide_one(c, p, p->outhash, err);
+}
+
+/* What a device one release behind fetches for component @p: nothing when
+ * the previous release had this payload, else the delta from it, else the
+ * object. */
+static uint64_t update_bytes(struct pub_ctx *c, const struct prep *p, bool *ret_delta)
+{
+	*ret_delta = false;
+	const struct eqg_hist_pkg *hp = eqg_history_find(&c->hist, p->in.name);
+	if (!hp || !hp->n)
+		return p->pub.object_size;
+	if (!strcmp(hp->v[0].payload_sha256, p->pub.payload_sha256))
+		return 0;
+	for (size_t i = 0; i < p->dl.n; i++)
+		if (!strcmp(p->dl.v[i].from, hp->v[0].payload_sha256)) {
+			*ret_delta = true;
+			return p->dl.v[i].size;
+		}
+	return p->pub.object_size;
+}
+
+/* The components as packages of the release, through the phases a package
+ * goes through (object, deltas from the previous release's component of
+ * the same name, store), and the manifest's image. */
+static eq_err publish_components(struct pub_ctx *c, struct eq_image_components *ic, struct eq_error *err)
+{
+	size_t base = c->rep.n_packages, n = ic->n;
+	struct eq_publish_pkg *pk = eq_realloc(c->rep.pkgs, (base + n + 1) * sizeof(*pk));
+	struct prep *p = eq_calloc(n ? n : 1, sizeof(*p));
+	if (pk) {
+		c->rep.pkgs = pk;
+		memset(pk + base, 0, (n + 1) * sizeof(*pk));
+	}
+	if (!pk || !p) {
+		eq_free(p);
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	}
+	eq_err r = EQ_OK;
+	for (size_t i = 0; i < n && !r; i++) {
+		eq_error_clear(&p[i].err);
+		if ((r = component_prep(c, &ic->v[i], &p[i], err)))
+			eq_error_prefix(err, r, "image component '%s'", ic->v[i].name);
+	}
+	if (!r)
+		run_parallel(c, p, n, work_one);
+	for (size_t i = 0; i < n && !r; i++) {
+		if ((r = p[i].r)) {
+			*err = p[i].err;
+			eq_error_prefix(err, r, "image component '%s'", ic->v[i].name);
+			break;
+		}
+		if ((r = enter_one(c, &p[i], p[i].outhash, &c->rep.pkgs[base + i], err)))
+			break;
+		c->rep.n_packages = base + i + 1;
+		bool delta;
+		c->rep.component_payload_bytes += p[i].pub.payload_size;
+		c->rep.component_object_bytes += p[i].pub.object_size;
+		c->rep.component_update_bytes += update_bytes(c, &p[i], &delta);
+		c->rep.component_deltas += delta;
+	}
+	c->rep.n_components = n;
+	for (size_t i = 0; i < n; i++)
+		prep_done(&p[i]);
+	eq_free(p);
+	if (r)
+		return r;
+	const char **names = eq_calloc(n ? n : 1, sizeof(*names));
+	if (!names)
+		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		names[i] = ic->v[i].name;
+	struct eq_manifest_image mi = {
+		.before = names,
+		.n_before = ic->n_before,
+		.after = names + ic->n_before,
+		.n_after = n - ic->n_before,
+		.replace = (const char *const *)ic->replace,
+		.n_replace = ic->n_replace,
+		.remove = (const char *const *)ic->remove,
+		.n_remove = ic->n_remove,
+	};
+	r = eq_manifest_set_image(c->m, &mi, err);
+	eq_free(names);
+	return r;
+}
+
+/* Image mode, once every package is in: the components computed and
+ * published, the manifest made format 2. */
+static eq_err publish_image(struct pub_ctx *c, struct eq_error *err)
+{
+	struct eq_image_summary sum;
+	eq_image_classify(c->img, &sum);
+	struct eq_image_compose_opts co = {.rootfs = c->o->image, .tmpdir = c->tmpdir, .devices = c->o->image_devices};
+	struct eq_image_components *ic = NULL;
+	eq_err r = eq_image_compose(c->img, &co, &ic, err);
+	if (r)
+		return r;
+	c->rep.image = true;
+	c->rep.image_entries = sum.entries;
+	c->rep.image_from_packages = ic->from_packages;
+	c->rep.image_from_image = ic->from_image;
+	r = publish_components(c, ic, err);
+	eq_image_components_free(ic);
 	return r;
 }
 
@@ -1103,6 +1250,9 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 		return r;
 	if ((r = eq_gen_list_packages(o->packages_dir, &c->files, &c->n_files, err)))
 		return r;
+	if (o->image && ((r = eq_image_load(o->image, NULL, &c->img, err)) ||
+			 (r = eq_image_check_devices(c->img, o->image_devices, err))))
+		return o->image && c->img ? eq_error_prefix(err, r, "image '%s'", o->image) : r;
 	if (c->n_files == 0)
 		return eq_error_set(err, EQ_ERR_NOTFOUND, "no packages (.deb .ipk .rpm .tar.*) in '%s'",
 				    o->packages_dir);
@@ -1196,6 +1346,8 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 		       "default taskhashes from their content",
 		       o->build_index, c.rep.default_taskhashes, c.n_files, (int)c.unindexed.len,
 		       (const char *)c.unindexed.data, c.unindexed_more ? ", ..." : "");
+	if (c.img && (r = publish_image(&c, err)))
+		goto out;
 	bool check_paths = true;
 #ifdef EQ_TEST_HOOKS
 	/* Test hook: a hostile release (two packages, one path) for the device's tests. */

@@ -5,3 +5,8 @@ if(TARGET eq_gen)
   eq_add_unit_test(test_gen_image SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gen_image.c LIBS eq_gen
     PARTS device test_device_node)
 endif()
+# The image components (gen_image_compose.c); the device nodes need root.
+if(TARGET eq_gen)
+  eq_add_unit_test(test_gen_image_compose SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gen_image_compose.c LIBS eq_gen
+    PARTS device test_devices)
+endif()

@@ -173,6 +173,79 @@ EQ_API eq_err eq_image_check(const char *image_path, const char *packages_dir, c
 			     struct eq_image **ret, struct eq_image_summary *ret_summary,
 			     struct eq_error *err) EQ_MUST_CHECK;
 
+/* ---- image components (gen_image_compose.c) ---------------------------- */
+
+/* Names of the image components (docs/manifest-format.md "image"). */
+#define EQ_IMAGE_SKELETON "eqota-image-skeleton"
+#define EQ_IMAGE_TOP "eqota-image-top"
+#define EQ_IMAGE_PREFIX "eqota-image."
+
+/* Whether @name is one of the names image components take: a real package
+ * may not have it. */
+EQ_API bool eq_image_is_component_name(const char *name);
+
+/* One image component: a payload of image entries (plain value struct). */
+struct eq_image_component {
+	char *name;
+	struct eq_payload_builder *b; /* its entries; data read from the components' data file */
+	uint64_t entries;
+	uint64_t bytes; /* of regular files' data (a hard-link group once) */
+};
+
+/*
+ * What turns a release into the image (DESIGN31.md): the components
+ * @v[0 .. n_before) go before the packages (the skeleton), the rest after
+ * them, in this order; @replace and @remove are package paths as the
+ * packages ship them (sorted, unique, disjoint). Everything is owned by
+ * the struct (eq_image_components_free()).
+ */
+struct eq_image_components {
+	struct eq_image_component *v;
+	size_t n, n_before;
+	char **replace, **remove;
+	size_t n_replace, n_remove;
+	uint64_t from_packages; /* image entries the packages place */
+	uint64_t from_image;    /* image entries only components place */
+	int data_fd;            /* the regular files' data the builders read */
+};
+
+struct eq_image_compose_opts {
+	const char *rootfs; /* what eq_image_load() read: folder or tar */
+	const char *tmpdir; /* where the data file is made (unlinked at once) */
+	bool devices;       /* device nodes allowed (then only under dev/) */
+};
+
+/*
+ * Computes the components of @img, to which every package of the release
+ * was attributed (eq_image_attribute()) and which was classified
+ * (eq_image_classify()):
+ *  - the skeleton (EQ_IMAGE_SKELETON): the image's symlinks that package
+ *    paths lead through, the folders on the way to them and the folders
+ *    they lead to;
+ *  - after the packages, grouped by the top folder of the path
+ *    (EQ_IMAGE_PREFIX + folder; a name outside [A-Za-z0-9._+-] or longer
+ *    than 100 bytes becomes "x" + 16 hex of its SHA-256; non-folders
+ *    directly at the root: EQ_IMAGE_TOP): every entry not class PACKAGE
+ *    and not in the skeleton, package folders whose metadata the last
+ *    package (name order) shipping them does not give, and every member of
+ *    a hard-link group with any such member (in the component of the
+ *    group's first path).
+ * Regular files' data is read from @o->rootfs again into one temporary
+ * file and must hash to what eq_image_load() read (EQ_ERR_STATE naming the
+ * entry: the image changed). Device nodes are refused (EQ_ERR_UNSAFE, the
+ * entry named) unless @o->devices, and then anywhere but under dev/.
+ * On success *ret is new; free it with eq_image_components_free().
+ */
+EQ_API eq_err eq_image_compose(struct eq_image *img, const struct eq_image_compose_opts *o,
+			       struct eq_image_components **ret, struct eq_error *err) EQ_MUST_CHECK;
+
+/* The device node rule of eq_image_compose() alone, so that a publish
+ * refuses the image before any package is read. */
+EQ_API eq_err eq_image_check_devices(const struct eq_image *img, bool devices, struct eq_error *err) EQ_MUST_CHECK;
+
+/* Frees @c, its builders and data file; NULL is a no-op. */
+EQ_API void eq_image_components_free(struct eq_image_components *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,6 +49,13 @@ struct eq_publish_opts {
 	bool no_cache;          /* read every package even when unchanged */
 	/* The pin (eq_gen_root_newest()): needed in a repository with a root. */
 	const char *trusted_root;
+	/* Image mode (docs/eqota-gen.md "Image mode"): the built root
+	 * filesystem (folder or possibly compressed tar) the release is; NULL:
+	 * the packages alone (manifest format 1). Its components
+	 * (eq_image_compose()) are published as packages of the release and
+	 * the manifest is format 2. */
+	const char *image;
+	bool image_devices; /* the image may hold device nodes, under dev/ only */
 };
 
 /* More threads than this gain nothing: batches are PUBLISH_BATCH long. */
@@ -81,6 +88,16 @@ struct eq_publish_report {
 	 * checking the same again (eq_timestamp_opts). */
 	struct eq_root *root;
 	uint8_t manifest_sha256[EQ_SHA256_LEN];
+	/* Image mode (opts.image): the image's entries the packages place and
+	 * those the components place; the components (the last n_components
+	 * of pkgs), their payload and object bytes, and the bytes a device
+	 * one release behind fetches for them (per component its smallest
+	 * delta from the previous release's, else the object). */
+	bool image;
+	uint64_t image_entries, image_from_packages, image_from_image;
+	size_t n_components;
+	uint64_t component_payload_bytes, component_object_bytes, component_update_bytes;
+	size_t component_deltas; /* components with a delta from the previous release */
 };
 EQ_API void eq_publish_report_done(struct eq_publish_report *r);
 
