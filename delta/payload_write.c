@@ -348,11 +348,14 @@ eq_err eq_payload_builder_remove(struct eq_payload_builder *b, const char *path,
  * IMA/EVM) are. LSM labels (SELinux, Smack, AppArmor) are assigned by the
  * policy of the system the files sit on, so a device rebuilding its payload
  * would never match; trusted.* is readable only with CAP_SYS_ADMIN, so the
- * bytes would depend on who builds; system.* holds ACLs and is out of scope.
+ * bytes would depend on who builds. Of system.*, the two POSIX ACLs are:
+ * images carry them (systemd-tmpfiles gives var/log/journal both), and an
+ * image component that sets them must rebuild with them on the device.
  */
 bool eq_payload_xattr_kept(const char *name)
 {
-	if (!strncmp(name, "user.", 5))
+	if (!strncmp(name, "user.", 5) || !strcmp(name, "system.posix_acl_access") ||
+	    !strcmp(name, "system.posix_acl_default"))
 		return true;
 	if (strncmp(name, "security.", 9) != 0)
 		return false;

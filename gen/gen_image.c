@@ -192,17 +192,25 @@ static eq_err copy_xattrs(struct eq_image_entry *o, const struct eq_xattr *x, si
 	if (!o->xattrs)
 		return nomem(err);
 	for (size_t i = 0; i < n; i++) {
+		/* What a payload does not keep, a device could not rebuild
+		 * (<eq/delta.h> eq_payload_xattr_kept(): LSM labels come from
+		 * the device's policy, trusted.* needs CAP_SYS_ADMIN). */
+		if (!eq_payload_xattr_kept(x[i].name)) {
+			eq_log(EQ_LOG_WARNING, "image entry '%s': xattr '%s' is not reproduced on devices, left out",
+			       eq_quote(q, sizeof(q), path), x[i].name);
+			continue;
+		}
 		if (x[i].len > lim->max_xattr_size)
 			return eq_error_set(err, EQ_ERR_LIMIT, "entry '%s': xattr '%s' is larger than %zu bytes",
 					    eq_quote(q, sizeof(q), path), x[i].name, lim->max_xattr_size);
-		o->xattrs[i].name = eq_strdup(x[i].name);
-		o->xattrs[i].value = eq_malloc(x[i].len ? x[i].len : 1);
-		o->n_xattrs = i + 1;
-		if (!o->xattrs[i].name || !o->xattrs[i].value)
+		struct eq_xattr *d = &o->xattrs[o->n_xattrs++];
+		d->name = eq_strdup(x[i].name);
+		d->value = eq_malloc(x[i].len ? x[i].len : 1);
+		if (!d->name || !d->value)
 			return nomem(err);
 		if (x[i].len)
-			memcpy(o->xattrs[i].value, x[i].value, x[i].len);
-		o->xattrs[i].len = x[i].len;
+			memcpy(d->value, x[i].value, x[i].len);
+		d->len = x[i].len;
 	}
 	qsort(o->xattrs, o->n_xattrs, sizeof(*o->xattrs), cmp_xattr);
 	xattr_digest(o);
