@@ -40,7 +40,10 @@ relative path without leading "./" or "/". The default exclusions, which
                        signature, each package's file list); it is written
                        on the device and is in no image
 There are no others; anything else that legitimately differs on a device
-must be named with --exclude or --persist on the command line.
+must be named with --exclude or --persist on the command line. A folder
+that only one side has, that leads to an excluded path and holds nothing
+else, is left out too: the device makes usr/lib/eqota to hold
+usr/lib/eqota/slot in an image that does not ship eqota.
 
 --persist PATH declares PATH device-local (eqota's [persist] section): it
 and everything below it are not counted as differences, and a line
@@ -95,6 +98,17 @@ def norm(name):
     if ".." in parts:
         raise ReadError(f"entry '{name}' has a '..' component")
     return "/".join(parts) or "."
+
+
+def drop_holders(x, other, patterns):
+    """Drops from x the folders other lacks that only lead to an excluded path."""
+    for path in sorted((p for p in x if p not in other), key=len, reverse=True):
+        if x[path].type != "dir":
+            continue
+        leads = any(pat.startswith(path + "/") for pat in patterns)
+        holds = any(q.startswith(path + "/") for q in x)
+        if leads and not holds:
+            del x[path]
 
 
 def excluded(path, patterns):
@@ -374,6 +388,8 @@ def main(argv):
     except ReadError as e:
         print(f"imgcmp: {e}", file=sys.stderr)
         return 2
+    drop_holders(a, b, patterns)
+    drop_holders(b, a, patterns)
     # A persisted path's subtree is the device's own: left out, reported apart.
     persisted = {p for p in set(a) | set(b) if excluded(p, persist)}
     diffs = compare(a, b, persisted)
