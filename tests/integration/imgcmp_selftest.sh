@@ -116,14 +116,21 @@ echo device-own >"$work/dev/etc/machine-id"
 echo changed >"$work/dev/etc/motd"
 mkdir -p "$work/dev/usr/lib/eqota/slot" && echo '{}' >"$work/dev/usr/lib/eqota/slot/manifest.json"
 run "slot marker excluded by default, persist" 1 python3 "$cmp" "$a" "$work/dev" --persist /etc/machine-id &&
-	if grep -q "^persist: etc/machine-id: B's own" <<<"$out" && grep -q "^2 differences " <<<"$out" &&
-		grep -q "^etc/motd: content" <<<"$out" && grep -q "^usr/lib/eqota: extra in B" <<<"$out" &&
-		! grep -q "usr/lib/eqota/slot" <<<"${out%%$'\n'2 differences*}"; then
-		pass "persist: machine-id is B's own and not a difference; the slot folder is excluded; motd still differs"
+	if grep -q "^persist: etc/machine-id: B's own" <<<"$out" && grep -q "^1 difference " <<<"$out" &&
+		grep -q "^etc/motd: content" <<<"$out" && ! grep -q "usr/lib/eqota" <<<"${out%%$'\n'1 difference *}"; then
+		pass "persist: machine-id is B's own and not a difference; the slot folder and usr/lib/eqota, made only to hold it, are excluded; motd still differs"
 	else
 		fail "persist/exclude: $out"
 	fi
-# (usr/lib/eqota itself is compared: only its slot folder is excluded.)
+# usr/lib/eqota holding anything else is compared.
+echo x >"$work/dev/usr/lib/eqota/other"
+run "a folder leading to the slot folder but holding more" 1 python3 "$cmp" "$a" "$work/dev" --persist etc/machine-id &&
+	if grep -q "^usr/lib/eqota: extra in B" <<<"$out" && grep -q "^usr/lib/eqota/other: extra in B" <<<"$out"; then
+		pass "usr/lib/eqota with another entry is a difference"
+	else
+		fail "usr/lib/eqota with more: $out"
+	fi
+rm "$work/dev/usr/lib/eqota/other"
 run "--exclude a pattern" 0 python3 "$cmp" "$a" "$work/dev" --persist etc/machine-id --exclude 'etc/mo*' --exclude usr/lib/eqota &&
 	pass "--exclude: etc/mo* and usr/lib/eqota left out, 0 differences"
 run "--no-default-excludes" 1 python3 "$cmp" "$a" "$work/dev" --persist etc/machine-id --exclude 'etc/mo*' --no-default-excludes &&
@@ -133,8 +140,8 @@ run "--no-default-excludes" 1 python3 "$cmp" "$a" "$work/dev" --persist etc/mach
 		fail "--no-default-excludes: $out"
 	fi
 run "--json" 1 python3 "$cmp" "$a" "$work/dev" --json &&
-	if python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(0 if d["count"] == 3 and d["differences"][0]["path"] == "etc/machine-id" else 1)' <<<"$out"; then
-		pass "--json: count 3, the first difference etc/machine-id"
+	if python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(0 if d["count"] == 2 and d["differences"][0]["path"] == "etc/machine-id" else 1)' <<<"$out"; then
+		pass "--json: count 2, the first difference etc/machine-id"
 	else
 		fail "--json: $out"
 	fi
