@@ -104,6 +104,35 @@ def build_index(d, installed):
     return lines, files
 
 
+def flag(d, var, default):
+    """A "0"/"1" variable; anything else is refused, naming it."""
+    v = (d.getVar(var) or default).strip()
+    if v not in ("0", "1"):
+        raise EqotaError("%s = '%s': expected \"1\" or \"0\"" % (var, v))
+    return v == "1"
+
+
+def image_args(d):
+    """The image options of eqota-gen publish: --image and the deployed
+    image (EQOTA_IMAGE, the tar of IMAGE_ROOTFS; why not the folder: the
+    class), --image-devices; none when EQOTA_IMAGE_MODE is "0"."""
+    devices = flag(d, "EQOTA_IMAGE_DEVICES", "0")
+    if not flag(d, "EQOTA_IMAGE_MODE", "1"):
+        if devices:
+            raise EqotaError("EQOTA_IMAGE_DEVICES = \"1\" needs EQOTA_IMAGE_MODE = \"1\": device nodes are "
+                             "published only with the image")
+        return []
+    image = d.getVar("EQOTA_IMAGE") or ""
+    if not image:
+        raise EqotaError("EQOTA_IMAGE is empty: image mode publishes the deployed image (or set "
+                         "EQOTA_IMAGE_MODE = \"0\" to publish the packages alone)")
+    if not os.path.isfile(image):
+        raise EqotaError("EQOTA_IMAGE %s is missing: image mode needs the image as %s (IMAGE_FSTYPES has it "
+                         "once the class is inherited; build the image again), or set EQOTA_IMAGE_MODE = \"0\" "
+                         "to publish the packages alone" % (image, d.getVar("EQOTA_IMAGE_FSTYPE") or "a tar"))
+    return ["--image", image] + (["--image-devices"] if devices else [])
+
+
 def publish_command(d, packages_dir, index_path):
     """The eqota-gen publish command line, and the environment additions
     (the hashserv login, read from the environment bitbake started in,
@@ -112,13 +141,14 @@ def publish_command(d, packages_dir, index_path):
     for var, what in need.items():
         if not d.getVar(var):
             raise EqotaError("%s is not set: %s" % (var, what))
+    image = image_args(d)
     cmd = ["eqota-gen", "publish",
            "--repo", d.getVar("EQOTA_REPO"),
            "--board", d.getVar("EQOTA_BOARD"),
            "--channel", d.getVar("EQOTA_CHANNEL"),
            "--release", d.getVar("EQOTA_RELEASE"),
            "--packages", packages_dir,
-           "--build-index", index_path,
+           "--build-index", index_path] + image + [
            "--key", d.getVar("EQOTA_SIGNING_KEY"),
            "--level", d.getVar("EQOTA_LEVEL") or "19"]
     for k in (d.getVar("EQOTA_TIMESTAMP_KEY") or "").split():
