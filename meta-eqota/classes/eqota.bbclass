@@ -84,7 +84,7 @@ do_rootfs[vardepsexclude] += "BB_TASKDEPDATA"
 
 python do_eqota_publish() {
     import os, shutil, subprocess
-    from eqota.yocto import deploy_dir, publish_command, EqotaError
+    from eqota.yocto import deploy_dir, make_state_dirs, publish_command, EqotaError
     index = d.getVar("EQOTA_INDEX_LINK")
     if not os.path.exists(index):
         bb.fatal("eqota: %s is missing: build the image first" % index)
@@ -103,7 +103,8 @@ python do_eqota_publish() {
             os.symlink(src, dst)
     try:
         cmd, extra_env = publish_command(d, pkgs, index)
-    except EqotaError as e:
+        make_state_dirs(d)
+    except (EqotaError, OSError) as e:
         bb.fatal("eqota: %s" % e)
     env = dict(os.environ)
     env.update(extra_env)

@@ -279,6 +279,18 @@ try:
     check(False, "a WebSocket hashserv is refused")
 except yocto.EqotaError as e:
     check("WebSocket" in str(e), "a WebSocket hashserv is refused with a reason")
+# Inside a task BitBake sets BB_HASHSERVE only for "auto": the default
+# ${BB_HASHSERVE} then stays a reference (found by a real build).
+d_ref = bb.data.createCopy(d)
+d_ref.delVar("EQOTA_HASHSERV")
+d_ref.setVar("EQOTA_HASHSERV", "${BB_HASHSERVE}")
+d_ref.delVar("BB_HASHSERVE")
+try:
+    yocto.publish_command(d_ref, "/p", index)
+    check(False, "an EQOTA_HASHSERV that is still ${BB_HASHSERVE} in the task is refused")
+except yocto.EqotaError as e:
+    check("${BB_HASHSERVE}" in str(e) and "EQOTA_HASHSERV" in str(e),
+          "an EQOTA_HASHSERV that is still ${BB_HASHSERVE} in the task is refused: %s" % e)
 
 # The index and files through the real eqota-gen (local store here; the
 # hashserv interop tests cover the server).
@@ -328,6 +340,32 @@ if image_mode:
         mj = json.load(f)
     check(mj.get("format") == 2 and isinstance(mj.get("image"), dict),
           "image mode: the manifest is format 2 with an image object")
+
+# The class's own task, as bitbake runs it: in a fresh build folder (the
+# folder of EQOTA_STORE and EQOTA_CACHE does not exist yet), with the
+# eqota-gen found in PATH as eqota-gen-native provides it.
+os.makedirs(os.path.join(w, "bin"))
+os.symlink(os.path.abspath(gen), os.path.join(w, "bin", "eqota-gen"))
+os.environ["PATH"] = os.path.join(w, "bin") + os.pathsep + os.environ.get("PATH", "")
+for suffix in ("", ".files"):
+    os.symlink(index + suffix, os.path.join(deploy_img, "test-image-qemux86-64.eqota-index" + suffix))
+d.setVar("EQOTA_STORE", os.path.join(w, "fresh", "eqota", "equiv.db"))
+d.setVar("EQOTA_CACHE", os.path.join(w, "fresh", "eqota", "inputs.db"))
+d.setVar("EQOTA_RELEASE", "2.0")
+try:
+    bb.build.exec_func("do_eqota_publish", d)
+    task_ok = True
+except Exception as e:  # bb.fatal raises BitBake's own exception types
+    task_ok = False
+    print("do_eqota_publish: %r" % e)
+check(task_ok and os.path.exists(os.path.join(w, "fresh", "eqota", "inputs.db")),
+      "do_eqota_publish publishes in a fresh build folder (it makes the folder of EQOTA_STORE/EQOTA_CACHE)")
+if image_mode:
+    with open(os.path.join(w, "repo", "boards", "qemux86-64", "stable", "manifest.json")) as f:
+        mj = json.load(f)
+    check(mj.get("release") == "2.0" and mj.get("format") == 2 and isinstance(mj.get("image"), dict),
+          "do_eqota_publish in image mode: release 2.0 is format 2 with an image object")
+
 show = subprocess.run([gen, "show", "--repo", os.path.join(w, "repo"), "--board", "qemux86-64", "--channel",
                        "stable", "--json"], stdout=subprocess.PIPE, text=True)
 m = {p["name"]: p["taskhash"] for p in json.loads(show.stdout)["packages"]} if show.returncode == 0 else {}

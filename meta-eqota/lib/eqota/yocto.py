@@ -133,6 +133,16 @@ def image_args(d):
     return ["--image", image] + (["--image-devices"] if devices else [])
 
 
+def make_state_dirs(d):
+    """The folders of EQOTA_STORE and EQOTA_CACHE (by default
+    ${TOPDIR}/eqota, which nothing else makes); eqota-gen creates the
+    databases, not their folders."""
+    for var in ("EQOTA_STORE", "EQOTA_CACHE"):
+        path = d.getVar(var) or ""
+        if path and os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+
+
 def publish_command(d, packages_dir, index_path):
     """The eqota-gen publish command line, and the environment additions
     (the hashserv login, read from the environment bitbake started in,
@@ -159,6 +169,13 @@ def publish_command(d, packages_dir, index_path):
     if hashserv.startswith(("ws://", "wss://")):
         raise EqotaError("EQOTA_HASHSERV '%s': eqota-gen speaks to bitbake-hashserv over TCP or a unix socket, "
                          "not WebSocket: set EQOTA_HASHSERV to such an address of the server" % hashserv)
+    if "${" in hashserv:
+        # bitbake-worker gives a task's BB_HASHSERVE the address of the
+        # server BitBake started itself, and none unless it is "auto": the
+        # default ${BB_HASHSERVE} then stays a reference.
+        raise EqotaError("EQOTA_HASHSERV '%s' is not an address inside the publish task (BitBake sets "
+                         "BB_HASHSERVE there only for BB_HASHSERVE = \"auto\"): set EQOTA_HASHSERV to the "
+                         "server's HOST:PORT or unix://PATH" % hashserv)
     if hashserv:
         cmd += ["--hashserv", hashserv]
     else:
