@@ -43,7 +43,7 @@ EQOTA_IMAGE_DEVICES ??= "0"
 # image pre-processing command, inside pseudo, and is deployed with the
 # index by the same task, so the two always describe one build.
 EQOTA_IMAGE_FSTYPE ??= "tar"
-EQOTA_IMAGE = "${DEPLOY_DIR_IMAGE}/${IMAGE_LINK_NAME}.${EQOTA_IMAGE_FSTYPE}"
+EQOTA_IMAGE ??= "${DEPLOY_DIR_IMAGE}/${IMAGE_LINK_NAME}.${EQOTA_IMAGE_FSTYPE}"
 IMAGE_FSTYPES:append = "${@' ' + d.getVar('EQOTA_IMAGE_FSTYPE') if d.getVar('EQOTA_IMAGE_MODE') == '1' else ''}"
 # OE's tar command keeps no xattrs (file capabilities, security labels),
 # and the device must get them as the image has them.

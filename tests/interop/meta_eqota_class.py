@@ -280,7 +280,7 @@ try:
 except yocto.EqotaError as e:
     check("WebSocket" in str(e), "a WebSocket hashserv is refused with a reason")
 # Inside a task BitBake sets BB_HASHSERVE only for "auto": the default
-# ${BB_HASHSERVE} then stays a reference (found by a real build).
+# ${BB_HASHSERVE} then stays a reference (found by the offline OE-Core build).
 d_ref = bb.data.createCopy(d)
 d_ref.delVar("EQOTA_HASHSERV")
 d_ref.setVar("EQOTA_HASHSERV", "${BB_HASHSERVE}")

@@ -108,8 +108,9 @@ grep -q '^EQOTA_IMAGE_MODE="1"' <<<"$e" && grep -qE '^IMAGE_FSTYPES="(.* )?tar( 
   pass "core-image-minimal: image mode by default, its IMAGE_FSTYPES has tar" ||
   fail "image mode: $(grep -E '^(EQOTA_IMAGE_MODE|IMAGE_FSTYPES)=' <<<"$e")"
 deploy=$(sed -n 's/^DEPLOY_DIR_IMAGE="\(.*\)"/\1/p' <<<"$e")
-grep -qx "EQOTA_IMAGE=\"$deploy/core-image-minimal-qemux86-64.tar\"" <<<"$e" && [ -n "$deploy" ] &&
-  pass "EQOTA_IMAGE is the deployed tar ($deploy/core-image-minimal-qemux86-64.tar)" ||
+link=$(sed -n 's/^IMAGE_LINK_NAME="\(.*\)"/\1/p' <<<"$e")
+grep -qx "EQOTA_IMAGE=\"$deploy/$link.tar\"" <<<"$e" && [ -n "$deploy" ] && [ -n "$link" ] &&
+  pass "EQOTA_IMAGE is the deployed tar ($deploy/$link.tar)" ||
   fail "EQOTA_IMAGE: $(grep '^EQOTA_IMAGE=' <<<"$e")"
 grep -q '^IMAGE_CMD_TAR=".*--xattrs --xattrs-include=' <<<"$e" && pass "image mode: OE's tar keeps xattrs" ||
   fail "IMAGE_CMD_TAR: $(grep '^IMAGE_CMD_TAR=' <<<"$e")"
