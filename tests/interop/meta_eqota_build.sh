@@ -154,7 +154,11 @@ fi
 m=$w/repo/boards/eqtest/stable/manifest.json
 if python3 - "$m" "$image_mode" <<'EOF'
 import json, sys
-m = json.load(open(sys.argv[1]))
+try:
+    m = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print(e)
+    sys.exit(1)
 names = [p["name"] for p in m["packages"]]
 want = 2 if sys.argv[2] == "1" else 1
 ok = m.get("format") == want and "eqtest-data" in names and (("image" in m) == (want == 2))
