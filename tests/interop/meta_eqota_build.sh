@@ -142,7 +142,7 @@ if [ "$image_mode" = 0 ]; then
   echo 'EQOTA_IMAGE_MODE = "0"' >> "$w/build/conf/local.conf"
 fi
 if out=$(bb "bitbake eqtest-image -c eqota_publish" 2>&1); then
-  pass "bitbake -c eqota_publish publishes in a fresh build folder: $(grep '^published' <<<"$out")"
+  pass "bitbake -c eqota_publish publishes in a fresh build folder: $(grep -E '^(published|image:)' <<<"$out")"
 else
   fail "eqota_publish: $(grep -v '^NOTE: Running' <<<"$out" | tail -30)"
 fi
