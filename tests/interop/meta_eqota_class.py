@@ -259,6 +259,16 @@ d.setVar("EQOTA_IMAGE_DEVICES", "0")
 pcmd = yocto.publish_command(d, "/p", index)[0]
 check("--image" not in pcmd and "--image-devices" not in pcmd and "--packages" in pcmd,
       "EQOTA_IMAGE_MODE = 0: the packages alone")
+d.setVar("EQOTA_IMAGE_MODE", "1")
+for bad in ("wic", "tar.lz4", "ext4"):
+    d.setVar("EQOTA_IMAGE_FSTYPE", bad)
+    try:
+        yocto.publish_command(d, "/p", index)
+        check(False, "EQOTA_IMAGE_FSTYPE = %s is refused" % bad)
+    except yocto.EqotaError as e:
+        check("EQOTA_IMAGE_FSTYPE" in str(e) and bad in str(e) and "tar.zst" in str(e),
+              "EQOTA_IMAGE_FSTYPE = %s is refused: %s" % (bad, e))
+d.setVar("EQOTA_IMAGE_FSTYPE", "tar")
 for var, bad in (("EQOTA_IMAGE_MODE", "yes"), ("EQOTA_IMAGE_DEVICES", "true")):
     d.setVar(var, bad)
     try:

@@ -112,6 +112,10 @@ def flag(d, var, default):
     return v == "1"
 
 
+# OE image types eqota-gen can read (its tar reader's compressions).
+IMAGE_FSTYPES = ("tar", "tar.gz", "tar.bz2", "tar.xz", "tar.zst")
+
+
 def image_args(d):
     """The image options of eqota-gen publish: --image and the deployed
     image (EQOTA_IMAGE, the tar of IMAGE_ROOTFS; why not the folder: the
@@ -122,6 +126,10 @@ def image_args(d):
             raise EqotaError("EQOTA_IMAGE_DEVICES = \"1\" needs EQOTA_IMAGE_MODE = \"1\": device nodes are "
                              "published only with the image")
         return []
+    fstype = d.getVar("EQOTA_IMAGE_FSTYPE") or ""
+    if fstype not in IMAGE_FSTYPES:
+        raise EqotaError("EQOTA_IMAGE_FSTYPE '%s': eqota-gen reads the image as a tar of the rootfs, one of %s" %
+                         (fstype, ", ".join(IMAGE_FSTYPES)))
     image = d.getVar("EQOTA_IMAGE") or ""
     if not image:
         raise EqotaError("EQOTA_IMAGE is empty: image mode publishes the deployed image (or set "
