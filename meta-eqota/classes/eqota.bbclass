@@ -1,9 +1,10 @@
-# eqota.bbclass: publish an image's packages as an eqota release.
+# eqota.bbclass: publish an image, and its packages, as an eqota release.
 #
 # Inherit it in an image recipe (or IMAGE_CLASSES += "eqota"). do_rootfs
 # then also writes the image's eqota build index next to its manifest, and
 #     bitbake <image> -c eqota_publish
-# publishes the image's packages with eqota-gen into ${EQOTA_REPO}.
+# publishes the image (its root filesystem and its packages) with eqota-gen
+# into ${EQOTA_REPO}.
 # Variables and the key handling: docs/yocto.md in the eqota repository.
 
 EQOTA_REPO ??= ""
@@ -24,6 +25,30 @@ EQOTA_STORE ??= "${TOPDIR}/eqota/equiv.db"
 EQOTA_CACHE ??= "${TOPDIR}/eqota/inputs.db"
 EQOTA_LEVEL ??= "19"
 EQOTA_PUBLISH_ARGS ??= ""
+
+# Image mode: the release is the root filesystem the build made, not only
+# its packages (a device needs the user database, enabled services, links
+# and /etc files that do_rootfs creates). "0": the packages alone.
+EQOTA_IMAGE_MODE ??= "1"
+# "1": the image may hold device nodes (under /dev only); eqota-gen refuses
+# them otherwise.
+EQOTA_IMAGE_DEVICES ??= "0"
+# The image given to eqota-gen is the deployed tar of IMAGE_ROOTFS, not the
+# folder itself: the folder's owners, modes, xattrs and device nodes are
+# real only inside pseudo's database (the files on disk belong to the
+# build user, the device nodes are plain files); it is not shared state,
+# so when do_image_complete comes from sstate it is missing, or the folder
+# of an older build that disagrees with the deployed index; and rm_work
+# deletes it. The tar is written from IMAGE_ROOTFS after every rootfs and
+# image pre-processing command, inside pseudo, and is deployed with the
+# index by the same task, so the two always describe one build.
+EQOTA_IMAGE_FSTYPE ??= "tar"
+EQOTA_IMAGE ??= "${DEPLOY_DIR_IMAGE}/${IMAGE_LINK_NAME}.${EQOTA_IMAGE_FSTYPE}"
+IMAGE_FSTYPES:append = "${@' ' + d.getVar('EQOTA_IMAGE_FSTYPE') if d.getVar('EQOTA_IMAGE_MODE') == '1' else ''}"
+# OE's tar command keeps no xattrs (file capabilities, security labels),
+# and the device must get them as the image has them.
+EQOTA_TAR_XATTRS = "--xattrs --xattrs-include='*'"
+IMAGE_CMD_TAR:append = "${@' ' + d.getVar('EQOTA_TAR_XATTRS') if d.getVar('EQOTA_IMAGE_MODE') == '1' else ''}"
 
 EQOTA_INDEX = "${IMGDEPLOYDIR}/${IMAGE_NAME}.eqota-index"
 EQOTA_INDEX_LINK = "${DEPLOY_DIR_IMAGE}/${IMAGE_LINK_NAME}.eqota-index"
@@ -59,7 +84,7 @@ do_rootfs[vardepsexclude] += "BB_TASKDEPDATA"
 
 python do_eqota_publish() {
     import os, shutil, subprocess
-    from eqota.yocto import deploy_dir, publish_command, EqotaError
+    from eqota.yocto import deploy_dir, make_state_dirs, publish_command, EqotaError
     index = d.getVar("EQOTA_INDEX_LINK")
     if not os.path.exists(index):
         bb.fatal("eqota: %s is missing: build the image first" % index)
@@ -78,7 +103,8 @@ python do_eqota_publish() {
             os.symlink(src, dst)
     try:
         cmd, extra_env = publish_command(d, pkgs, index)
-    except EqotaError as e:
+        make_state_dirs(d)
+    except (EqotaError, OSError) as e:
         bb.fatal("eqota: %s" % e)
     env = dict(os.environ)
     env.update(extra_env)

@@ -127,6 +127,15 @@ check("BB_TASKDEPDATA" in (d.getVarFlag("eqota_write_index", "vardepsexclude") o
 check(d.getVar("EQOTA_HASHSERV") == "unix://%s/hashserve.sock" % w, "EQOTA_HASHSERV defaults to BB_HASHSERVE")
 check(d.getVar("EQOTA_BOARD") == "qemux86-64" and d.getVar("EQOTA_CHANNEL") == "stable",
       "EQOTA_BOARD defaults to MACHINE, EQOTA_CHANNEL to stable")
+check(d.getVar("EQOTA_IMAGE_MODE") == "1" and d.getVar("EQOTA_IMAGE_DEVICES") == "0",
+      "image mode is the default, device nodes are not")
+check("tar" in (d.getVar("IMAGE_FSTYPES") or "").split(), "image mode adds the tar the publish reads to IMAGE_FSTYPES")
+check("--xattrs" in (d.getVar("IMAGE_CMD_TAR") or "").split(), "image mode makes OE's tar keep xattrs")
+d_pkgs = bb.data.createCopy(d)
+d_pkgs.setVar("EQOTA_IMAGE_MODE", "0")
+check("tar" not in (d_pkgs.getVar("IMAGE_FSTYPES") or "").split() and
+      "--xattrs" not in (d_pkgs.getVar("IMAGE_CMD_TAR") or ""),
+      "EQOTA_IMAGE_MODE = 0 leaves IMAGE_FSTYPES and the tar command alone")
 
 # Run the class's eqota_write_index as do_rootfs would.
 img = os.path.join(w, "imgdeploy")
@@ -196,6 +205,79 @@ d.setVar("BB_ORIGENV", origenv)
 for k, v in {"EQOTA_REPO": os.path.join(w, "repo"), "EQOTA_SIGNING_KEY": os.path.join(w, "rel.key"),
              "EQOTA_BOARD": "qemux86-64", "EQOTA_RELEASE": "1.0", "EQOTA_LEVEL": "3"}.items():
     d.setVar(k, v)
+# Image mode: the deployed tar of the rootfs (what do_image_tar wrote from
+# IMAGE_ROOTFS inside pseudo), behind the image's link name.
+deploy_img = os.path.join(w, "deploy-images")
+os.makedirs(deploy_img)
+d.setVar("DEPLOY_DIR_IMAGE", deploy_img)
+image_tar = os.path.join(deploy_img, "test-image-qemux86-64.tar")
+check(d.getVar("EQOTA_IMAGE") == image_tar, "EQOTA_IMAGE is the image's tar in DEPLOY_DIR_IMAGE")
+try:
+    yocto.publish_command(d, "/p", index)
+    check(False, "image mode without the deployed tar is refused")
+except yocto.EqotaError as e:
+    check("EQOTA_IMAGE" in str(e) and image_tar in str(e) and "EQOTA_IMAGE_MODE" in str(e),
+          "image mode without the deployed tar is refused: %s" % e)
+
+
+def rootfs_tar(path, packages):
+    """The rootfs as OE's tar image has it: the packages' files, folders,
+    and what only do_rootfs makes (etc/hostname, a user database)."""
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as t:
+        def add(name, body=None, mode=0o644, kind=tarfile.REGTYPE):
+            i = tarfile.TarInfo(name)
+            i.type, i.mode, i.uid, i.gid, i.mtime = kind, mode, 0, 0, 1700000000
+            if body is not None:
+                i.size = len(body)
+            t.addfile(i, io.BytesIO(body) if body is not None else None)
+        add("./", mode=0o755, kind=tarfile.DIRTYPE)
+        for dname in ("etc", "usr", "usr/share"):
+            add("./" + dname, mode=0o755, kind=tarfile.DIRTYPE)
+        for pkg, (_, ver, _) in sorted(packages.items()):
+            add("./usr/share/" + pkg, mode=0o755, kind=tarfile.DIRTYPE)
+            add("./usr/share/%s/data" % pkg, ("%s %s" % (pkg, ver)).encode())
+        add("./etc/hostname", b"qemux86-64\n")
+        add("./etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
+
+
+rootfs_tar(image_tar + ".real", installed)
+os.symlink(os.path.basename(image_tar) + ".real", image_tar)
+cmd, env = yocto.publish_command(d, "/p", index)
+check(cmd[cmd.index("--image") + 1] == image_tar and "--image-devices" not in cmd,
+      "image mode: --image names the deployed tar, no --image-devices")
+check(cmd.index("--image") > cmd.index("--packages"), "the image is published with its packages (--packages stays)")
+d.setVar("EQOTA_IMAGE_DEVICES", "1")
+check("--image-devices" in yocto.publish_command(d, "/p", index)[0], "EQOTA_IMAGE_DEVICES = 1: --image-devices")
+d.setVar("EQOTA_IMAGE_MODE", "0")
+try:
+    yocto.publish_command(d, "/p", index)
+    check(False, "EQOTA_IMAGE_DEVICES = 1 with EQOTA_IMAGE_MODE = 0 is refused")
+except yocto.EqotaError as e:
+    check("EQOTA_IMAGE_DEVICES" in str(e) and "EQOTA_IMAGE_MODE" in str(e),
+          "EQOTA_IMAGE_DEVICES = 1 with EQOTA_IMAGE_MODE = 0 is refused: %s" % e)
+d.setVar("EQOTA_IMAGE_DEVICES", "0")
+pcmd = yocto.publish_command(d, "/p", index)[0]
+check("--image" not in pcmd and "--image-devices" not in pcmd and "--packages" in pcmd,
+      "EQOTA_IMAGE_MODE = 0: the packages alone")
+d.setVar("EQOTA_IMAGE_MODE", "1")
+for bad in ("wic", "tar.lz4", "ext4"):
+    d.setVar("EQOTA_IMAGE_FSTYPE", bad)
+    try:
+        yocto.publish_command(d, "/p", index)
+        check(False, "EQOTA_IMAGE_FSTYPE = %s is refused" % bad)
+    except yocto.EqotaError as e:
+        check("EQOTA_IMAGE_FSTYPE" in str(e) and bad in str(e) and "tar.zst" in str(e),
+              "EQOTA_IMAGE_FSTYPE = %s is refused: %s" % (bad, e))
+d.setVar("EQOTA_IMAGE_FSTYPE", "tar")
+for var, bad in (("EQOTA_IMAGE_MODE", "yes"), ("EQOTA_IMAGE_DEVICES", "true")):
+    d.setVar(var, bad)
+    try:
+        yocto.publish_command(d, "/p", index)
+        check(False, "%s = %s is refused" % (var, bad))
+    except yocto.EqotaError as e:
+        check(var in str(e) and bad in str(e), "%s = %s is refused: %s" % (var, bad, e))
+    d.setVar(var, "0" if var == "EQOTA_IMAGE_DEVICES" else "1")
+
 cmd, env = yocto.publish_command(d, "/p", index)
 check(cmd[cmd.index("--hashserv") + 1] == "unix://%s/hashserve.sock" % w and "--store" not in cmd,
       "publish uses the build's hashserv")
@@ -207,6 +289,18 @@ try:
     check(False, "a WebSocket hashserv is refused")
 except yocto.EqotaError as e:
     check("WebSocket" in str(e), "a WebSocket hashserv is refused with a reason")
+# Inside a task BitBake sets BB_HASHSERVE only for "auto": the default
+# ${BB_HASHSERVE} then stays a reference (found by the offline OE-Core build).
+d_ref = bb.data.createCopy(d)
+d_ref.delVar("EQOTA_HASHSERV")
+d_ref.setVar("EQOTA_HASHSERV", "${BB_HASHSERVE}")
+d_ref.delVar("BB_HASHSERVE")
+try:
+    yocto.publish_command(d_ref, "/p", index)
+    check(False, "an EQOTA_HASHSERV that is still ${BB_HASHSERVE} in the task is refused")
+except yocto.EqotaError as e:
+    check("${BB_HASHSERVE}" in str(e) and "EQOTA_HASHSERV" in str(e),
+          "an EQOTA_HASHSERV that is still ${BB_HASHSERVE} in the task is refused: %s" % e)
 
 # The index and files through the real eqota-gen (local store here; the
 # hashserv interop tests cover the server).
@@ -222,17 +316,71 @@ d.setVar("EQOTA_TRUSTED_ROOT", "/secure/root.json")
 cmd, env = yocto.publish_command(d, pkgs, index)
 check(cmd[cmd.index("--trusted-root") + 1] == "/secure/root.json", "EQOTA_TRUSTED_ROOT pins the root for publish")
 d.setVar("EQOTA_TRUSTED_ROOT", "")
+
+
+def gen_publishes_images():
+    """Whether this eqota-gen's publish takes --image (its usage block;
+    image-check's --image does not count)."""
+    out = subprocess.run([gen, "publish", "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True).stdout.splitlines()
+    block, inside = [], False
+    for line in out:
+        if line.startswith("  ") and not line.startswith("   "):
+            inside = line.split()[0] == "publish"
+        if inside:
+            block.append(line)
+    return "--image" in " ".join(block).replace("(", " ").replace("[", " ").split()
+
+
+image_mode = gen_publishes_images()
+if not image_mode:
+    print("SKIP: image mode through eqota-gen: its publish has no --image yet; publishing the packages alone")
+    d.setVar("EQOTA_IMAGE_MODE", "0")
 cmd, env = yocto.publish_command(d, pkgs, index)
 check(cmd[cmd.index("--cache") + 1] == os.path.join(w, "inputs.db"), "publish keeps its input cache beside the store")
 cmd[0] = gen
 r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-check(r.returncode == 0 and "default taskhash" not in r.stdout, "eqota-gen publishes the image with the index")
+check(r.returncode == 0 and "default taskhash" not in r.stdout,
+      "eqota-gen publishes the %s with the index" % ("image" if image_mode else "packages"))
 if r.returncode:
     print(r.stdout)
+import json  # noqa: E402
+if image_mode:
+    with open(os.path.join(w, "repo", "boards", "qemux86-64", "stable", "manifest.json")) as f:
+        mj = json.load(f)
+    check(mj.get("format") == 2 and isinstance(mj.get("image"), dict),
+          "image mode: the manifest is format 2 with an image object")
+
+# The class's own task, as bitbake runs it: in a fresh build folder (the
+# folder of EQOTA_STORE and EQOTA_CACHE does not exist yet), with the
+# eqota-gen found in PATH as eqota-gen-native provides it.
+os.makedirs(os.path.join(w, "bin"))
+os.symlink(os.path.abspath(gen), os.path.join(w, "bin", "eqota-gen"))
+os.environ["PATH"] = os.path.join(w, "bin") + os.pathsep + os.environ.get("PATH", "")
+for suffix in ("", ".files"):
+    os.symlink(index + suffix, os.path.join(deploy_img, "test-image-qemux86-64.eqota-index" + suffix))
+d.setVar("EQOTA_STORE", os.path.join(w, "fresh", "eqota", "equiv.db"))
+d.setVar("EQOTA_CACHE", os.path.join(w, "fresh", "eqota", "inputs.db"))
+d.setVar("EQOTA_RELEASE", "2.0")
+try:
+    bb.build.exec_func("do_eqota_publish", d)
+    task_ok = True
+except Exception as e:  # bb.fatal raises BitBake's own exception types
+    task_ok = False
+    print("do_eqota_publish: %r" % e)
+check(task_ok and os.path.exists(os.path.join(w, "fresh", "eqota", "inputs.db")),
+      "do_eqota_publish publishes in a fresh build folder (it makes the folder of EQOTA_STORE/EQOTA_CACHE)")
+if image_mode:
+    with open(os.path.join(w, "repo", "boards", "qemux86-64", "stable", "manifest.json")) as f:
+        mj = json.load(f)
+    check(mj.get("release") == "2.0" and mj.get("format") == 2 and isinstance(mj.get("image"), dict),
+          "do_eqota_publish in image mode: release 2.0 is format 2 with an image object")
+
 show = subprocess.run([gen, "show", "--repo", os.path.join(w, "repo"), "--board", "qemux86-64", "--channel",
                        "stable", "--json"], stdout=subprocess.PIPE, text=True)
-import json  # noqa: E402
 m = {p["name"]: p["taskhash"] for p in json.loads(show.stdout)["packages"]} if show.returncode == 0 else {}
+# Image components are packages of the manifest too, with their own hashes.
+m = {k: v for k, v in m.items() if not k.startswith("eqota-image")}
 check(m == want, "the manifest carries the index's taskhashes")
 
 subprocess.run(["rm", "-rf", w])

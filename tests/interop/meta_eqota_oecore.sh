@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # meta-eqota in a real OpenEmbedded-Core build folder: BitBake
 # (EQ_BITBAKE_DIR) parses oe-core (EQ_OECORE_DIR) with meta-eqota added,
-# and `bitbake -e` shows what the layer sets. BitBake refuses to run as
-# root, so it runs as an unprivileged user this test creates (eqota-bb).
+# and `bitbake -e` shows what the layer sets (image mode included). BitBake
+# refuses to run as root, so it runs as an unprivileged user this test
+# creates (eqota-bb).
 # Parse only: nothing is fetched or built.
 # Usage: meta_eqota_oecore.sh SOURCE_DIR
 set -euo pipefail
@@ -101,7 +102,21 @@ grep -q "^EQOTA_HASHSERV=\"$hs\"" <<<"$e" && [ -n "$hs" ] && pass "an image's EQ
 grep -q '^python do_eqota_publish ()' <<<"$e" && grep -q 'eqota_write_index' <<<"$(grep '^ROOTFS_POSTUNINSTALL_COMMAND=' <<<"$e")" &&
   pass "core-image-minimal with IMAGE_CLASSES += eqota has do_eqota_publish and the index step" ||
   fail "core-image-minimal: eqota tasks"
+# Image mode (the default): the publish reads the image's tar, so the class
+# adds it to IMAGE_FSTYPES and has OE's tar keep xattrs.
+grep -q '^EQOTA_IMAGE_MODE="1"' <<<"$e" && grep -qE '^IMAGE_FSTYPES="(.* )?tar( .*)?"$' <<<"$e" &&
+  pass "core-image-minimal: image mode by default, its IMAGE_FSTYPES has tar" ||
+  fail "image mode: $(grep -E '^(EQOTA_IMAGE_MODE|IMAGE_FSTYPES)=' <<<"$e")"
+deploy=$(sed -n 's/^DEPLOY_DIR_IMAGE="\(.*\)"/\1/p' <<<"$e")
+link=$(sed -n 's/^IMAGE_LINK_NAME="\(.*\)"/\1/p' <<<"$e")
+grep -qx "EQOTA_IMAGE=\"$deploy/$link.tar\"" <<<"$e" && [ -n "$deploy" ] && [ -n "$link" ] &&
+  pass "EQOTA_IMAGE is the deployed tar ($deploy/$link.tar)" ||
+  fail "EQOTA_IMAGE: $(grep '^EQOTA_IMAGE=' <<<"$e")"
+grep -q '^IMAGE_CMD_TAR=".*--xattrs --xattrs-include=' <<<"$e" && pass "image mode: OE's tar keeps xattrs" ||
+  fail "IMAGE_CMD_TAR: $(grep '^IMAGE_CMD_TAR=' <<<"$e")"
 tasks=$(bb "bitbake -c listtasks core-image-minimal" 2>&1 || true)
+grep -q '^do_image_tar ' <<<"$tasks" && pass "image mode: bitbake lists do_image_tar for the image" ||
+  fail "listtasks: no do_image_tar"
 grep -q '^do_eqota_publish ' <<<"$tasks" &&
   pass "bitbake lists do_eqota_publish for the image" || fail "listtasks"
 

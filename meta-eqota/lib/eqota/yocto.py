@@ -104,6 +104,53 @@ def build_index(d, installed):
     return lines, files
 
 
+def flag(d, var, default):
+    """A "0"/"1" variable; anything else is refused, naming it."""
+    v = (d.getVar(var) or default).strip()
+    if v not in ("0", "1"):
+        raise EqotaError("%s = '%s': expected \"1\" or \"0\"" % (var, v))
+    return v == "1"
+
+
+# OE image types eqota-gen can read (its tar reader's compressions).
+IMAGE_FSTYPES = ("tar", "tar.gz", "tar.bz2", "tar.xz", "tar.zst")
+
+
+def image_args(d):
+    """The image options of eqota-gen publish: --image and the deployed
+    image (EQOTA_IMAGE, the tar of IMAGE_ROOTFS; why not the folder: the
+    class), --image-devices; none when EQOTA_IMAGE_MODE is "0"."""
+    devices = flag(d, "EQOTA_IMAGE_DEVICES", "0")
+    if not flag(d, "EQOTA_IMAGE_MODE", "1"):
+        if devices:
+            raise EqotaError("EQOTA_IMAGE_DEVICES = \"1\" needs EQOTA_IMAGE_MODE = \"1\": device nodes are "
+                             "published only with the image")
+        return []
+    fstype = d.getVar("EQOTA_IMAGE_FSTYPE") or ""
+    if fstype not in IMAGE_FSTYPES:
+        raise EqotaError("EQOTA_IMAGE_FSTYPE '%s': eqota-gen reads the image as a tar of the rootfs, one of %s" %
+                         (fstype, ", ".join(IMAGE_FSTYPES)))
+    image = d.getVar("EQOTA_IMAGE") or ""
+    if not image:
+        raise EqotaError("EQOTA_IMAGE is empty: image mode publishes the deployed image (or set "
+                         "EQOTA_IMAGE_MODE = \"0\" to publish the packages alone)")
+    if not os.path.isfile(image):
+        raise EqotaError("EQOTA_IMAGE %s is missing: image mode needs the image as %s (IMAGE_FSTYPES has it "
+                         "once the class is inherited; build the image again), or set EQOTA_IMAGE_MODE = \"0\" "
+                         "to publish the packages alone" % (image, d.getVar("EQOTA_IMAGE_FSTYPE") or "a tar"))
+    return ["--image", image] + (["--image-devices"] if devices else [])
+
+
+def make_state_dirs(d):
+    """The folders of EQOTA_STORE and EQOTA_CACHE (by default
+    ${TOPDIR}/eqota, which nothing else makes); eqota-gen creates the
+    databases, not their folders."""
+    for var in ("EQOTA_STORE", "EQOTA_CACHE"):
+        path = d.getVar(var) or ""
+        if path and os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+
+
 def publish_command(d, packages_dir, index_path):
     """The eqota-gen publish command line, and the environment additions
     (the hashserv login, read from the environment bitbake started in,
@@ -112,13 +159,14 @@ def publish_command(d, packages_dir, index_path):
     for var, what in need.items():
         if not d.getVar(var):
             raise EqotaError("%s is not set: %s" % (var, what))
+    image = image_args(d)
     cmd = ["eqota-gen", "publish",
            "--repo", d.getVar("EQOTA_REPO"),
            "--board", d.getVar("EQOTA_BOARD"),
            "--channel", d.getVar("EQOTA_CHANNEL"),
            "--release", d.getVar("EQOTA_RELEASE"),
            "--packages", packages_dir,
-           "--build-index", index_path,
+           "--build-index", index_path] + image + [
            "--key", d.getVar("EQOTA_SIGNING_KEY"),
            "--level", d.getVar("EQOTA_LEVEL") or "19"]
     for k in (d.getVar("EQOTA_TIMESTAMP_KEY") or "").split():
@@ -129,6 +177,13 @@ def publish_command(d, packages_dir, index_path):
     if hashserv.startswith(("ws://", "wss://")):
         raise EqotaError("EQOTA_HASHSERV '%s': eqota-gen speaks to bitbake-hashserv over TCP or a unix socket, "
                          "not WebSocket: set EQOTA_HASHSERV to such an address of the server" % hashserv)
+    if "${" in hashserv:
+        # bitbake-worker gives a task's BB_HASHSERVE the address of the
+        # server BitBake started itself, and none unless it is "auto": the
+        # default ${BB_HASHSERVE} then stays a reference.
+        raise EqotaError("EQOTA_HASHSERV '%s' is not an address inside the publish task (BitBake sets "
+                         "BB_HASHSERVE there only for BB_HASHSERVE = \"auto\"): set EQOTA_HASHSERV to the "
+                         "server's HOST:PORT or unix://PATH" % hashserv)
     if hashserv:
         cmd += ["--hashserv", hashserv]
     else:
