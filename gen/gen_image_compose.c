@@ -463,6 +463,7 @@ eq_err eq_image_compose(struct eq_image *img, const struct eq_image_compose_opts
 	if (out)
 		out->data_fd = -1;
 	eq_err r = EQ_OK;
+	char *tmp = NULL;
 	if (!c.skel || !c.after || !c.need || !c.got || !c.off || !c.gleader || !c.buf || !out) {
 		r = nomem(err);
 		goto done;
@@ -482,7 +483,7 @@ eq_err eq_image_compose(struct eq_image *img, const struct eq_image_compose_opts
 		if (c.after[i] && e->type == EQ_ENTRY_FILE && e->size)
 			c.need[data_of(&c, i)] = 1;
 	}
-	EQ_AUTOFREE char *tmp = eq_asprintf("%s/image-data-XXXXXX", o->tmpdir ? o->tmpdir : "/tmp");
+	tmp = eq_asprintf("%s/image-data-XXXXXX", o->tmpdir ? o->tmpdir : "/tmp");
 	if (!tmp) {
 		r = nomem(err);
 		goto done;
@@ -497,6 +498,7 @@ eq_err eq_image_compose(struct eq_image *img, const struct eq_image_compose_opts
 	if ((r = read_data(&c, err)) || (r = build(&c, out, err)) || (r = make_lists(&c, out, err)))
 		goto done;
 done:
+	eq_free(tmp);
 	eq_free(c.skel);
 	eq_free(c.after);
 	eq_free(c.need);
