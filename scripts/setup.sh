@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages eqota needs to build and test, then
 # configures and builds. Safe to run again: only missing packages are
-# installed.  Usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]
+# installed.  Usage: scripts/setup.sh [--demo] [--no-build] [BUILD_DIR] [extra cmake args...]
+# --demo installs only what the build and scripts/demo.sh need, not the
+# test tools (QEMU, clang, Chromium, ...); --no-build stops after the packages.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/apt-wait.sh"
@@ -11,6 +13,10 @@ pkgs=(
   libmbedtls-dev libcurl4-openssl-dev libzstd-dev libubootenv-dev libcjson-dev
   libsqlite3-dev libarchive-dev libcmocka-dev libdivsufsort-dev zlib1g-dev
   zstd bsdiff xdelta3 time sqlite3 python3 dpkg-dev xz-utils binutils lighttpd lighttpd-mod-openssl openssl
+  # the Debian 12 images of the demo and of image mode's tests (tests/tools/mkimages.sh)
+  mmdebstrap apt-utils
+)
+test_pkgs=(
   # the libFuzzer build (EQ_FUZZ) of scripts/test.sh and bench/fuzz-campaign.sh
   clang libclang-rt-14-dev
   # boards and QEMU tests (boards/, tests/bootloader, tests/qemu)
@@ -24,12 +30,20 @@ pkgs=(
   chromium
   # a write failed on purpose between the bootloader and the state (integration.agent_killpoints)
   strace
-  # the two Debian 12 images of image mode's tests (tests/tools/mkimages.sh)
-  mmdebstrap
   # static analysis (label static: tests/static)
   cppcheck clang-tidy clang-format shellcheck
 )
 
+demo=0 build_it=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --demo) demo=1 ;;
+    --no-build) build_it=0 ;;
+    *) break ;;
+  esac
+  shift
+done
+[ $demo -eq 1 ] || pkgs+=("${test_pkgs[@]}")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -42,6 +56,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   eq_apt_get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+[ $build_it -eq 1 ] || exit 0
 build=${1:-$top/build}
 shift || true
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# mkimages.sh CACHE_DIR: builds two real Debian 12 (bookworm, amd64) root
-# filesystems with mmdebstrap, the test data of image mode (issue 31):
+# mkimages.sh CACHE_DIR [SET]: builds two real Debian 12 (bookworm, amd64)
+# root filesystems with mmdebstrap. SET "test" (the default) is the test data
+# of image mode (issue 31):
 #   CACHE_DIR/images/r1.tar         bookworm main only
 #   CACHE_DIR/images/r2.tar         bookworm + bookworm-updates + bookworm-security,
 #                                   plus chrony (its install script creates the
@@ -12,6 +13,13 @@
 #   CACHE_DIR/images/README         what was built, from where, when, how long
 # r1 -> r2 therefore differs by the security and stable updates published
 # after the bookworm point release, by a package added and one removed.
+#
+# SET "demo" is the README demo's pair, in CACHE_DIR/images-demo/ with the
+# same names: rN is the demo's package set CACHE_DIR/debs/releaseN (made by
+# scripts/fetch-debs.sh) at exactly those versions, served to apt as a local
+# archive pinned above Debian's, plus what Debian 12 needs to install it (dash,
+# libc-bin, perl-base, login, ...) from bookworm. r1 -> r2 therefore differs by
+# the demo's security updates only. Both images are built at once.
 #
 # Nothing is rebuilt when both tars exist and CACHE_DIR/images/stamp matches
 # the recipe below. Downloads go to CACHE_DIR/images/pool only (shared by both
@@ -27,13 +35,26 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=scripts/apt-wait.sh
+. "$top/scripts/apt-wait.sh"
 
-if [ $# -ne 1 ]; then
-	echo "usage: $0 CACHE_DIR" >&2
+if [ $# -lt 1 ] || [ $# -gt 2 ] || { [ "${2:-test}" != test ] && [ "${2:-test}" != demo ]; }; then
+	echo "usage: $0 CACHE_DIR [test|demo]" >&2
 	exit 2
 fi
-mkdir -p "$1/images"
-out=$(cd "$1/images" && pwd)
+set_name=${2:-test}
+if [ "$set_name" = demo ]; then
+	debs=$(cd "$1/debs" 2>/dev/null && pwd) || true
+	if [ -z "$debs" ] || [ ! -d "$debs/release1" ] || [ ! -d "$debs/release2" ]; then
+		echo "mkimages: $1/debs/release1 and release2 are missing: run scripts/fetch-debs.sh first" >&2
+		exit 1
+	fi
+	mkdir -p "$1/images-demo"
+	out=$(cd "$1/images-demo" && pwd)
+else
+	mkdir -p "$1/images"
+	out=$(cd "$1/images" && pwd)
+fi
 
 # The recipe: every input that changes what is built is in this text, and
 # its hash is the stamp. dpkg runs with force-unsafe-io: the image is a tar
@@ -47,6 +68,15 @@ recipe="mkimages 1
 arch=amd64 variant=minbase mode=root dpkg=force-unsafe-io SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH
 r1: suites=bookworm include=$r1_include
 r2: suites=bookworm,bookworm-updates,bookworm-security include=$r2_include"
+if [ "$set_name" = demo ]; then
+	# The .deb file names carry the versions: the recipe changes when the
+	# demo's package set does.
+	recipe="mkimages demo 1
+arch=amd64 variant=essential mode=root dpkg=force-unsafe-io SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH
+rN: the local archive CACHE_DIR/debs/releaseN pinned at 1001, then bookworm; include=all of it
+r1: $(cd "$debs/release1" && ls | sha256sum | cut -d' ' -f1)
+r2: $(cd "$debs/release2" && ls | sha256sum | cut -d' ' -f1)"
+fi
 stamp=$(printf '%s\n' "$recipe" | sha256sum | cut -d' ' -f1)
 
 if [ -f "$out/r1.tar" ] && [ -f "$out/r2.tar" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -59,8 +89,6 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 77
 fi
 if ! command -v mmdebstrap >/dev/null; then
-	# shellcheck source=scripts/apt-wait.sh
-	. "$top/scripts/apt-wait.sh"
 	echo "mkimages: installing mmdebstrap"
 	eq_apt_get install -y -q --no-install-recommends mmdebstrap >/dev/null || true
 	if ! command -v mmdebstrap >/dev/null; then
@@ -92,20 +120,25 @@ mkdir -p "$pool"
 work=$(mktemp -d "$out/build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# build NAME INCLUDE SOURCES...: NAME.tar, NAME.packages and NAME-debs in $work
+# build NAME INCLUDE SOURCES...: NAME.tar, NAME.packages, NAME-debs and
+# NAME.secs in $work. Both builds run at once (mmdebstrap waits on dpkg and
+# the disk as much as on a core), so the shared pool is only read here and
+# filled after both have finished.
 build() {
 	local name=$1 include=$2 t0; shift 2
 	t0=$(date +%s)
 	echo "mkimages: building $name (--include=$include)"
-	mmdebstrap --quiet --mode=root --variant=minbase --arch=amd64 --include="$include" \
+	mmdebstrap --quiet --mode=root --variant="$variant" --arch=amd64 --include="$include" \
 		--skip=essential/unlink \
 		--dpkgopt=force-unsafe-io \
 		--setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
 		--setup-hook="sync-in $pool /var/cache/apt/archives/" \
+		"${pin_opts[@]}" \
 		--customize-hook="sync-out /var/cache/apt/archives $work/$name-archives" \
 		--customize-hook="chroot \"\$1\" dpkg-query -W -f='\${Package}=\${Version}\n' | LC_ALL=C sort > $work/$name.packages" \
-		bookworm "$work/$name.tar" "$@"
-	# Keep exactly the .debs that were installed: the pool may hold others.
+		bookworm "$work/$name.tar" "$@" >"$work/$name.log" 2>&1 ||
+		{ cat "$work/$name.log" >&2; echo "mkimages: mmdebstrap failed for $name" >&2; return 1; }
+	# Keep exactly the .debs that were installed: the archive folder may hold others.
 	mkdir "$work/$name-debs"
 	local deb id
 	for deb in "$work/$name-archives"/*.deb; do
@@ -114,34 +147,94 @@ build() {
 			mv "$deb" "$work/$name-debs/"
 		fi
 	done
-	cp -n "$work/$name-archives"/*.deb "$pool/" 2>/dev/null || true
-	cp -n "$work/$name-debs"/*.deb "$pool/"
-	rm -rf "$work/$name-archives"
 	local want have
 	want=$(wc -l <"$work/$name.packages")
 	have=$(find "$work/$name-debs" -name '*.deb' | wc -l)
 	if [ "$want" -ne "$have" ]; then
 		echo "mkimages: $name has $want packages installed but $have of their .debs were kept" >&2
-		exit 1
+		return 1
 	fi
-	secs[$name]=$(($(date +%s) - t0))
+	echo $(($(date +%s) - t0)) >"$work/$name.secs"
 }
 
-declare -A secs
+# local_archive N: $work/archN, the demo's releaseN as an archive apt reads
+# with copy:// (file:// would need the folder inside the chroot). Its
+# Release file names the suite bookworm, or mmdebstrap would not find the
+# essential packages in it.
+local_archive() {
+	local a=$work/arch$1
+	mkdir -p "$a"
+	cp -L "$debs/release$1"/*.deb "$a/"
+	(cd "$a" && apt-ftparchive packages . >Packages &&
+		apt-ftparchive -o APT::FTPArchive::Release::Suite=bookworm \
+			-o APT::FTPArchive::Release::Codename=bookworm release . >Release)
+}
+
+# deb_ids N FORMAT: one line per .deb of the demo's releaseN
+deb_ids() {
+	local f
+	for f in "$debs/release$1"/*.deb; do
+		dpkg-deb --show --showformat="$2\n" "$f"
+	done
+}
+
+variant=minbase
+pin_opts=()
+if [ "$set_name" = demo ]; then
+	variant=essential
+	if ! command -v apt-ftparchive >/dev/null; then
+		eq_apt_get install -y -q --no-install-recommends apt-utils >/dev/null || true
+		command -v apt-ftparchive >/dev/null || { echo "mkimages: apt-ftparchive (apt-utils) is missing" >&2; exit 1; }
+	fi
+	# A local archive has origin "": priority 1001 makes apt take its
+	# versions over newer ones in Debian's archive.
+	pin='mkdir -p "$1"/etc/apt/preferences.d && printf "Package: *\nPin: origin \"\"\nPin-Priority: 1001\n" >"$1"/etc/apt/preferences.d/eqota-demo'
+	pin_opts=(--setup-hook="$pin")
+	local_archive 1
+	local_archive 2
+	r1_include=$(deb_ids 1 '${Package}' | paste -sd,)
+	r2_include=$(deb_ids 2 '${Package}' | paste -sd,)
+	r1_src=("deb [trusted=yes] copy://$work/arch1 ./" "deb $mirror bookworm main")
+	r2_src=("deb [trusted=yes] copy://$work/arch2 ./" "deb $mirror bookworm main")
+else
+	r1_src=("deb $mirror bookworm main")
+	r2_src=("deb $mirror bookworm main" "deb $mirror bookworm-updates main" "deb $security bookworm-security main")
+fi
+
 t_start=$(date +%s)
-build r1 "$r1_include" "deb $mirror bookworm main"
-build r2 "$r2_include" "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
-	"deb $security bookworm-security main"
+build r1 "$r1_include" "${r1_src[@]}" &
+pid1=$!
+build r2 "$r2_include" "${r2_src[@]}" &
+pid2=$!
+rc1=0 rc2=0
+wait $pid1 || rc1=$?
+wait $pid2 || rc2=$?
+[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] || exit 1
 secs_total=$(($(date +%s) - t_start))
+declare -A secs=([r1]=$(cat "$work/r1.secs") [r2]=$(cat "$work/r2.secs"))
+for name in r1 r2; do
+	cp -n "$work/$name-archives"/*.deb "$pool/" 2>/dev/null || true
+	cp -n "$work/$name-debs"/*.deb "$pool/"
+	rm -rf "$work/$name-archives"
+done
 
 # r2's added package must really have done what it is there for. (Listings
 # go through files: grep -q closing a pipe early would fail it under pipefail.)
-tar -xOf "$work/r2.tar" ./etc/passwd >"$work/r2.passwd"
-tar -tvf "$work/r2.tar" >"$work/r2.list"
-grep '^_chrony:' "$work/r2.passwd" ||
-	{ echo "mkimages: r2 has no _chrony user in /etc/passwd" >&2; exit 1; }
-grep 'etc/systemd/system/multi-user.target.wants/chrony.service -> ' "$work/r2.list" ||
-	{ echo "mkimages: r2 has no enablement link for chrony.service" >&2; exit 1; }
+if [ "$set_name" = test ]; then
+	tar -xOf "$work/r2.tar" ./etc/passwd >"$work/r2.passwd"
+	tar -tvf "$work/r2.tar" >"$work/r2.list"
+	grep '^_chrony:' "$work/r2.passwd" ||
+		{ echo "mkimages: r2 has no _chrony user in /etc/passwd" >&2; exit 1; }
+	grep 'etc/systemd/system/multi-user.target.wants/chrony.service -> ' "$work/r2.list" ||
+		{ echo "mkimages: r2 has no enablement link for chrony.service" >&2; exit 1; }
+else
+	# Every .deb of the demo's set must be in its image at exactly its version.
+	for n in 1 2; do
+		deb_ids "$n" '${Package}=${Version}' | LC_ALL=C sort >"$work/want$n"
+		missing=$(LC_ALL=C comm -23 "$work/want$n" "$work/r$n.packages")
+		[ -z "$missing" ] || { echo "mkimages: r$n lacks these packages of the demo's release$n: $missing" >&2; exit 1; }
+	done
+fi
 
 changes() { # DIR: the r1 -> r2 package changes, one a line
 	LC_ALL=C awk -F= 'NR == FNR { a[$1] = $2; next } { b[$1] = $2 }
@@ -160,7 +253,7 @@ for f in r1.tar r2.tar r1.packages r2.packages r1-debs r2-debs; do
 done
 
 {
-	echo "Debian 12 test images for eqota's image mode, built by tests/tools/mkimages.sh"
+	echo "Debian 12 images for eqota's image mode (set $set_name), built by tests/tools/mkimages.sh"
 	echo "built: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n) with $(mmdebstrap --version)"
 	echo "archive: $mirror, $security"
 	echo "recipe (stamp $stamp):"
