@@ -158,7 +158,8 @@ doc "equiv import" eqota-gen-equiv-import-1.schema.json "$gen" equiv import --re
   --store "$w/imported.db" --json
 
 # The fleet summary, over reports as the collector stores them for a device
-# with a client certificate ("auth"), one without, and one bad line.
+# with a client certificate ("auth"), one without, and one bad line; the
+# installs say how many of their bytes were image components.
 python3 - "$w/reports.jsonl" <<'PY'
 import json, sys
 with open(sys.argv[1], "w") as f:
@@ -167,13 +168,16 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"schema": "eqota-report/1", "time": 1796515200 + i, "device": "ab" * 16, "board": "tb",
                             "channel": "stable", "event": ev, "from": {"release": "r1", "number": 1},
                             "to": {"release": "r%d" % to, "number": to}, "reason": why, "bytes": 100,
-                            "seconds": 1.0, "agent": "0.1.0", "auth": "device-1"}) + "\n")
+                            "seconds": 1.0, "agent": "0.1.0", "auth": "device-1",
+                            **({"component_bytes": 40} if ev == "installed" else {})}) + "\n")
     f.write(json.dumps({"schema": "eqota-report/1", "time": 1796515300, "device": "cd" * 16, "board": "tb",
                         "channel": "stable", "event": "committed", "from": None,
                         "to": {"release": "r3", "number": 3}, "reason": None, "bytes": 0}) + "\n")
     f.write("not a report\n")
 PY
 doc "fleet" eqota-gen-fleet-1.schema.json "$gen" fleet --reports "$w/reports.jsonl" --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert sum(r["component_bytes_total"] for c in d["channels"] for r in c["releases"]) == 80, d' \
+  "$w/doc.json" && pass "fleet: the image components' bytes of the reports that carry them" || fail "fleet components: $(cat "$w/doc.json")"
 
 # image-check on a tiny root filesystem: the packages' entries, one of
 # them edited (an override), one package whose file the image lacks
