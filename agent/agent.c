@@ -405,9 +405,11 @@ static void slot_info(struct eq_agent *a, int s, int booted, struct eq_slot_info
 }
 
 /* Queues a report of an outcome when [report] url is set. Best effort: an
- * update never fails for its report. */
+ * update never fails for its report. @component_bytes: the image
+ * components' part of @bytes, NULL for a release of packages alone. */
 static void report(struct eq_agent *a, enum eq_report_kind kind, uint64_t from, const char *from_name, uint64_t to,
-		   const char *to_name, const char *reason, uint64_t bytes, double seconds)
+		   const char *to_name, const char *reason, uint64_t bytes, const uint64_t *component_bytes,
+		   double seconds)
 {
 	if (!a->cfg->report_url)
 		return;
@@ -429,6 +431,8 @@ static void report(struct eq_agent *a, enum eq_report_kind kind, uint64_t from, 
 				     .to_release = to_name,
 				     .reason = reason,
 				     .bytes = bytes,
+				     .component_bytes = component_bytes ? *component_bytes : 0,
+				     .has_component_bytes = component_bytes != NULL,
 				     .seconds = seconds,
 				     .agent = EQ_VERSION};
 	char line[EQ_REPORT_MAX_BYTES];
@@ -901,11 +905,41 @@ fail:
 	return r;
 }
 
+/* Whether @rel_path is the object or a delta of one of @m's image
+ * components. Objects are named by their hash: one a package shares is
+ * fetched once, and counted here. */
+static bool is_component_file(const struct eq_manifest *m, const char *rel_path)
+{
+	const struct eq_manifest_image *img = eq_manifest_get_image(m);
+	for (int l = 0; img && l < 2; l++) {
+		const char *const *v = l ? img->after : img->before;
+		size_t n = l ? img->n_after : img->n_before;
+		for (size_t i = 0; i < n; i++) {
+			const struct eq_manifest_package *p = eq_manifest_find_package(m, v[i]);
+			if (!p)
+				continue;
+			if (!strcmp(p->object.path, rel_path))
+				return true;
+			for (size_t k = 0; k < p->n_deltas; k++)
+				if (!strcmp(p->deltas[k].path, rel_path))
+					return true;
+		}
+	}
+	return false;
+}
+
 static eq_err fetch_cb(void *ctx, const char *rel_path, const char *sha256_hex, uint64_t size, char **ret_path,
 		       struct eq_error *err)
 {
 	struct eq_agent *a = ctx;
-	return eq_fetch_object(a->fetcher, rel_path, sha256_hex, size, ret_path, err);
+	struct eq_fetch_stats s0, s1;
+	eq_fetcher_stats(a->fetcher, &s0);
+	eq_err r = eq_fetch_object(a->fetcher, rel_path, sha256_hex, size, ret_path, err);
+	if (a->installing && is_component_file(a->installing, rel_path)) {
+		eq_fetcher_stats(a->fetcher, &s1);
+		a->component_fetched += s1.bytes - s0.bytes;
+	}
+	return r;
 }
 
 static eq_err save_state(struct eq_agent *a, struct eq_state *st, struct eq_error *err)
@@ -1001,6 +1035,13 @@ static void record_install_error(struct eq_agent *a, const struct eq_state *st, 
 		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&e));
 }
 
+/* What the reports of an install say of its image components' bytes:
+ * nothing for a release of packages alone. */
+static const uint64_t *component_bytes(const struct eq_agent *a, const struct eq_check *c)
+{
+	return eq_manifest_get_image(c->next) ? &a->component_fetched : NULL;
+}
+
 static eq_err update_run(struct eq_agent *a, bool retry, struct eq_update_result *ret, struct eq_error *err)
 {
 	struct eq_update_result res;
@@ -1080,7 +1121,10 @@ static eq_err update_run(struct eq_agent *a, bool retry, struct eq_update_result
 	/* What an older release left in the downloads goes; a partial download
 	 * of this release stays, to be resumed. */
 	prune_downloads(a, c.next);
+	a->installing = eq_manifest_get_image(c.next) ? c.next : NULL;
+	a->component_fetched = 0;
 	r = build_slot(a, target, c.running, run_root, &c, &c.plan, &res.install, err);
+	a->installing = NULL;
 	struct eq_error re;
 	if (eq_slot_release(a->cfg, run_name, &re))
 		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&re));
@@ -1107,7 +1151,7 @@ static eq_err update_run(struct eq_agent *a, bool retry, struct eq_update_result
 		record_install_error(a, &st, res.number, eq_error_msg(err));
 		eq_fetcher_stats(a->fetcher, &f1);
 		report(a, EQ_REPORT_FAILED, run_number, run_release, res.number, res.release, eq_error_msg(err),
-		       f1.bytes - f0.bytes, eq_now_s() - t0);
+		       f1.bytes - f0.bytes, component_bytes(a, &c), eq_now_s() - t0);
 		goto out;
 	}
 	/* The slot is complete and verified: its downloads are not needed. */
@@ -1141,7 +1185,7 @@ static eq_err update_run(struct eq_agent *a, bool retry, struct eq_update_result
 	res.exit = EQ_EXIT_UPDATED;
 	eq_fetcher_stats(a->fetcher, &f1);
 	report(a, EQ_REPORT_INSTALLED, run_number, run_release, res.number, res.release, NULL, f1.bytes - f0.bytes,
-	       eq_now_s() - t0);
+	       component_bytes(a, &c), eq_now_s() - t0);
 out:
 	eq_check_done(&c);
 	res.seconds = eq_now_s() - t0;
@@ -1184,7 +1228,7 @@ static eq_err fail_trial(struct eq_agent *a, struct eq_state *st, int booted, co
 		struct eq_slot_info from;
 		from_release(a, st->from_slot, booted, &from);
 		report(a, EQ_REPORT_ROLLED_BACK, from.number, from.release, st->target_number, st->target_release,
-		       reason, 0, 0);
+		       reason, 0, NULL, 0);
 	}
 	return r;
 }
@@ -1282,7 +1326,7 @@ static eq_err confirm_run(struct eq_agent *a, enum eq_exit *ret_exit, struct eq_
 		struct eq_slot_info from;
 		from_release(a, st.from_slot, booted, &from);
 		report(a, EQ_REPORT_COMMITTED, from.number, from.release, st.target_number, st.target_release, NULL, 0,
-		       0);
+		       NULL, 0);
 		return EQ_OK;
 	}
 	/* Idle on a committed slot: boot scripts that decrement at every boot

@@ -30,6 +30,11 @@ struct eq_agent {
 	eq_progress_fn progress;
 	void *progress_ctx;
 	bool cache_hit; /* root mode: this refresh's manifest came from the cache */
+	/* The image release being installed, NULL otherwise: fetch_cb adds
+	 * what it downloads for the release's image components to
+	 * component_fetched, for the report. */
+	const struct eq_manifest *installing;
+	uint64_t component_fetched;
 	const volatile sig_atomic_t *stop;
 };
 

@@ -82,8 +82,10 @@ eq_err eq_report_format(const struct eq_report_event *ev, char out[EQ_REPORT_MAX
 		eq_json_put_str(f, ev->reason);
 	else
 		fputs("null", f);
-	fprintf(f, ",\"bytes\":%" PRIu64 ",\"seconds\":%.1f,\"agent\":", ev->bytes,
-		ev->seconds >= 0 && ev->seconds < 1e9 ? ev->seconds : 0.0);
+	fprintf(f, ",\"bytes\":%" PRIu64, ev->bytes);
+	if (ev->has_component_bytes)
+		fprintf(f, ",\"component_bytes\":%" PRIu64, ev->component_bytes);
+	fprintf(f, ",\"seconds\":%.1f,\"agent\":", ev->seconds >= 0 && ev->seconds < 1e9 ? ev->seconds : 0.0);
 	eq_json_put_str(f, ev->agent ? ev->agent : "");
 	fputs("}\n", f);
 	long len = ftell(f);

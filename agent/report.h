@@ -31,8 +31,13 @@ struct eq_report_event {
 	const char *to_release;
 	const char *reason; /* rolled back or failed: why; NULL otherwise */
 	uint64_t bytes;     /* downloaded for it by this run */
-	double seconds;     /* taken by this run */
-	const char *agent;  /* the agent's version */
+	/* Added (image releases): the part of bytes that was image components;
+	 * written only when has_component_bytes, so that the reports of
+	 * releases of packages alone stay as they were. */
+	uint64_t component_bytes;
+	bool has_component_bytes;
+	double seconds;    /* taken by this run */
+	const char *agent; /* the agent's version */
 };
 
 /* The id reports carry: 32 hex digits of SHA-256 over the device id, so

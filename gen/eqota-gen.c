@@ -642,6 +642,8 @@ static int cmd_diff(const struct opts *o)
 		eq_repo_history_done(&h);
 		return fail(&e);
 	}
+	const size_t *comp = d.component_count;
+	size_t comp_changed = comp[EQ_DIFF_CHANGED] + comp[EQ_DIFF_ADDED];
 	if (o->json) {
 		/* Names and versions come from packages: escaped like any string. */
 		printf("{\"schema\":\"" EQ_JSON_DIFF_SCHEMA "\",\"from\":{\"release\":");
@@ -661,12 +663,17 @@ static int cmd_diff(const struct opts *o)
 				printf(",\"new_version\":");
 				eq_json_put_str(stdout, x->new_version);
 			}
-			printf(",\"bytes\":%" PRIu64 ",\"delta\":%s}", x->bytes, x->via_delta ? "true" : "false");
+			printf(",\"bytes\":%" PRIu64 ",\"delta\":%s,\"component\":%s}", x->bytes,
+			       x->via_delta ? "true" : "false", x->component ? "true" : "false");
 		}
 		printf("],\"totals\":{\"kept\":%zu,\"equivalent\":%zu,\"changed\":%zu,\"added\":%zu,\"removed\":%zu,"
-		       "\"download_bytes\":%" PRIu64 ",\"full_bytes\":%" PRIu64 "}}\n",
+		       "\"download_bytes\":%" PRIu64 ",\"full_bytes\":%" PRIu64 ",\"package_bytes\":%" PRIu64
+		       ",\"component_bytes\":%" PRIu64 ",\"components_changed\":%zu,"
+		       "\"components\":{\"kept\":%zu,\"changed\":%zu,\"added\":%zu,\"removed\":%zu}}}\n",
 		       d.count[EQ_DIFF_KEPT], d.count[EQ_DIFF_EQUIVALENT], d.count[EQ_DIFF_CHANGED],
-		       d.count[EQ_DIFF_ADDED], d.count[EQ_DIFF_REMOVED], d.download_bytes, d.full_bytes);
+		       d.count[EQ_DIFF_ADDED], d.count[EQ_DIFF_REMOVED], d.download_bytes, d.full_bytes,
+		       d.package_bytes, d.component_bytes, comp_changed, comp[EQ_DIFF_KEPT], comp[EQ_DIFF_CHANGED],
+		       comp[EQ_DIFF_ADDED], comp[EQ_DIFF_REMOVED]);
 	} else {
 		for (size_t i = 0; i < d.n; i++) {
 			const struct eq_diff_entry *x = &d.v[i];
@@ -682,6 +689,14 @@ static int cmd_diff(const struct opts *o)
 		       d.count[EQ_DIFF_KEPT], d.count[EQ_DIFF_EQUIVALENT], d.count[EQ_DIFF_CHANGED],
 		       d.count[EQ_DIFF_ADDED], d.count[EQ_DIFF_REMOVED], d.download_bytes, dl, d.full_bytes, full,
 		       d.full_bytes ? 100.0 * (double)d.download_bytes / (double)d.full_bytes : 0.0);
+		if (comp[EQ_DIFF_KEPT] + comp_changed + comp[EQ_DIFF_REMOVED]) {
+			char cb[32];
+			eq_format_size(d.component_bytes, EQ_SIZE_NEAREST, cb);
+			printf("image components: %zu changed or added, %" PRIu64
+			       " bytes (%s), %.2f %% of the download\n",
+			       comp_changed, d.component_bytes, cb,
+			       d.download_bytes ? 100.0 * (double)d.component_bytes / (double)d.download_bytes : 0.0);
+		}
 	}
 	eq_diff_done(&d);
 	eq_repo_history_done(&h);

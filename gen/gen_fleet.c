@@ -35,15 +35,16 @@ enum kind { K_INSTALLED, K_COMMITTED, K_ROLLED_BACK, K_FAILED, K__COUNT };
 static const char *const kind_names[K__COUNT] = {"installed", "committed", "rolled_back", "failed"};
 
 /* One counted report. Names are numbers into the reader's sets: an event
- * owns nothing, so 20 million of them stay near 1 GiB. */
+ * owns nothing, so 20 million of them stay near 1.1 GiB. */
 struct event {
 	int64_t time;
 	uint64_t seq; /* order read: breaks ties of equal times */
 	uint64_t bytes;
-	uint32_t chan;   /* index into fleet->channels */
-	uint32_t rel;    /* index into that channel's releases (before their sort) */
-	uint32_t who;    /* into reader.who: the identity the device counts as */
-	uint32_t reason; /* into reader.reasons, NO_REASON or OTHER_REASON */
+	uint64_t component_bytes; /* of bytes */
+	uint32_t chan;            /* index into fleet->channels */
+	uint32_t rel;             /* index into that channel's releases (before their sort) */
+	uint32_t who;             /* into reader.who: the identity the device counts as */
+	uint32_t reason;          /* into reader.reasons, NO_REASON or OTHER_REASON */
 	enum kind kind;
 };
 
@@ -127,6 +128,7 @@ struct report {
 	const char *board, *channel, *release, *reason, *auth;
 	enum kind kind;
 	uint64_t to, bytes;
+	uint64_t component_bytes; /* optional in the report: 0 when absent */
 };
 
 /* No member twice, in the report or a release object: which of two a
@@ -206,6 +208,14 @@ static const char *check_report(const char *text, size_t len, cJSON **ret_j, str
 			why = "bytes: expected a whole number";
 		else
 			rep->reason = cJSON_IsString(it) ? it->valuestring : NULL;
+	}
+	/* Added after the first agents: absent means none (or an agent that
+	 * does not say). A part of bytes, never more. */
+	if (!why && (it = cJSON_GetObjectItemCaseSensitive(j, "component_bytes"))) {
+		if (!uint_ok(it, UINT64_C(1) << 53, &rep->component_bytes))
+			why = "component_bytes: expected a whole number";
+		else if (rep->component_bytes > rep->bytes)
+			why = "component_bytes: more than bytes";
 	}
 	if (!why) {
 		it = cJSON_GetObjectItemCaseSensitive(j, EQ_FLEET_AUTH_MEMBER);
@@ -360,6 +370,7 @@ static eq_err read_line(struct reader *rd, const char *file, size_t line, const 
 	memset(&ev, 0, sizeof(ev));
 	ev.time = rep.time;
 	ev.bytes = rep.bytes;
+	ev.component_bytes = rep.component_bytes;
 	ev.kind = rep.kind;
 	ev.reason = NO_REASON;
 	/* Who the report counts as: the identity the collector verified, or,
@@ -533,7 +544,7 @@ struct dev_rel {
 	enum kind last;
 	uint32_t reason;
 	int64_t installed_at, committed_at, rolled_back_at;
-	uint64_t bytes;
+	uint64_t bytes, component_bytes;
 };
 
 /* Reasons are counted per release: devices whose last word on it was a
@@ -564,6 +575,7 @@ static eq_err close_device(struct eq_fleet_channel *c, uint32_t chan, const stru
 		struct eq_fleet_release *rel = &c->releases[dr[i].rel];
 		rel->devices++;
 		rel->bytes_total += dr[i].bytes;
+		rel->component_bytes_total += dr[i].component_bytes;
 		if (dr[i].bytes > rel->bytes_max)
 			rel->bytes_max = dr[i].bytes;
 		if (rel->number == running)
@@ -702,6 +714,7 @@ static eq_err add_device(struct eq_fleet *f, const struct event *ev, size_t n, s
 		dr[d].rel = e->rel;
 		dr[d].last = e->kind;
 		dr[d].bytes += e->bytes;
+		dr[d].component_bytes += e->component_bytes;
 		/* 0 means "not yet": a report from 1970 still counts. */
 		int64_t t = e->time ? e->time : 1;
 		if (e->kind == K_INSTALLED && !dr[d].installed_at)

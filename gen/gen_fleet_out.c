@@ -46,6 +46,12 @@ static double per_device(const struct eq_fleet_release *r)
 	return r->devices ? (double)r->bytes_total / (double)r->devices : 0.0;
 }
 
+/* The image components' part of the download, in percent. */
+static double component_share(const struct eq_fleet_release *r)
+{
+	return r->bytes_total ? 100.0 * (double)r->component_bytes_total / (double)r->bytes_total : 0.0;
+}
+
 /* ---- text --------------------------------------------------------------- */
 
 /* Reasons are device-chosen bytes: control characters would forge lines. */
@@ -106,7 +112,10 @@ static void write_text(const struct eq_fleet *f, FILE *out)
 			text_reasons(out, "failed", r->failed_reasons, r->n_failed_reasons);
 			eq_format_size((uint64_t)per_device(r), EQ_SIZE_NEAREST, a);
 			eq_format_size(r->bytes_max, EQ_SIZE_NEAREST, b);
-			fprintf(out, "    downloaded: %s per device on average, %s at most\n", a, b);
+			fprintf(out, "    downloaded: %s per device on average, %s at most", a, b);
+			if (r->component_bytes_total)
+				fprintf(out, "; image components %.1f %% of it", component_share(r));
+			fputc('\n', out);
 		}
 	}
 }
@@ -145,9 +154,11 @@ static void write_json(const struct eq_fleet *f, int64_t now, FILE *out)
 			fprintf(out,
 				"%s{\"number\":%" PRIu64 ",\"release\":\"%s\",\"devices\":%zu,\"running\":%zu,"
 				"\"committed\":%zu,\"trying\":%zu,\"rolled_back\":%zu,\"failed\":%zu,"
-				"\"rollback_share\":%.4f,\"bytes_total\":%" PRIu64 ",\"bytes_max\":%" PRIu64,
+				"\"rollback_share\":%.4f,\"bytes_total\":%" PRIu64 ",\"bytes_max\":%" PRIu64
+				",\"component_bytes_total\":%" PRIu64,
 				k ? "," : "", r->number, r->release, r->devices, r->running, r->committed, r->trying,
-				r->rolled_back, r->failed, eq_fleet_rollback_share(r), r->bytes_total, r->bytes_max);
+				r->rolled_back, r->failed, eq_fleet_rollback_share(r), r->bytes_total, r->bytes_max,
+				r->component_bytes_total);
 			json_reasons(out, "rolled_back_reasons", r->rolled_back_reasons, r->n_rolled_back_reasons);
 			json_reasons(out, "failed_reasons", r->failed_reasons, r->n_failed_reasons);
 			fputc('}', out);
@@ -318,17 +329,17 @@ static void write_html(const struct eq_fleet *f, int64_t now, FILE *out)
 		const struct eq_fleet_channel *ch = &f->channels[c];
 		fprintf(out, "<h2>board %s, channel %s</h2>\n", ch->board, ch->channel);
 		fputs("<table><tr><th>release</th><th>devices</th><th>running</th><th>committed</th><th>trying</th>"
-		      "<th>rolled back</th><th>failed</th><th>per device</th></tr>\n",
+		      "<th>rolled back</th><th>failed</th><th>per device</th><th>image components</th></tr>\n",
 		      out);
 		for (size_t k = ch->n_releases; k-- > 0;) {
 			const struct eq_fleet_release *r = &ch->releases[k];
 			eq_format_size((uint64_t)per_device(r), EQ_SIZE_NEAREST, a);
 			fprintf(out,
 				"<tr><td>%" PRIu64 " %s</td><td>%zu</td><td>%zu</td><td>%zu</td><td>%zu</td>"
-				"<td%s>%zu (%.1f %%)</td><td>%zu</td><td>%s</td></tr>\n",
+				"<td%s>%zu (%.1f %%)</td><td>%zu</td><td>%s</td><td>%.1f %%</td></tr>\n",
 				r->number, r->release, r->devices, r->running, r->committed, r->trying,
 				r->rolled_back ? " class=\"bad\"" : "", r->rolled_back,
-				100.0 * eq_fleet_rollback_share(r), r->failed, a);
+				100.0 * eq_fleet_rollback_share(r), r->failed, a, component_share(r));
 		}
 		fputs("</table>\n", out);
 		size_t shown = 0;

@@ -426,8 +426,14 @@ static eq_err diff_push(struct eq_diff *d, size_t *cap, const struct eq_diff_ent
 		*cap = nc;
 	}
 	d->v[d->n++] = *e;
-	d->count[e->state]++;
 	d->download_bytes += e->bytes;
+	if (e->component) {
+		d->component_count[e->state == EQ_DIFF_EQUIVALENT ? EQ_DIFF_KEPT : e->state]++;
+		d->component_bytes += e->bytes;
+	} else {
+		d->count[e->state]++;
+		d->package_bytes += e->bytes;
+	}
 	return EQ_OK;
 }
 
@@ -475,6 +481,9 @@ eq_err eq_gen_diff(const struct eq_manifest *from, const struct eq_manifest *to,
 			i++;
 			j++;
 		}
+		/* A removed component was one in the old release. */
+		e.component =
+			b && c >= 0 ? eq_manifest_is_component(to, b->name) : eq_manifest_is_component(from, a->name);
 		r = diff_push(&d, &cap, &e, err);
 	}
 	if (r) {

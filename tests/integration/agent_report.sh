@@ -9,7 +9,10 @@
 # - the reports carry a hash of the machine id, never the id;
 # - `fleet` counts what the devices did, in text and JSON, and counts and
 #   names the lines that are not reports (hostile ones included) instead of
-#   trusting them; the HTML page escapes what devices wrote.
+#   trusting them; the HTML page escapes what devices wrote;
+# - a device updating an image release (manifest format 2) says in its
+#   report how many of the bytes were image components ("component_bytes",
+#   as `eqota-gen diff` predicts), and `fleet` sums them.
 # Usage: agent_report.sh EQOTA EQOTA_GEN EQ_SIMBOOT SOURCE_DIR
 set -Eeuo pipefail
 . "$4/tests/integration/lib/agent-test.sh" agent_report "$@"
@@ -157,6 +160,53 @@ grep -q "4 lines were not reports" <<<"$out" && grep -q "mixed.jsonl:$((good + 2
   pass "fleet --html: the device's text is escaped, nothing is loaded from elsewhere, a chart is drawn" || fail "html"
 expect_fail "fleet without --reports" "missing --reports" "$gen" fleet
 expect_fail "fleet with a missing file" "cannot open '$w/nope.jsonl'" "$gen" fleet --reports "$w/nope.jsonl"
+
+# ---- an image release: its reports say what of their bytes were components
+# (a board of its own, so that its release numbers meet no other's)
+grep -q '"component_bytes"' "$w/mixed.jsonl" && fail "a release of packages alone reported component_bytes"
+mkdir -p pi
+tarpkg pi/base_1.tar usr/share/base/data "base"
+mkimg() { # FILE V: base's file, and an etc/conf of 20 KB whose every 4096th byte is V
+  python3 - "$1" "$2" <<'PY'
+import io, random, sys, tarfile
+conf = bytearray(random.Random(5).randbytes(20000))
+for k in range(0, len(conf), 4096):
+    conf[k] = int(sys.argv[2])
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    for name, body in (("usr", None), ("usr/share", None), ("usr/share/base", None), ("usr/share/base/data", b"base"),
+                       ("etc", None), ("etc/conf", bytes(conf))):
+        i = tarfile.TarInfo(name)
+        i.type, i.mode = (tarfile.DIRTYPE, 0o755) if body is None else (tarfile.REGTYPE, 0o644)
+        i.size = len(body or b"")
+        t.addfile(i, io.BytesIO(body or b""))
+PY
+}
+pubi() { # V
+  mkimg "img$1.tar" "$1"
+  setup_step "publish image release i$1" 0 "$gen" -q publish --repo "$w/repo/img" --board bi --channel stable \
+    --release "i$1" --packages pi --image "img$1.tar" --key k.key --store img.db --level 1
+}
+pubi 1
+di=$w/devi
+simdevice_make "$di" "$HTTPD_URL/img" bi "$w/k.pub" repository.retries=0 "update.device-id-file=$w/machine-id" \
+  "report.url=http://127.0.0.1:$HTTPD_PORT/report"
+setup_step "provision the image release i1" 0 simdevice_eq "$di" "$eqota" provision --slot A
+simdevice_boot "$di" "$simboot"
+pubi 2
+want=$("$gen" diff --repo "$w/repo/img" --board bi --channel stable --from i1 --to i2 --json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["component_bytes"])')
+rc=0; simdevice_eq "$di" "$eqota" update >/dev/null 2>&1 || rc=$?
+[ $rc -eq 3 ] && [ "$(last to.release)" = i2 ] && [ "$(last event)" = installed ] && [ "$want" -gt 0 ] &&
+  [ "$(last component_bytes)" = "$want" ] && [ "$(last component_bytes)" -le "$(last bytes)" ] &&
+  pass "image release: the 'installed' report's component_bytes ($(last component_bytes) of $(last bytes)) are what diff predicts for the components" ||
+  fail "image report: exit $rc, want $want, $(tail -1 "$reports")"
+"$gen" fleet --unauthenticated --reports "$reports" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+r = [c for c in d["channels"] if c["board"] == "bi"][0]["releases"][0]
+assert r["number"] == 2 and r["component_bytes_total"] == int(sys.argv[1]) and 0 < r["component_bytes_total"] <= r["bytes_total"], r
+assert all(r["component_bytes_total"] == 0 for c in d["channels"] if c["board"] == "b" for r in c["releases"]), d
+' "$want" && pass "fleet: the image release's component bytes, 0 for the releases of packages alone" || fail "fleet components"
 
 # ---- bad [report] configuration
 cp "$d/eqota.conf" "$w/bad.conf"

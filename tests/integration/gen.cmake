@@ -52,6 +52,11 @@ if(TARGET eqota-gen)
   add_test(NAME integration.fleet_forgery COMMAND ${CMAKE_CURRENT_LIST_DIR}/fleet_forgery.sh $<TARGET_FILE:eqota-gen>
     $<TARGET_FILE:eqota-report> ${PROJECT_SOURCE_DIR})
   set_tests_properties(integration.fleet_forgery PROPERTIES LABELS integration TIMEOUT 300)
+  # The image components' part of the download in the fleet summary, over
+  # reports with and without "component_bytes" (issue 31).
+  add_test(NAME integration.fleet_components COMMAND ${CMAKE_CURRENT_LIST_DIR}/fleet_components.sh
+    $<TARGET_FILE:eqota-gen> $<TARGET_FILE:eqota-report> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(integration.fleet_components PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
   # Root of trust, rotation, revocation and timestamps on the publisher's side.
   add_test(NAME integration.gen_trust
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen_trust.sh $<TARGET_FILE:eqota-gen> ${PROJECT_SOURCE_DIR})

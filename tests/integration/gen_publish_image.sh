@@ -6,7 +6,9 @@
 # the replaced and removed package paths; the components are packages of
 # the release; the same packages without --image are still format 1 (and
 # refused for bin, symlink vs folder, as before); a second release's
-# changed components get deltas from the first's. Refused, each naming the
+# changed components get deltas from the first's; `diff` between image
+# releases tells components from packages, their bytes exactly as the
+# repository's object and delta files give them. Refused, each naming the
 # entry or package: a package named like a component, device nodes without
 # --image-devices, a device node outside dev/, --image-devices alone.
 # Usage: gen_publish_image.sh EQOTA_GEN SOURCE_DIR
@@ -136,6 +138,82 @@ import json, sys
 a, b = ({p["name"]: p["payload"]["sha256"] for p in json.load(open(f))["packages"]} for f in sys.argv[1:3])
 sys.exit(0 if all(a[c] == b[c] for c in ("eqota-image-skeleton", "eqota-image.srv", "eqota-image.usr")) else 1)
 PY
+fi
+
+# ---- diff: the image components' bytes apart from the packages' ---------------
+# r3 adds the folder opt (component eqota-image.opt added) and drops srv
+# (eqota-image.srv removed). What diff says is checked against what python
+# finds in the repository: each entry's download is the size of the object's
+# or the smallest delta's file, and an entry is a component when the image
+# section names it.
+mktar img3.tar "d usr" "d usr/bin" "d usr/share" "d usr/share/doc" "d usr/share/doc/x" "d etc" "d opt" \
+  "l bin usr/bin" "f usr/bin/bash bash v2" "l usr/bin/sh bash" "f etc/os-release ID=test\n" \
+  "f etc/shells /bin/sh\n/bin/bash\n" "f etc/machine-id " "r etc/big 7 2" "f opt/app app" \
+  "f etc/passwd root:x:0:0::/root:/bin/bash\n"
+setup_step "publish r3 --image" 0 "$gen" -q publish --repo repo "${P[@]}" --release r3 --packages p2 --image img3.tar
+# expect FROM TO (rN): the diff as the repository's files give it, one JSON line.
+expect() {
+  python3 - repo "$(man "${1#r}")" "$(man "${2#r}")" <<'PY'
+import json, os, sys
+repo, a, b = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+def comps(m):
+    return set(m["image"]["before"] + m["image"]["after"]) if "image" in m else set()
+size = lambda path: os.path.getsize(os.path.join(repo, path))
+pa, pb = ({p["name"]: p for p in m["packages"]} for m in (a, b))
+ents, t = {}, {"package_bytes": 0, "component_bytes": 0, "kept": 0, "changed": 0, "added": 0, "removed": 0,
+               "components": {"kept": 0, "changed": 0, "added": 0, "removed": 0}}
+for n in sorted(set(pa) | set(pb)):
+    old, new = pa.get(n), pb.get(n)
+    comp = n in (comps(b) if new else comps(a))
+    if not new:
+        state, cost = "removed", 0
+    elif not old:
+        state, cost = "added", size(new["object"]["path"])
+    elif old["unihash"] == new["unihash"] or old["payload"]["sha256"] == new["payload"]["sha256"]:
+        state, cost = "kept", 0
+    else:
+        state = "changed"
+        cost = min([size(new["object"]["path"])] +
+                   [size(d["path"]) for d in new.get("deltas", []) if d["from"] == old["payload"]["sha256"]])
+    ents[n] = {"component": comp, "bytes": cost}
+    (t["components"] if comp else t)[state] += 1
+    t["component_bytes" if comp else "package_bytes"] += cost
+t["components_changed"] = t["components"]["changed"] + t["components"]["added"]
+print(json.dumps({"packages": ents, "totals": t}, sort_keys=True))
+PY
+}
+# got FROM TO: the same facts from diff --json.
+got() {
+  "$gen" diff --repo repo --board tb --channel stable --from "$1" --to "$2" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+t = d["totals"]
+assert t["package_bytes"] + t["component_bytes"] == t["download_bytes"], t
+keys = ("package_bytes", "component_bytes", "kept", "changed", "added", "removed", "components", "components_changed")
+print(json.dumps({"packages": {p["name"]: {"component": p["component"], "bytes": p["bytes"]} for p in d["packages"]},
+                  "totals": {k: t[k] for k in keys}}, sort_keys=True))'
+}
+for pair in "r1 r2" "r2 r3" "r1 r3"; do
+  e=$(expect "${pair% *}" "${pair#* }") && g=$(got "${pair% *}" "${pair#* }") || g="diff failed"
+  [ "$e" = "$g" ] && pass "diff ${pair/ / -> }: component and package bytes as the repository's files give them" ||
+    { fail "diff ${pair/ / -> }"; diff <(echo "$e" | python3 -m json.tool) <(echo "$g" | python3 -m json.tool) || true; }
+done
+# r2 -> r3 by name: bash is kept, one component added and one removed.
+python3 -c '
+import json, sys
+t = json.loads(sys.argv[1])["totals"]
+assert t["components"] == {"kept": 2, "changed": 1, "added": 1, "removed": 1} and t["changed"] == 0, t
+assert t["components_changed"] == 2 and t["package_bytes"] == 0 and t["component_bytes"] > 0, t' "$(got r2 r3)" &&
+  pass "diff r2 -> r3: eqota-image.opt added, eqota-image.srv removed, no package changed" || fail "diff r2 -> r3 counts"
+if run "diff r1 -> r2 (text)" 0 "$gen" diff --repo repo --board tb --channel stable --from r1 --to r2; then
+  cb=$(got r1 r2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["component_bytes"])') || cb=none
+  grep -qE "^image components: 1 changed or added, $cb bytes \(.*\), [0-9.]+ % of the download$" <<<"$out" &&
+    grep -qE "^total: 3 kept, 0 equivalent, 1 changed, 0 added, 0 removed;" <<<"$out" &&
+    pass "diff text: the components' line, and the totals count packages only" || fail "diff text: $out"
+fi
+if run "diff in format 1 (text)" 0 "$gen" diff --repo repo0 --board tb --channel stable --from r0 --to r0; then
+  ! grep -q "^image components" <<<"$out" && pass "diff text without an image: no components' line" ||
+    fail "format 1 diff: $out"
 fi
 
 # ---- bad inputs -------------------------------------------------------------

@@ -158,7 +158,8 @@ doc "equiv import" eqota-gen-equiv-import-1.schema.json "$gen" equiv import --re
   --store "$w/imported.db" --json
 
 # The fleet summary, over reports as the collector stores them for a device
-# with a client certificate ("auth"), one without, and one bad line.
+# with a client certificate ("auth"), one without, and one bad line; the
+# installs say how many of their bytes were image components.
 python3 - "$w/reports.jsonl" <<'PY'
 import json, sys
 with open(sys.argv[1], "w") as f:
@@ -167,13 +168,16 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"schema": "eqota-report/1", "time": 1796515200 + i, "device": "ab" * 16, "board": "tb",
                             "channel": "stable", "event": ev, "from": {"release": "r1", "number": 1},
                             "to": {"release": "r%d" % to, "number": to}, "reason": why, "bytes": 100,
-                            "seconds": 1.0, "agent": "0.1.0", "auth": "device-1"}) + "\n")
+                            "seconds": 1.0, "agent": "0.1.0", "auth": "device-1",
+                            **({"component_bytes": 40} if ev == "installed" else {})}) + "\n")
     f.write(json.dumps({"schema": "eqota-report/1", "time": 1796515300, "device": "cd" * 16, "board": "tb",
                         "channel": "stable", "event": "committed", "from": None,
                         "to": {"release": "r3", "number": 3}, "reason": None, "bytes": 0}) + "\n")
     f.write("not a report\n")
 PY
 doc "fleet" eqota-gen-fleet-1.schema.json "$gen" fleet --reports "$w/reports.jsonl" --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert sum(r["component_bytes_total"] for c in d["channels"] for r in c["releases"]) == 80, d' \
+  "$w/doc.json" && pass "fleet: the image components' bytes of the reports that carry them" || fail "fleet components: $(cat "$w/doc.json")"
 
 # image-check on a tiny root filesystem: the packages' entries, one of
 # them edited (an override), one package whose file the image lacks
@@ -200,6 +204,29 @@ PY
 doc "image-check" eqota-gen-image-check-1.schema.json "$gen" image-check --image rootfs.tar --packages p-img --json
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["overrides"] == [{"path": "usr/share/tool/data", "package": "tool"}] and {"path": "usr/share/gone/data", "package": "gone"} in d["missing"] and d["from_image"] == d["entries"] - d["from_packages"] == sum(v for k, v in d["classes"].items() if k != "package"), d' \
   "$w/doc.json" && pass "image-check: the override and the missing entry listed" || fail "image-check: $(cat "$w/doc.json")"
+
+# diff between two image releases (format 2): the components' entries and
+# totals. Its document is the one the strictness check below takes.
+mkdir -p p-imgrel
+tarpkg p-imgrel/base_1.tar usr/share/base/data "base 1"
+for v in 1 2; do
+  "$py" - "$w/img$v.tar" "$v" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    for name, body in (("usr", None), ("usr/share", None), ("usr/share/base", None), ("usr/share/base/data", b"base 1"),
+                       ("etc", None), ("etc/conf", b"conf %s\n" % sys.argv[2].encode())):
+        i = tarfile.TarInfo(name)
+        i.type, i.mode = (tarfile.DIRTYPE, 0o755) if body is None else (tarfile.REGTYPE, 0o644)
+        i.size = len(body or b"")
+        t.addfile(i, io.BytesIO(body or b""))
+PY
+  "$gen" -q publish --repo imgrepo --board tb --channel stable --release "i$v" --packages p-imgrel --image "img$v.tar" \
+    --key K1.key --store imgrepo.db --level 1 >/dev/null || fail "publish image release i$v"
+done
+doc "diff i1 -> i2, image releases" eqota-gen-diff-1.schema.json "$gen" diff --repo imgrepo --board tb --channel stable \
+  --from i1 --to i2 --json
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["totals"]; assert any(p["component"] for p in d["packages"]) and t["components_changed"] >= 1 and t["component_bytes"] > 0 and t["package_bytes"] + t["component_bytes"] == t["download_bytes"], d' \
+  "$w/doc.json" && pass "diff: image components apart from packages" || fail "diff image: $(cat "$w/doc.json")"
 
 # ---- strictness: a document with a field more, or one less, is refused
 for s in eqota-status-1 eqota-check-1 eqota-verify-1 eqota-gen-diff-1 eqota-gen-manifest-1 eqota-gen-equiv-import-1 eqota-gen-fleet-1 \

@@ -4,7 +4,8 @@
  * (running, committed, trying, rolled back, failed, bytes), reports read
  * from two files out of time order, the top reasons, the rollback share
  * `rollout --auto-halt` uses, every kind of line that is not a report,
- * and the escaping of device-written text in the three formats.
+ * the escaping of device-written text in the three formats, and the
+ * image components' part of the download (optional in reports).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -434,6 +435,68 @@ static void test_caps(void **state)
 	eq_fleet_free(f);
 }
 
+/* A report with the optional "component_bytes" @comp (a JSON value), or
+ * without it (NULL) as agents before image mode send. */
+static void evc(FILE *f, long t, char dev, const char *event, int to, long bytes, const char *comp)
+{
+	char id[33];
+	memset(id, dev, 32);
+	id[32] = '\0';
+	fprintf(f,
+		"{\"schema\":\"eqota-report/1\",\"time\":%ld,\"device\":\"%s\",\"board\":\"qemux86-64\","
+		"\"channel\":\"stable\",\"event\":\"%s\",\"from\":null,\"to\":{\"release\":\"r%d\",\"number\":%d},"
+		"\"reason\":null,\"bytes\":%ld%s%s,\"seconds\":1.5,\"agent\":\"0.1.0\"}\n",
+		t, id, event, to, to, bytes, comp ? ",\"component_bytes\":" : "", comp ? comp : "");
+}
+
+/* Image releases: the components' part of the download summed per release
+ * next to bytes_total; reports without the field count 0; a part larger
+ * than the whole, or not a number, is a bad line. */
+static void test_components(void **state)
+{
+	(void)state;
+	FILE *a = fopen(f1, "w");
+	assert_non_null(a);
+	evc(a, 100, 'a', "failed", 2, 200, "50");
+	evc(a, 110, 'a', "installed", 2, 1000, "600");
+	evc(a, 120, 'a', "committed", 2, 0, "0");
+	evc(a, 130, 'b', "installed", 2, 500, NULL); /* an older agent */
+	evc(a, 140, 'c', "installed", 2, 100, "100");
+	evc(a, 150, 'd', "installed", 3, 700, NULL);
+	evc(a, 160, 'e', "installed", 2, 10, "11");
+	evc(a, 170, 'e', "installed", 2, 10, "\"5\"");
+	evc(a, 180, 'e', "installed", 2, 10, "-1");
+	fclose(a);
+	const char *files[] = {f1};
+	struct eq_fleet *f = NULL;
+	struct eq_error e;
+	assert_int_equal(eq_fleet_read(files, 1, &unauth, &f, &e), EQ_OK);
+	assert_int_equal(f->reports, 6);
+	assert_int_equal(f->bad, 3);
+	assert_non_null(strstr(f->errors[0], ":7: component_bytes: more than bytes"));
+	assert_non_null(strstr(f->errors[1], ":8: component_bytes: expected a whole number"));
+	assert_non_null(strstr(f->errors[2], ":9: component_bytes: expected a whole number"));
+	const struct eq_fleet_release *r2 = rel(f, 2), *r3 = rel(f, 3);
+	assert_int_equal(r2->bytes_total, 200 + 1000 + 500 + 100);
+	assert_int_equal(r2->component_bytes_total, 50 + 600 + 100);
+	assert_int_equal(r3->bytes_total, 700);
+	assert_int_equal(r3->component_bytes_total, 0);
+	char *text = write_all(f, EQ_FLEET_TEXT);
+	/* 750 of 1800 */
+	assert_non_null(strstr(text, "at most; image components 41.7 % of it\n"));
+	assert_non_null(strstr(text, "at most\n")); /* release 3: no components' part */
+	free(text);
+	char *json = write_all(f, EQ_FLEET_JSON);
+	assert_non_null(strstr(json, "\"bytes_total\":1800,\"bytes_max\":1200,\"component_bytes_total\":750,"));
+	assert_non_null(strstr(json, "\"bytes_total\":700,\"bytes_max\":700,\"component_bytes_total\":0,"));
+	free(json);
+	char *html = write_all(f, EQ_FLEET_HTML);
+	assert_non_null(strstr(html, "<th>image components</th>"));
+	assert_non_null(strstr(html, "<td>41.7 %</td></tr>"));
+	free(html);
+	eq_fleet_free(f);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +506,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_forged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_collect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_caps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_components, setup, teardown),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

@@ -78,6 +78,13 @@ static void test_format(void **state)
 	assert_non_null(strstr(line, "\"device\":null,"));
 	assert_non_null(strstr(line, "\"event\":\"committed\",\"from\":null,"));
 	assert_non_null(strstr(line, "\"reason\":null,"));
+	/* an image release: the components' part of bytes after bytes; only
+	 * then, so that other reports stay as before */
+	assert_null(strstr(line, "component_bytes"));
+	ev.component_bytes = 4567;
+	ev.has_component_bytes = true;
+	assert_int_equal(eq_report_format(&ev, line, &len, &e), EQ_OK);
+	assert_non_null(strstr(line, ",\"bytes\":123456,\"component_bytes\":4567,\"seconds\":12.3,"));
 	/* too long for one report: refused, not cut */
 	char big[EQ_REPORT_MAX_BYTES];
 	memset(big, 'x', sizeof(big) - 1);

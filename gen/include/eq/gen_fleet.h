@@ -62,6 +62,9 @@ struct eq_fleet_release {
 	size_t rolled_back;              /* last word: rolled back */
 	size_t failed;                   /* failed to install it and never installed it */
 	uint64_t bytes_total, bytes_max; /* downloaded for it, summed per device */
+	/* Added: the image components' part of bytes_total, from the reports'
+	 * optional "component_bytes" (0 in reports without it). */
+	uint64_t component_bytes_total;
 	struct eq_fleet_reason rolled_back_reasons[EQ_FLEET_MAX_REASONS];
 	size_t n_rolled_back_reasons;
 	struct eq_fleet_reason failed_reasons[EQ_FLEET_MAX_REASONS];

@@ -64,13 +64,19 @@ struct eq_diff_entry {
 	const char *new_version; /* NULL when removed */
 	uint64_t bytes;          /* what a device on the old release downloads */
 	bool via_delta;
+	bool component; /* an image component (manifest format 2), not a package */
 };
+/* Components are counted apart so that the package counts mean what they
+ * meant before image mode; an equivalent component counts as kept. */
 struct eq_diff {
 	struct eq_diff_entry *v;
 	size_t n;
-	size_t count[5];
-	uint64_t download_bytes; /* sum of bytes */
-	uint64_t full_bytes;     /* every object of the new release */
+	size_t count[5];           /* packages, by state */
+	size_t component_count[5]; /* image components, by state */
+	uint64_t download_bytes;   /* sum of bytes: package_bytes + component_bytes */
+	uint64_t package_bytes;
+	uint64_t component_bytes;
+	uint64_t full_bytes; /* every object of the new release */
 };
 
 /* Compares two releases; entries point into @from and @to, which must
