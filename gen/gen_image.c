@@ -161,24 +161,6 @@ static int cmp_xattr(const void *a, const void *b)
 	return strcmp(((const struct eq_xattr *)a)->name, ((const struct eq_xattr *)b)->name);
 }
 
-/* Name and length-prefixed value of each xattr in name order: two entries
- * compare equal on xattrs exactly when these digests do. */
-static void xattr_digest(struct eq_image_entry *o)
-{
-	memset(o->xattr_sha256, 0, EQ_SHA256_LEN);
-	if (!o->n_xattrs)
-		return;
-	struct eq_sha256 s;
-	eq_sha256_init(&s);
-	for (size_t i = 0; i < o->n_xattrs; i++) {
-		uint64_t len = o->xattrs[i].len;
-		eq_sha256_update(&s, o->xattrs[i].name, strlen(o->xattrs[i].name) + 1);
-		eq_sha256_update(&s, &len, sizeof(len));
-		eq_sha256_update(&s, o->xattrs[i].value, o->xattrs[i].len);
-	}
-	eq_sha256_final(&s, o->xattr_sha256);
-}
-
 static eq_err copy_xattrs(struct eq_image_entry *o, const struct eq_xattr *x, size_t n, const char *path,
 			  const struct eq_payload_limits *lim, struct eq_error *err)
 {
@@ -213,7 +195,7 @@ static eq_err copy_xattrs(struct eq_image_entry *o, const struct eq_xattr *x, si
 		d->len = x[i].len;
 	}
 	qsort(o->xattrs, o->n_xattrs, sizeof(*o->xattrs), cmp_xattr);
-	xattr_digest(o);
+	eq_payload_xattr_digest(o->xattrs, o->n_xattrs, o->xattr_sha256);
 	return EQ_OK;
 }
 
