@@ -11,15 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <eq/beneath.h>
 
 #include "image_aside.h"
+#include "meta_copy.h"
 
-#define XATTR_LIST_MAX_LEN (64u * 1024u)
-#define XATTR_VALUE_MAX_LEN (64u * 1024u)
 /* Lines of a damaged aside.list warned about one by one. */
 #define MAX_WARNED 10u
 /* Folders walked up from a package path's parent to the slot root. */
@@ -33,8 +31,7 @@ struct aside {
 	FILE *list;  /* EQ_ASIDE_LIST */
 	bool owners;
 	struct eq_aside_report rep;
-	char xlist[XATTR_LIST_MAX_LEN];
-	char xval[XATTR_VALUE_MAX_LEN];
+	uint8_t meta[EQ_META_SCRATCH_LEN];
 };
 
 static bool same_id(const struct stat *a, const struct stat *b)
@@ -74,31 +71,6 @@ static bool inside_own(const struct aside *x, int dfd)
 	return inside;
 }
 
-/* Mode, and owner and the payload's xattrs when owners, of @sfd on @tfd. */
-static eq_err copy_dir_meta(struct aside *x, int sfd, int tfd, const struct stat *st, const char *path,
-			    struct eq_error *err)
-{
-	/* chown clears setuid bits: owner first. */
-	if (x->owners && fchown(tfd, st->st_uid, st->st_gid) != 0)
-		return eq_error_errno(err, EQ_ERR_IO, "image: '%s': chown of its aside folder", path);
-	if (fchmod(tfd, st->st_mode & 07777) != 0)
-		return eq_error_errno(err, EQ_ERR_IO, "image: '%s': chmod of its aside folder", path);
-	if (!x->owners)
-		return EQ_OK;
-	ssize_t n = flistxattr(sfd, x->xlist, sizeof(x->xlist));
-	if (n < 0)
-		return errno == ENOTSUP ? EQ_OK : eq_error_errno(err, EQ_ERR_IO, "image: '%s': xattrs", path);
-	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(x->xlist + i) + 1) {
-		const char *name = x->xlist + i;
-		if (!eq_payload_xattr_kept(name))
-			continue;
-		ssize_t vl = fgetxattr(sfd, name, x->xval, sizeof(x->xval));
-		if (vl < 0 || fsetxattr(tfd, name, x->xval, (size_t)vl, 0) != 0)
-			return eq_error_errno(err, EQ_ERR_IO, "image: '%s': xattr '%s'", path, name);
-	}
-	return EQ_OK;
-}
-
 /* The folder of @path in the aside folder, made as needed (0755). */
 static eq_err aside_parent(struct aside *x, const char *path, const char **ret_base, int *ret_fd, struct eq_error *err)
 {
@@ -126,8 +98,8 @@ static eq_err aside_dir(struct aside *x, const char *path, int dirfd, const stru
 	int t = r ? -1 : openat(apd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (!r && t < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "image: '%s': open in the aside folder", path);
-	if (!r)
-		r = copy_dir_meta(x, dirfd, t, st, path, err);
+	if (!r && (r = eq_meta_copy(dirfd, t, st->st_uid, st->st_gid, st->st_mode, x->owners, x->meta, NULL, err)))
+		r = eq_error_prefix(err, r, "image: '%s': its aside folder", path);
 	if (!r && fsync(t) != 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "image: '%s': fsync in the aside folder", path);
 	if (t >= 0)

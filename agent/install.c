@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,12 +24,13 @@
 
 #include "image_aside.h"
 #include "install.h"
+#include "meta_copy.h"
 #include "persist.h"
 #include "records.h"
 #include "slot.h"
 
 #define COPY_BUF_LEN (128u * 1024u)
-#define XATTR_LIST_MAX_LEN (64u * 1024u)
+_Static_assert(COPY_BUF_LEN >= EQ_META_SCRATCH_LEN, "the copy buffer is the metadata copy's scratch too");
 
 struct inst {
 	const struct eq_install *in;
@@ -336,26 +336,18 @@ static eq_err load_running_record(struct inst *x, const char *name, struct eq_re
 
 /* ---- copying a kept package ------------------------------------------------ */
 
-static eq_err copy_xattrs(struct inst *x, int sfd, int tfd, const char *path, struct eq_error *err)
+/* Owner, mode and xattrs of a kept entry: the record's owner and mode, the
+ * running slot's xattrs. A source that fails to read is a mismatch (the
+ * package is downloaded); our own side failing is an error. */
+static eq_err copy_meta(struct inst *x, int sfd, int tfd, const struct eq_rec_entry *e, struct eq_error *err)
 {
-	char list[XATTR_LIST_MAX_LEN];
-	ssize_t n = flistxattr(sfd, list, sizeof(list));
-	if (n < 0) {
-		if (errno == ENOTSUP)
-			return EQ_OK;
-		return miss(x, err, "'%s': cannot list xattrs: %s", path, strerror(errno));
+	bool source = false;
+	eq_err r = eq_meta_copy(sfd, tfd, e->uid, e->gid, e->mode, x->in->owners, x->buf, &source, err);
+	if (r && source) {
+		x->mismatch = true;
+		r = EQ_ERR_VERIFY;
 	}
-	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1) {
-		const char *name = list + i;
-		if (!eq_payload_xattr_kept(name))
-			continue;
-		ssize_t vl = fgetxattr(sfd, name, x->buf, COPY_BUF_LEN);
-		if (vl < 0)
-			return miss(x, err, "'%s': cannot read xattr '%s': %s", path, name, strerror(errno));
-		if (fsetxattr(tfd, name, x->buf, (size_t)vl, 0) != 0)
-			return eq_error_errno(err, EQ_ERR_IO, "'%s': cannot set xattr '%s'", path, name);
-	}
-	return EQ_OK;
+	return r ? eq_error_prefix(err, r, "'%s'", e->path) : EQ_OK;
 }
 
 static bool meta_matches(const struct inst *x, const struct eq_rec_entry *e, const struct stat *st)
@@ -425,13 +417,8 @@ static eq_err copy_file(struct inst *x, int sdir, int tdir, const char *base, co
 		if (total != e->size || memcmp(d, e->sha256, sizeof(d)))
 			r = miss(x, err, "'%s': content differs from the record", e->path);
 	}
-	/* chown clears setuid and security.capability: owner, mode, xattrs. */
-	if (!r && x->in->owners && fchown(t, e->uid, e->gid) != 0)
-		r = eq_error_errno(err, EQ_ERR_IO, "'%s': chown", e->path);
-	if (!r && fchmod(t, e->mode) != 0)
-		r = eq_error_errno(err, EQ_ERR_IO, "'%s': chmod", e->path);
-	if (!r && x->in->owners)
-		r = copy_xattrs(x, s, t, e->path, err);
+	if (!r)
+		r = copy_meta(x, s, t, e, err);
 	close(s);
 	if (close(t) != 0 && !r)
 		r = eq_error_errno(err, EQ_ERR_IO, "'%s': close", e->path);
@@ -475,12 +462,8 @@ static eq_err copy_dir(struct inst *x, int sdir, int tdir, const char *base, con
 	int t = r ? -1 : openat(tdir, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (!r && t < 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "'%s': open", e->path);
-	if (!r && x->in->owners && fchown(t, e->uid, e->gid) != 0)
-		r = eq_error_errno(err, EQ_ERR_IO, "'%s': chown", e->path);
-	if (!r && fchmod(t, e->mode) != 0)
-		r = eq_error_errno(err, EQ_ERR_IO, "'%s': chmod", e->path);
-	if (!r && x->in->owners)
-		r = copy_xattrs(x, s, t, e->path, err);
+	if (!r)
+		r = copy_meta(x, s, t, e, err);
 	if (t >= 0)
 		close(t);
 	close(s);

@@ -18,15 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <eq/beneath.h>
 
+#include "meta_copy.h"
 #include "persist.h"
 
 #define COPY_BUF_LEN (64u * 1024u)
-#define XATTR_LIST_MAX_LEN (64u * 1024u)
 #define LIST_MAX_BYTES (64u * 1024u)
 /* Names one glob may match: host keys are a handful. */
 #define GLOB_MAX_MATCHES 256u
@@ -39,7 +38,7 @@ struct pctx {
 	FILE *list;   /* <target>/EQ_PERSIST_LIST, or NULL until needed */
 	int listdir;  /* <target>/EQ_PERSIST_DIR */
 	uint8_t buf[COPY_BUF_LEN];
-	char xbuf[XATTR_LIST_MAX_LEN];
+	uint8_t meta[EQ_META_SCRATCH_LEN];
 	unsigned long tmpn;
 	bool preserving; /* copying the release's own version aside: not capped */
 };
@@ -185,25 +184,8 @@ static eq_err set_aside(struct pctx *x, int tdir, const char *base, const char *
 
 static eq_err copy_meta(struct pctx *x, int sfd, int tfd, const struct stat *st, const char *rel, struct eq_error *err)
 {
-	/* chown clears setuid bits and security.capability: owner first. */
-	if (x->p->owners && fchown(tfd, st->st_uid, st->st_gid) != 0)
-		return eq_error_errno(err, EQ_ERR_IO, "persist: '/%s': chown", rel);
-	if (fchmod(tfd, st->st_mode & 07777) != 0)
-		return eq_error_errno(err, EQ_ERR_IO, "persist: '/%s': chmod", rel);
-	if (!x->p->owners)
-		return EQ_OK;
-	ssize_t n = flistxattr(sfd, x->xbuf, sizeof(x->xbuf));
-	if (n < 0)
-		return errno == ENOTSUP ? EQ_OK : eq_error_errno(err, EQ_ERR_IO, "persist: '/%s': xattrs", rel);
-	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(x->xbuf + i) + 1) {
-		const char *name = x->xbuf + i;
-		if (!eq_payload_xattr_kept(name))
-			continue;
-		ssize_t vl = fgetxattr(sfd, name, x->buf, sizeof(x->buf));
-		if (vl < 0 || fsetxattr(tfd, name, x->buf, (size_t)vl, 0) != 0)
-			return eq_error_errno(err, EQ_ERR_IO, "persist: '/%s': xattr '%s'", rel, name);
-	}
-	return EQ_OK;
+	eq_err r = eq_meta_copy(sfd, tfd, st->st_uid, st->st_gid, st->st_mode, x->p->owners, x->meta, NULL, err);
+	return r ? eq_error_prefix(err, r, "persist: '/%s'", rel) : EQ_OK;
 }
 
 static eq_err over_cap(struct pctx *x, const char *rel, uint64_t more, struct eq_error *err)

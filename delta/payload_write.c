@@ -363,6 +363,23 @@ bool eq_payload_xattr_kept(const char *name)
 	       strcmp(name, "security.apparmor") != 0;
 }
 
+void eq_payload_xattr_digest(const struct eq_xattr *x, size_t n, uint8_t ret_sha256[EQ_SHA256_LEN])
+{
+	memset(ret_sha256, 0, EQ_SHA256_LEN);
+	if (!n)
+		return;
+	struct eq_sha256 s;
+	eq_sha256_init(&s);
+	for (size_t i = 0; i < n; i++) {
+		/* The length keeps "a"+"bc" apart from "ab"+"c". */
+		uint64_t len = x[i].len;
+		eq_sha256_update(&s, x[i].name, strlen(x[i].name) + 1);
+		eq_sha256_update(&s, &len, sizeof(len));
+		eq_sha256_update(&s, x[i].value, x[i].len);
+	}
+	eq_sha256_final(&s, ret_sha256);
+}
+
 struct xlist {
 	struct eq_xattr *x;
 	size_t n;

@@ -405,19 +405,8 @@ static eq_err rec_fill(struct rec *o, const struct eq_payload_entry *e, const ui
 		o->devmajor = e->devmajor;
 		o->devminor = e->devminor;
 	}
-	if (e->n_xattrs) {
-		/* Name and length-prefixed value of each, in payload order
-		 * (sorted by name). */
-		struct eq_sha256 s;
-		eq_sha256_init(&s);
-		for (size_t i = 0; i < e->n_xattrs; i++) {
-			uint64_t len = e->xattrs[i].len;
-			eq_sha256_update(&s, e->xattrs[i].name, strlen(e->xattrs[i].name) + 1);
-			eq_sha256_update(&s, &len, sizeof(len));
-			eq_sha256_update(&s, e->xattrs[i].value, e->xattrs[i].len);
-		}
-		eq_sha256_final(&s, o->xsha);
-	}
+	/* In payload order (sorted by name), as image entries are. */
+	eq_payload_xattr_digest(e->xattrs, e->n_xattrs, o->xsha);
 	o->path = eq_strdup(e->path);
 	if (e->link && (e->type == EQ_ENTRY_SYMLINK || e->type == EQ_ENTRY_HARDLINK))
 		o->link = eq_strdup(e->link);

@@ -161,24 +161,6 @@ static int cmp_xattr(const void *a, const void *b)
 	return strcmp(((const struct eq_xattr *)a)->name, ((const struct eq_xattr *)b)->name);
 }
 
-/* Name and length-prefixed value of each xattr in name order: two entries
- * compare equal on xattrs exactly when these digests do. */
-static void xattr_digest(struct eq_image_entry *o)
-{
-	memset(o->xattr_sha256, 0, EQ_SHA256_LEN);
-	if (!o->n_xattrs)
-		return;
-	struct eq_sha256 s;
-	eq_sha256_init(&s);
-	for (size_t i = 0; i < o->n_xattrs; i++) {
-		uint64_t len = o->xattrs[i].len;
-		eq_sha256_update(&s, o->xattrs[i].name, strlen(o->xattrs[i].name) + 1);
-		eq_sha256_update(&s, &len, sizeof(len));
-		eq_sha256_update(&s, o->xattrs[i].value, o->xattrs[i].len);
-	}
-	eq_sha256_final(&s, o->xattr_sha256);
-}
-
 static eq_err copy_xattrs(struct eq_image_entry *o, const struct eq_xattr *x, size_t n, const char *path,
 			  const struct eq_payload_limits *lim, struct eq_error *err)
 {
@@ -213,7 +195,7 @@ static eq_err copy_xattrs(struct eq_image_entry *o, const struct eq_xattr *x, si
 		d->len = x[i].len;
 	}
 	qsort(o->xattrs, o->n_xattrs, sizeof(*o->xattrs), cmp_xattr);
-	xattr_digest(o);
+	eq_payload_xattr_digest(o->xattrs, o->n_xattrs, o->xattr_sha256);
 	return EQ_OK;
 }
 
@@ -569,50 +551,66 @@ static eq_err tar_open(const char *path, struct archive **ret, struct eq_error *
 	return EQ_OK;
 }
 
-static eq_err read_tar_in(struct elist *l, const char *path, struct eq_error *err)
+typedef eq_err (*tar_entry_fn)(void *ctx, struct archive *a, struct archive_entry *ae, struct eq_error *err);
+
+/* Every header of tar @path to @fn, in order. @first is the entry list of
+ * the first reading (NULL for a later one): a header that does not read is
+ * said after its last entry, a warning is refused (it means lost metadata,
+ * an xattr or an owner). GNU tar --xattrs writes pax headers, whose names
+ * are UTF-8; libarchive converts them to the current locale's charset and
+ * warns where it cannot (any non-ASCII name under "C"). Names are bytes to
+ * the image: this thread reads in a UTF-8 locale, where the conversion is a
+ * copy. */
+static eq_err tar_each(const char *path, const struct elist *first, tar_entry_fn fn, void *ctx, struct eq_error *err)
 {
+	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
 	struct archive *a = NULL;
-	EQ_AUTOFREE uint8_t *buf = eq_malloc(DATA_BUF);
-	if (!buf)
-		return nomem(err);
 	eq_err r = tar_open(path, &a, err);
 	while (!r) {
 		struct archive_entry *ae;
 		int rc = archive_read_next_header(a, &ae);
 		if (rc == ARCHIVE_EOF)
 			break;
-		if (rc == ARCHIVE_WARN) {
-			/* A warning means lost metadata (an xattr, an owner). */
+		if (rc == ARCHIVE_OK) {
+			r = fn(ctx, a, ae, err);
+		} else if (!first) {
+			r = arch_err(a, EQ_ERR_PARSE, "reading again", err);
+		} else if (rc == ARCHIVE_WARN) {
 			r = arch_err(a, EQ_ERR_PARSE, "warning", err);
-			break;
-		}
-		if (rc != ARCHIVE_OK) {
+		} else {
 			r = arch_err(a, EQ_ERR_PARSE, "after entry", err);
-			if (l->n)
-				r = eq_error_prefix(err, r, "after '%s'", l->v[l->n - 1].path);
-			break;
+			if (first->n)
+				r = eq_error_prefix(err, r, "after '%s'", first->v[first->n - 1].path);
 		}
-		r = tar_entry(l, a, ae, buf, err);
 	}
 	if (a)
 		archive_read_free(a);
-	return r;
-}
-
-/* GNU tar --xattrs writes pax headers, whose names are UTF-8; libarchive
- * converts them to the current locale's charset and warns where it cannot
- * (any non-ASCII name under "C"). Names are bytes to the image: this thread
- * reads in a UTF-8 locale, where the conversion is a copy. */
-static eq_err read_tar(struct elist *l, const char *path, struct eq_error *err)
-{
-	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
-	eq_err r = read_tar_in(l, path, err);
 	if (utf8) {
 		uselocale(old);
 		freelocale(utf8);
 	}
 	return r;
+}
+
+struct first_read {
+	struct elist *l;
+	uint8_t *buf; /* DATA_BUF */
+};
+
+static eq_err first_entry(void *ctx, struct archive *a, struct archive_entry *ae, struct eq_error *err)
+{
+	struct first_read *f = ctx;
+	return tar_entry(f->l, a, ae, f->buf, err);
+}
+
+static eq_err read_tar(struct elist *l, const char *path, struct eq_error *err)
+{
+	EQ_AUTOFREE uint8_t *buf = eq_malloc(DATA_BUF);
+	if (!buf)
+		return nomem(err);
+	struct first_read f = {.l = l, .buf = buf};
+	return tar_each(path, l, first_entry, &f, err);
 }
 
 /* ---- the image ------------------------------------------------------------- */
@@ -984,18 +982,22 @@ static eq_err attribute_list(struct eq_image *img, const char *name, const struc
 	return r;
 }
 
-eq_err eq_image_attribute(struct eq_image *img, const char *name, struct eq_payload_builder *b, struct eq_error *err)
+/* attribute_list() of @pl once read (@r: how the reading went); frees @pl. */
+static eq_err attribute_read(struct eq_image *img, const char *name, struct elist *pl, eq_err r, struct eq_error *err)
 {
 	char q[QMAX];
+	if (!r)
+		r = attribute_list(img, name, pl, err);
+	elist_done(pl);
+	return r ? eq_error_prefix(err, r, "package '%s'", eq_quote(q, sizeof(q), name)) : EQ_OK;
+}
+
+eq_err eq_image_attribute(struct eq_image *img, const char *name, struct eq_payload_builder *b, struct eq_error *err)
+{
 	struct elist pl;
 	elist_init(&pl, &img->e.lim);
 	eq_err r = read_builder(&pl, b, false, err);
-	if (!r)
-		r = attribute_list(img, name, &pl, err);
-	elist_done(&pl);
-	if (r)
-		return eq_error_prefix(err, r, "package '%s'", eq_quote(q, sizeof(q), name));
-	return EQ_OK;
+	return attribute_read(img, name, &pl, r, err);
 }
 
 void eq_image_classify(struct eq_image *img, struct eq_image_summary *ret)
@@ -1127,7 +1129,6 @@ eq_err eq_image_check(const char *image_path, const char *packages_dir, const st
 eq_err eqg_image_attribute_recs(struct eq_image *img, const char *name, const struct eqg_path_recs *rs,
 				struct eq_error *err)
 {
-	char q[QMAX];
 	struct elist pl;
 	elist_init(&pl, &img->e.lim);
 	eq_err r = EQ_OK;
@@ -1159,12 +1160,7 @@ eq_err eqg_image_attribute_recs(struct eq_image *img, const char *name, const st
 					break;
 				}
 	}
-	if (!r)
-		r = attribute_list(img, name, &pl, err);
-	elist_done(&pl);
-	if (r)
-		return eq_error_prefix(err, r, "package '%s'", eq_quote(q, sizeof(q), name));
-	return EQ_OK;
+	return attribute_read(img, name, &pl, r, err);
 }
 
 static int cmp_miss(const void *a, const void *b)
@@ -1194,33 +1190,25 @@ const char *eqg_image_found_path(const struct eq_image *img, bool remove, size_t
 	return remove ? img->rmv[i].path : img->repl[i].path;
 }
 
+struct walk {
+	const struct eq_image *img;
+	eqg_image_tar_fn fn;
+	void *ctx;
+};
+
+static eq_err walk_entry(void *ctx, struct archive *a, struct archive_entry *ae, struct eq_error *err)
+{
+	const struct walk *w = ctx;
+	const char *why, *name = archive_entry_pathname(ae);
+	EQ_AUTOFREE char *np = name ? norm_path(name, &w->img->e.lim, &why) : NULL;
+	if (!np)
+		return EQ_OK; /* refused by the first read */
+	return w->fn(w->ctx, a, ae, np, err);
+}
+
 eq_err eqg_image_tar_walk(const struct eq_image *img, const char *path, eqg_image_tar_fn fn, void *ctx,
 			  struct eq_error *err)
 {
-	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
-	struct archive *a = NULL;
-	eq_err r = tar_open(path, &a, err);
-	while (!r) {
-		struct archive_entry *ae;
-		int rc = archive_read_next_header(a, &ae);
-		if (rc == ARCHIVE_EOF)
-			break;
-		if (rc != ARCHIVE_OK) {
-			r = arch_err(a, EQ_ERR_PARSE, "reading again", err);
-			break;
-		}
-		const char *why, *name = archive_entry_pathname(ae);
-		EQ_AUTOFREE char *np = name ? norm_path(name, &img->e.lim, &why) : NULL;
-		if (!np)
-			continue; /* refused by the first read */
-		r = fn(ctx, a, ae, np, err);
-	}
-	if (a)
-		archive_read_free(a);
-	if (utf8) {
-		uselocale(old);
-		freelocale(utf8);
-	}
-	return r;
+	struct walk w = {.img = img, .fn = fn, .ctx = ctx};
+	return tar_each(path, NULL, walk_entry, &w, err);
 }

@@ -11,6 +11,8 @@
 #include <eq/common.h>
 #include <eq/delta.h>
 #include <eq/gen_conflict.h>
+#include <eq/gen_publish.h>
+#include <eq/gen_store.h>
 #include <eq/manifest.h>
 
 /*
@@ -301,5 +303,96 @@ typedef eq_err (*eqg_image_tar_fn)(void *ctx, struct archive *a, struct archive_
 				   struct eq_error *err);
 eq_err eqg_image_tar_walk(const struct eq_image *img, const char *path, eqg_image_tar_fn fn, void *ctx,
 			  struct eq_error *err);
+
+/* ---- one publish run, shared by gen_publish.c and gen_publish_image.c ---- */
+
+/* Everything one publish run holds open; released by ctx_done(). */
+struct eqg_pub {
+	const struct eq_publish_opts *o;
+	char *tmpdir;
+	int lock_fd;
+	struct eqg_history hist; /* the releases before this one */
+	struct eq_equiv *equiv;
+	struct eq_build_index *index;
+	struct eq_path_table *paths; /* who ships which path (gen_conflict.c) */
+	struct eq_buf unindexed;     /* names the build index does not list */
+	bool unindexed_more;         /* ... and more than fit */
+	struct eq_manifest *m;
+	struct eq_publish_report rep;
+	char **files;
+	size_t n_files;
+	size_t jobs;                   /* threads that read and compress */
+	struct eqg_input_cache *cache; /* NULL: --no-cache */
+	uint8_t cache_context[EQ_SHA256_LEN];
+	struct eq_image *img; /* image mode: the root filesystem, packages attributed in order */
+};
+
+/* What one package's work added to the report, summed in order. */
+struct eqg_pub_stats {
+	size_t objects_written, deltas_written;
+	uint64_t bytes_written;
+};
+
+/* The deltas a package's entry offers. */
+struct eqg_delta_list {
+	struct eq_manifest_delta v[EQ_MANIFEST_MAX_DELTAS];
+	size_t n;
+};
+
+/*
+ * One package on its way into the release. A batch of them goes through
+ * phases: read (in parallel; skipped when the input cache knows the file),
+ * named and reported in order, decided in order (the store), worked on in
+ * parallel (objects and deltas), then entered in order (store, path table,
+ * manifest). Any thread touches only its own prep.
+ */
+struct eqg_prep {
+	const char *file; /* borrowed from eqg_pub.files */
+	struct eqg_input in;
+	bool cached;    /* @in came from the input cache */
+	bool cache_put; /* @in is new and may be stored */
+	uint8_t key[EQ_SHA256_LEN];
+	char *payload; /* temporary payload file; NULL until one is needed */
+	char outhash[EQ_SHA256_HEX_LEN + 1];
+	char taskhash[EQ_SHA256_HEX_LEN + 1];
+	/* decided */
+	enum eq_publish_state state;
+	bool new_object;   /* nothing published for the unihash yet */
+	bool write_object; /* the object is missing from this repository */
+	struct eq_store_published pub;
+	/* worked on */
+	char *stored_payload;              /* non-reproducible: the published one */
+	struct eqg_strv stored_special;    /* ... its findings */
+	struct eqg_path_recs *stored_recs; /* ... and records */
+	struct eqg_delta_list dl;
+	struct eqg_pub_stats st;
+	eq_err r;
+	struct eq_error err;
+};
+
+/* A temporary file in the run's private folder; *ret_path is malloc'ed. */
+eq_err eqg_pub_tmp_file(struct eqg_pub *c, const char *what, int *ret_fd, char **ret_path, struct eq_error *err);
+/* Frees what @p holds (its temporary files removed) and zeroes it. */
+void eqg_prep_done(struct eqg_prep *p);
+/* The device's path rules over payload file @path; setuid/setgid files and
+ * device nodes to @special, for eqg_pub_apply_policy(). */
+eq_err eqg_pub_scan_payload(const char *path, struct eqg_strv *special, struct eq_error *err);
+/* The policy on setuid/setgid files and device nodes; @what names the
+ * package in messages. */
+eq_err eqg_pub_apply_policy(struct eqg_pub *c, const struct eqg_strv *special, const char *what, struct eq_error *err);
+/* The phases of struct eqg_prep: decide (in order), work (any thread, run
+ * by eqg_pub_run_parallel() on each prep that has not failed), enter (in
+ * order). */
+eq_err eqg_pub_decide(struct eqg_pub *c, struct eqg_prep *p, const char *unihash, struct eq_error *err);
+void eqg_pub_work(struct eqg_pub *c, struct eqg_prep *p);
+eq_err eqg_pub_enter(struct eqg_pub *c, struct eqg_prep *p, const char *unihash, struct eq_publish_pkg *out,
+		     struct eq_error *err);
+void eqg_pub_run_parallel(struct eqg_pub *c, struct eqg_prep *p, size_t n,
+			  void (*fn)(struct eqg_pub *, struct eqg_prep *));
+
+/* Image mode (gen_publish_image.c), once every package is in: the image's
+ * components computed and published as packages, the manifest made format
+ * 2, the report's image counts filled. */
+eq_err eqg_pub_image(struct eqg_pub *c, struct eq_error *err);
 
 #endif

@@ -23,28 +23,7 @@
 #include "gen_priv.h"
 
 
-/* Everything one publish run holds open; released by ctx_done(). */
-struct pub_ctx {
-	const struct eq_publish_opts *o;
-	char *tmpdir;
-	int lock_fd;
-	struct eqg_history hist; /* the releases before this one */
-	struct eq_equiv *equiv;
-	struct eq_build_index *index;
-	struct eq_path_table *paths; /* who ships which path (gen_conflict.c) */
-	struct eq_buf unindexed;     /* names the build index does not list */
-	bool unindexed_more;         /* ... and more than fit */
-	struct eq_manifest *m;
-	struct eq_publish_report rep;
-	char **files;
-	size_t n_files;
-	size_t jobs;                   /* threads that read and compress */
-	struct eqg_input_cache *cache; /* NULL: --no-cache */
-	uint8_t cache_context[EQ_SHA256_LEN];
-	struct eq_image *img; /* image mode: the root filesystem, packages attributed in order */
-};
-
-static void ctx_done(struct pub_ctx *c)
+static void ctx_done(struct eqg_pub *c)
 {
 	if (c->tmpdir) {
 		/* Best effort: a left-over .tmp-* folder is harmless and named. */
@@ -81,7 +60,7 @@ void eq_publish_report_done(struct eq_publish_report *r)
 }
 
 /* A temporary file in the run's private folder; *ret_path is malloc'ed. */
-static eq_err tmp_file(struct pub_ctx *c, const char *what, int *ret_fd, char **ret_path, struct eq_error *err)
+eq_err eqg_pub_tmp_file(struct eqg_pub *c, const char *what, int *ret_fd, char **ret_path, struct eq_error *err)
 {
 	char *p = eq_asprintf("%s/%s-XXXXXX", c->tmpdir, what);
 	if (!p)
@@ -144,7 +123,7 @@ static eq_err install_file(const char *tmp, const char *dest, const uint8_t sha[
  * there by anyone but this publisher must not be signed as the object.
  * EQ_ERR_VERIFY naming the file when it does not.
  */
-static eq_err check_object(struct pub_ctx *c, const char *sha_hex, struct eq_error *err)
+static eq_err check_object(struct eqg_pub *c, const char *sha_hex, struct eq_error *err)
 {
 	EQ_AUTOFREE char *path = NULL;
 	eq_err r = eq_layout_object(c->o->repo, sha_hex, &path, err);
@@ -161,22 +140,16 @@ static eq_err check_object(struct pub_ctx *c, const char *sha_hex, struct eq_err
 	return EQ_OK;
 }
 
-/* What one package's work added to the report, summed in order. */
-struct pub_stats {
-	size_t objects_written, deltas_written;
-	uint64_t bytes_written;
-};
-
 /* Compresses payload file @payload into objects/; fills object sha/size. */
-static eq_err write_object(struct pub_ctx *c, const char *payload, struct eq_store_published *pub, struct pub_stats *st,
-			   struct eq_error *err)
+static eq_err write_object(struct eqg_pub *c, const char *payload, struct eq_store_published *pub,
+			   struct eqg_pub_stats *st, struct eq_error *err)
 {
 	int in = open(payload, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", payload);
 	int out;
 	EQ_AUTOFREE char *tmp = NULL;
-	eq_err r = tmp_file(c, "object", &out, &tmp, err);
+	eq_err r = eqg_pub_tmp_file(c, "object", &out, &tmp, err);
 	if (r) {
 		close(in);
 		return r;
@@ -226,7 +199,7 @@ static eq_err hash_src_read(void *ctx, void *buf, size_t len, size_t *ret_n, str
  * payload to that (EQ_ERR_VERIFY naming the file): a file planted there
  * would otherwise become the reference of a delta, or a promoted payload.
  */
-static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, const char *payload_sha,
+static eq_err object_to_payload(struct eqg_pub *c, const char *object_sha, const char *payload_sha,
 				uint64_t payload_size, char **ret_path, struct eq_error *err)
 {
 	EQ_AUTOFREE char *src = NULL;
@@ -239,7 +212,7 @@ static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, const
 				      src);
 	int out;
 	char *tmp = NULL;
-	eq_err r = tmp_file(c, "ref", &out, &tmp, err);
+	eq_err r = eqg_pub_tmp_file(c, "ref", &out, &tmp, err);
 	if (r) {
 		close(in);
 		return r;
@@ -284,42 +257,6 @@ static eq_err object_to_payload(struct pub_ctx *c, const char *object_sha, const
 /* Distinct older payloads of a package whose existing deltas are offered. */
 #define DELTA_LOOKBACK (EQG_HISTORY_DEPTH - 1u)
 
-struct delta_list {
-	struct eq_manifest_delta v[EQ_MANIFEST_MAX_DELTAS];
-	size_t n;
-};
-
-/*
- * One package on its way into the release. A batch of them goes through
- * phases: read (in parallel; skipped when the input cache knows the file),
- * named and reported in order, decided in order (the store), worked on in
- * parallel (objects and deltas), then entered in order (store, path table,
- * manifest). Any thread touches only its own prep.
- */
-struct prep {
-	const char *file; /* borrowed from pub_ctx.files */
-	struct eqg_input in;
-	bool cached;    /* @in came from the input cache */
-	bool cache_put; /* @in is new and may be stored */
-	uint8_t key[EQ_SHA256_LEN];
-	char *payload; /* temporary payload file; NULL until one is needed */
-	char outhash[EQ_SHA256_HEX_LEN + 1];
-	char taskhash[EQ_SHA256_HEX_LEN + 1];
-	/* decided */
-	enum eq_publish_state state;
-	bool new_object;   /* nothing published for the unihash yet */
-	bool write_object; /* the object is missing from this repository */
-	struct eq_store_published pub;
-	/* worked on */
-	char *stored_payload;              /* non-reproducible: the published one */
-	struct eqg_strv stored_special;    /* ... its findings */
-	struct eqg_path_recs *stored_recs; /* ... and records */
-	struct delta_list dl;
-	struct pub_stats st;
-	eq_err r;
-	struct eq_error err;
-};
-
 /* Packages read ahead before their unihashes are asked for. The payloads
  * of a batch wait on disk, so this also bounds the temporary space. */
 #define PUBLISH_BATCH 64
@@ -332,7 +269,7 @@ static void drop_temp(char *path)
 	}
 }
 
-static void prep_done(struct prep *p)
+void eqg_prep_done(struct eqg_prep *p)
 {
 	drop_temp(p->payload);
 	drop_temp(p->stored_payload);
@@ -346,9 +283,9 @@ static void prep_done(struct prep *p)
  * Runs the device's path rules over the payload in file @path (what devices
  * will extract), so a package every device would refuse is refused here,
  * naming the entry; setuid/setgid files and device nodes go to @special
- * for apply_policy().
+ * for eqg_pub_apply_policy().
  */
-static eq_err scan_payload(const char *path, struct eqg_strv *special, struct eq_error *err)
+eq_err eqg_pub_scan_payload(const char *path, struct eqg_strv *special, struct eq_error *err)
 {
 #ifdef EQ_TEST_HOOKS
 	/* Test hook: publish a package devices must refuse, to test them. */
@@ -374,7 +311,7 @@ static eq_err scan_payload(const char *path, struct eqg_strv *special, struct eq
 
 /* The policy on setuid/setgid files and device nodes; @what names the
  * package in messages. */
-static eq_err apply_policy(struct pub_ctx *c, const struct eqg_strv *special, const char *what, struct eq_error *err)
+eq_err eqg_pub_apply_policy(struct eqg_pub *c, const struct eqg_strv *special, const char *what, struct eq_error *err)
 {
 	if (!special->n)
 		return EQ_OK;
@@ -393,7 +330,7 @@ static eq_err apply_policy(struct pub_ctx *c, const struct eqg_strv *special, co
 }
 
 /* Names of packages the build index does not list, for one warning. */
-static eq_err note_unindexed(struct pub_ctx *c, const char *name, struct eq_error *err)
+static eq_err note_unindexed(struct eqg_pub *c, const char *name, struct eq_error *err)
 {
 	c->rep.default_taskhashes++;
 	if (c->unindexed.len > 512) {
@@ -408,7 +345,7 @@ static eq_err note_unindexed(struct pub_ctx *c, const char *name, struct eq_erro
 
 /* Reads the package and writes its payload (the owner rules applied) to a
  * temporary file; the removed paths go to @removed. */
-static eq_err make_payload(struct pub_ctx *c, const char *file, struct eqg_strv *removed, char **ret_path,
+static eq_err make_payload(struct eqg_pub *c, const char *file, struct eqg_strv *removed, char **ret_path,
 			   uint8_t sha[EQ_SHA256_LEN], uint64_t *ret_size, struct eq_pkg **ret_pkg,
 			   struct eq_error *err)
 {
@@ -418,7 +355,7 @@ static eq_err make_payload(struct pub_ctx *c, const char *file, struct eqg_strv 
 		r = eqg_path_table_strip(c->paths, eq_pkg_get_info(pkg)->name, eq_pkg_get_builder(pkg), removed, err);
 	int pfd = -1;
 	if (!r)
-		r = tmp_file(c, "payload", &pfd, ret_path, err);
+		r = eqg_pub_tmp_file(c, "payload", &pfd, ret_path, err);
 	if (!r) {
 		r = eq_pkg_write_payload(pkg, eq_fd_write, &pfd, sha, ret_size, err);
 		close(pfd);
@@ -431,7 +368,7 @@ static eq_err make_payload(struct pub_ctx *c, const char *file, struct eqg_strv 
 }
 
 /* Phase "read" (any thread): all the input cache would have told. */
-static void read_one(struct pub_ctx *c, struct prep *p)
+static void read_one(struct eqg_pub *c, struct eqg_prep *p)
 {
 	if (p->cached)
 		return;
@@ -448,7 +385,7 @@ static void read_one(struct pub_ctx *c, struct prep *p)
 	}
 	eq_pkg_free(pkg); /* its file list can be large: gone before the scans */
 	if (!p->r)
-		p->r = scan_payload(p->payload, &p->in.special, &p->err);
+		p->r = eqg_pub_scan_payload(p->payload, &p->in.special, &p->err);
 	if (!p->r)
 		p->r = eqg_path_recs_read(p->payload, &p->in.recs, &p->err);
 }
@@ -458,7 +395,7 @@ static void read_one(struct pub_ctx *c, struct prep *p)
  * decompressed, and it must hash to what the signed manifest says, or
  * deltas would be made for bytes no device has.
  */
-static eq_err promoted_payload(struct pub_ctx *c, struct prep *p, struct eq_error *err)
+static eq_err promoted_payload(struct eqg_pub *c, struct eqg_prep *p, struct eq_error *err)
 {
 	eq_err r = object_to_payload(c, p->pub.object_sha256, p->pub.payload_sha256, p->pub.payload_size, &p->payload,
 				     err);
@@ -469,7 +406,7 @@ static eq_err promoted_payload(struct pub_ctx *c, struct prep *p, struct eq_erro
  * The payload file of a package the input cache knew (any thread): made
  * again from the package, and it must be the cached one.
  */
-static eq_err ensure_payload(struct pub_ctx *c, struct prep *p, struct eq_error *err)
+static eq_err ensure_payload(struct eqg_pub *c, struct eqg_prep *p, struct eq_error *err)
 {
 	if (p->payload)
 		return EQ_OK;
@@ -537,12 +474,12 @@ static eq_err check_delta(const char *path, const char *ref, const char *to_sha,
  * most 80 %): otherwise the device is better off with the object, which
  * needs no reference in memory. Any thread.
  */
-static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *err)
+static eq_err make_deltas(struct eqg_pub *c, struct eqg_prep *p, struct eq_error *err)
 {
 	if (c->o->deltas_from == 0)
 		return EQ_OK;
 	const char *name = p->in.name, *to_sha = p->pub.payload_sha256;
-	struct delta_list *dl = &p->dl;
+	struct eqg_delta_list *dl = &p->dl;
 	/* Older payloads, newest first (each once, by the newest release
 	 * that had it); the walk ends after this many, so long histories cost
 	 * no more. */
@@ -618,7 +555,7 @@ static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *er
 		const char *to_path = p->stored_payload ? p->stored_payload : p->payload;
 		int out;
 		EQ_AUTOFREE char *tmp = NULL;
-		r = tmp_file(c, "delta", &out, &tmp, err);
+		r = eqg_pub_tmp_file(c, "delta", &out, &tmp, err);
 		if (r) {
 			(void)unlink(ref);
 			return r;
@@ -655,7 +592,7 @@ static eq_err make_deltas(struct pub_ctx *c, struct prep *p, struct eq_error *er
 }
 
 /* Phase "decide" (in order): what the store says of the unihash. */
-static eq_err decide_one(struct pub_ctx *c, struct prep *p, const char *unihash, struct eq_error *err)
+eq_err eqg_pub_decide(struct eqg_pub *c, struct eqg_prep *p, const char *unihash, struct eq_error *err)
 {
 	const char *name = p->in.name;
 	snprintf(p->pub.payload_sha256, sizeof(p->pub.payload_sha256), "%s", p->outhash);
@@ -702,7 +639,7 @@ static eq_err decide_one(struct pub_ctx *c, struct prep *p, const char *unihash,
 }
 
 /* Phase "work" (any thread): objects and deltas. */
-static void work_one(struct pub_ctx *c, struct prep *p)
+void eqg_pub_work(struct eqg_pub *c, struct eqg_prep *p)
 {
 	struct eq_error *err = &p->err;
 	eq_err r = EQ_OK;
@@ -717,7 +654,7 @@ static void work_one(struct pub_ctx *c, struct prep *p)
 		}
 		/* What devices get is the stored payload: it passes the rules
 		 * too, or nothing is published (it may predate them). */
-		r = scan_payload(p->stored_payload, &p->stored_special, err);
+		r = eqg_pub_scan_payload(p->stored_payload, &p->stored_special, err);
 		if (!r)
 			r = eqg_path_recs_read(p->stored_payload, &p->stored_recs, err);
 		if (r) {
@@ -746,13 +683,13 @@ static void work_one(struct pub_ctx *c, struct prep *p)
 }
 
 /* Phase "enter" (in order): the store, the path table, the manifest. */
-static eq_err enter_one(struct pub_ctx *c, struct prep *p, const char *unihash, struct eq_publish_pkg *out,
-			struct eq_error *err)
+eq_err eqg_pub_enter(struct eqg_pub *c, struct eqg_prep *p, const char *unihash, struct eq_publish_pkg *out,
+		     struct eq_error *err)
 {
 	const char *name = p->in.name;
 	eq_err r;
 	if (p->state == EQ_PUB_NOT_REPRODUCIBLE) {
-		if ((r = apply_policy(c, &p->stored_special, p->file, err)))
+		if ((r = eqg_pub_apply_policy(c, &p->stored_special, p->file, err)))
 			return eq_error_prefix(err, r, "the payload published earlier for package '%s'", name);
 		c->rep.not_reproducible++;
 	}
@@ -814,7 +751,7 @@ static eq_err enter_one(struct pub_ctx *c, struct prep *p, const char *unihash, 
 
 /* Phase "name" (in order): the owner rules' record, the policy, the
  * taskhash; a new input goes to the cache. */
-static eq_err name_one(struct pub_ctx *c, struct prep *p, struct eq_error *err)
+static eq_err name_one(struct eqg_pub *c, struct eqg_prep *p, struct eq_error *err)
 {
 	const char *name = p->in.name;
 	if (c->img && p->file && eq_image_is_component_name(name))
@@ -823,7 +760,7 @@ static eq_err name_one(struct pub_ctx *c, struct prep *p, struct eq_error *err)
 				    EQ_IMAGE_SKELETON, EQ_IMAGE_TOP, EQ_IMAGE_PREFIX);
 	eq_err r = eqg_path_table_note_removed(c->paths, name, &p->in.removed, err);
 	if (!r)
-		r = apply_policy(c, &p->in.special, p->file, err);
+		r = eqg_pub_apply_policy(c, &p->in.special, p->file, err);
 	if (r)
 		return r;
 	eq_hex_encode(p->in.payload_sha256, EQ_SHA256_LEN, p->outhash);
@@ -845,9 +782,9 @@ static eq_err name_one(struct pub_ctx *c, struct prep *p, struct eq_error *err)
 
 /* One parallel phase: @fn on each prep of a batch that has not failed. */
 struct phase {
-	struct pub_ctx *c;
-	struct prep *p;
-	void (*fn)(struct pub_ctx *c, struct prep *p);
+	struct eqg_pub *c;
+	struct eqg_prep *p;
+	void (*fn)(struct eqg_pub *c, struct eqg_prep *p);
 };
 
 static void phase_one(void *ctx, size_t i)
@@ -857,18 +794,19 @@ static void phase_one(void *ctx, size_t i)
 		ph->fn(ph->c, &ph->p[i]);
 }
 
-static void run_parallel(struct pub_ctx *c, struct prep *p, size_t n, void (*fn)(struct pub_ctx *, struct prep *))
+void eqg_pub_run_parallel(struct eqg_pub *c, struct eqg_prep *p, size_t n,
+			  void (*fn)(struct eqg_pub *, struct eqg_prep *))
 {
 	struct phase ph = {c, p, fn};
 	eq_parallel(n, c->jobs, phase_one, &ph);
 }
 
 /* Publishes files [first, first + n) of the run through the phases of
- * struct prep; an error names the file it is about. */
-static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq_progress *pr, double t0,
+ * struct eqg_prep; an error names the file it is about. */
+static eq_err publish_batch(struct eqg_pub *c, size_t first, size_t n, struct eq_progress *pr, double t0,
 			    struct eq_error *err)
 {
-	struct prep p[PUBLISH_BATCH];
+	struct eqg_prep p[PUBLISH_BATCH];
 	struct eq_equiv_item items[PUBLISH_BATCH] = {0};
 	memset(p, 0, sizeof(p));
 	size_t failed = SIZE_MAX;
@@ -891,7 +829,7 @@ static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq
 		c->rep.cached += p[i].cached;
 	}
 	if (!r)
-		run_parallel(c, p, n, read_one);
+		eqg_pub_run_parallel(c, p, n, read_one);
 	bool in_txn = false;
 	if (!r && c->cache && (r = eqg_input_cache_begin(c->cache, err)) == EQ_OK)
 		in_txn = true;
@@ -919,10 +857,10 @@ static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq
 	}
 	for (size_t i = 0; i < n && !r; i++) {
 		failed = first + i;
-		r = decide_one(c, &p[i], items[i].unihash, err);
+		r = eqg_pub_decide(c, &p[i], items[i].unihash, err);
 	}
 	if (!r)
-		run_parallel(c, p, n, work_one);
+		eqg_pub_run_parallel(c, p, n, eqg_pub_work);
 	for (size_t i = 0; i < n && !r; i++) {
 		failed = first + i;
 		struct stat st;
@@ -934,7 +872,7 @@ static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq
 			*err = p[i].err;
 			break;
 		}
-		r = enter_one(c, &p[i], items[i].unihash, &c->rep.pkgs[first + i], err);
+		r = eqg_pub_enter(c, &p[i], items[i].unihash, &c->rep.pkgs[first + i], err);
 		c->rep.n_packages = first + i + 1;
 		if (r)
 			break;
@@ -946,140 +884,7 @@ static eq_err publish_batch(struct pub_ctx *c, size_t first, size_t n, struct eq
 	if (r && failed != SIZE_MAX)
 		eq_error_prefix(err, r, "%s", c->files[failed]);
 	for (size_t i = 0; i < n; i++)
-		prep_done(&p[i]);
-	return r;
-}
-
-/* ---- image mode ------------------------------------------------------------ */
-
-/* Component @ic's payload written to a temporary file and @p filled as the
- * read phase fills a package's (its taskhash is its payload's hash). */
-static eq_err component_prep(struct pub_ctx *c, struct eq_image_component *ic, struct prep *p, struct eq_error *err)
-{
-	int fd = -1;
-	eq_err r = tmp_file(c, "payload", &fd, &p->payload, err);
-	if (r)
-		return r;
-	r = eq_payload_builder_write(ic->b, eq_fd_write, &fd, p->in.payload_sha256, &p->in.payload_size, err);
-	if (close(fd) != 0 && !r)
-		r = eq_error_errno(err, EQ_ERR_IO, "cannot write '%s'", p->payload);
-	if (r)
-		return r;
-	eq_hex_encode(p->in.payload_sha256, EQ_SHA256_LEN, p->outhash);
-	snprintf(p->taskhash, sizeof(p->taskhash), "%s", p->outhash);
-	p->in.name = eq_strdup(ic->name);
-	p->in.version = eq_asprintf("h%.12s", p->outhash);
-	p->in.arch = eq_strdup("all");
-	if (!p->in.name || !p->in.version || !p->in.arch)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	if ((r = scan_payload(p->payload, &p->in.special, err)) ||
-	    (r = eqg_path_recs_read(p->payload, &p->in.recs, err)) ||
-	    (r = apply_policy(c, &p->in.special, ic->name, err)))
-		return r;
-	return decide_one(c, p, p->outhash, err);
-}
-
-/* What a device one release behind fetches for component @p: nothing when
- * the previous release had this payload, else the delta from it, else the
- * object. */
-static uint64_t update_bytes(struct pub_ctx *c, const struct prep *p, bool *ret_delta)
-{
-	*ret_delta = false;
-	const struct eqg_hist_pkg *hp = eqg_history_find(&c->hist, p->in.name);
-	if (!hp || !hp->n)
-		return p->pub.object_size;
-	if (!strcmp(hp->v[0].payload_sha256, p->pub.payload_sha256))
-		return 0;
-	for (size_t i = 0; i < p->dl.n; i++)
-		if (!strcmp(p->dl.v[i].from, hp->v[0].payload_sha256)) {
-			*ret_delta = true;
-			return p->dl.v[i].size;
-		}
-	return p->pub.object_size;
-}
-
-/* The components as packages of the release, through the phases a package
- * goes through (object, deltas from the previous release's component of
- * the same name, store), and the manifest's image. */
-static eq_err publish_components(struct pub_ctx *c, struct eq_image_components *ic, struct eq_error *err)
-{
-	size_t base = c->rep.n_packages, n = ic->n;
-	struct eq_publish_pkg *pk = eq_realloc(c->rep.pkgs, (base + n + 1) * sizeof(*pk));
-	struct prep *p = eq_calloc(n ? n : 1, sizeof(*p));
-	if (pk) {
-		c->rep.pkgs = pk;
-		memset(pk + base, 0, (n + 1) * sizeof(*pk));
-	}
-	if (!pk || !p) {
-		eq_free(p);
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	}
-	eq_err r = EQ_OK;
-	for (size_t i = 0; i < n && !r; i++) {
-		eq_error_clear(&p[i].err);
-		if ((r = component_prep(c, &ic->v[i], &p[i], err)))
-			eq_error_prefix(err, r, "image component '%s'", ic->v[i].name);
-	}
-	if (!r)
-		run_parallel(c, p, n, work_one);
-	for (size_t i = 0; i < n && !r; i++) {
-		if ((r = p[i].r)) {
-			*err = p[i].err;
-			eq_error_prefix(err, r, "image component '%s'", ic->v[i].name);
-			break;
-		}
-		if ((r = enter_one(c, &p[i], p[i].outhash, &c->rep.pkgs[base + i], err)))
-			break;
-		c->rep.n_packages = base + i + 1;
-		bool delta;
-		c->rep.component_payload_bytes += p[i].pub.payload_size;
-		c->rep.component_object_bytes += p[i].pub.object_size;
-		c->rep.component_update_bytes += update_bytes(c, &p[i], &delta);
-		c->rep.component_deltas += delta;
-	}
-	c->rep.n_components = n;
-	for (size_t i = 0; i < n; i++)
-		prep_done(&p[i]);
-	eq_free(p);
-	if (r)
-		return r;
-	const char **names = eq_calloc(n ? n : 1, sizeof(*names));
-	if (!names)
-		return eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		names[i] = ic->v[i].name;
-	struct eq_manifest_image mi = {
-		.before = names,
-		.n_before = ic->n_before,
-		.after = names + ic->n_before,
-		.n_after = n - ic->n_before,
-		.replace = (const char *const *)ic->replace,
-		.n_replace = ic->n_replace,
-		.remove = (const char *const *)ic->remove,
-		.n_remove = ic->n_remove,
-	};
-	r = eq_manifest_set_image(c->m, &mi, err);
-	eq_free(names);
-	return r;
-}
-
-/* Image mode, once every package is in: the components computed and
- * published, the manifest made format 2. */
-static eq_err publish_image(struct pub_ctx *c, struct eq_error *err)
-{
-	struct eq_image_summary sum;
-	eq_image_classify(c->img, &sum);
-	struct eq_image_compose_opts co = {.rootfs = c->o->image, .tmpdir = c->tmpdir, .devices = c->o->image_devices};
-	struct eq_image_components *ic = NULL;
-	eq_err r = eq_image_compose(c->img, &co, &ic, err);
-	if (r)
-		return r;
-	c->rep.image = true;
-	c->rep.image_entries = sum.entries;
-	c->rep.image_from_packages = ic->from_packages;
-	c->rep.image_from_image = ic->from_image;
-	r = publish_components(c, ic, err);
-	eq_image_components_free(ic);
+		eqg_prep_done(&p[i]);
 	return r;
 }
 
@@ -1098,7 +903,7 @@ static eq_err folder_file(const struct eq_publish_opts *o, uint64_t number, enum
 		      : eq_layout_channel(o->repo, o->board, o->channel, file, ret, err);
 }
 
-static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
+static eq_err write_manifest(struct eqg_pub *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
 	uint8_t *json = NULL, *sig = NULL;
@@ -1188,7 +993,7 @@ static eq_err write_manifest(struct pub_ctx *c, struct eq_error *err)
 /* What publish and promote both need: the folders, the lock, a private
  * temporary folder, the target channel's history (the new name must be
  * new there), an empty manifest, the thread count. */
-static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
+static eq_err prepare_common(struct eqg_pub *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
 	eq_err r;
@@ -1235,7 +1040,7 @@ static eq_err prepare_common(struct pub_ctx *c, struct eq_error *err)
 	return EQ_OK;
 }
 
-static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
+static eq_err prepare(struct eqg_pub *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
 	eq_err r = prepare_common(c, err);
@@ -1274,7 +1079,7 @@ static eq_err prepare(struct pub_ctx *c, struct eq_error *err)
 }
 
 /* The new release's number (after the channel's last) and header. */
-static eq_err set_header(struct pub_ctx *c, struct eq_error *err)
+static eq_err set_header(struct eqg_pub *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
 	c->rep.number = c->hist.n_releases ? c->hist.numbers[c->hist.n_releases - 1] + 1 : 1;
@@ -1291,7 +1096,7 @@ static eq_err set_header(struct pub_ctx *c, struct eq_error *err)
 }
 
 /* The signed manifest and its companions, then the channel's summary. */
-static eq_err finish(struct pub_ctx *c, struct eq_error *err)
+static eq_err finish(struct eqg_pub *c, struct eq_error *err)
 {
 	const struct eq_publish_opts *o = c->o;
 	eq_err r = write_manifest(c, err);
@@ -1307,7 +1112,7 @@ static eq_err finish(struct pub_ctx *c, struct eq_error *err)
 
 /* The end of a publish or promote started at @t0: the report to *@ret on
  * success, everything released; returns @r. */
-static eq_err hand_over(struct pub_ctx *c, eq_err r, double t0, struct eq_publish_report *ret)
+static eq_err hand_over(struct eqg_pub *c, eq_err r, double t0, struct eq_publish_report *ret)
 {
 	c->rep.seconds = eq_now_s() - t0;
 	if (r)
@@ -1320,7 +1125,7 @@ static eq_err hand_over(struct pub_ctx *c, eq_err r, double t0, struct eq_publis
 
 eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report *ret, struct eq_error *err)
 {
-	struct pub_ctx c = {.o = o, .lock_fd = -1};
+	struct eqg_pub c = {.o = o, .lock_fd = -1};
 	eq_buf_init(&c.unindexed, 4096);
 	double t0 = eq_now_s();
 	eq_err r = prepare(&c, err);
@@ -1346,7 +1151,7 @@ eq_err eq_gen_publish(const struct eq_publish_opts *o, struct eq_publish_report 
 		       "default taskhashes from their content",
 		       o->build_index, c.rep.default_taskhashes, c.n_files, (int)c.unindexed.len,
 		       (const char *)c.unindexed.data, c.unindexed_more ? ", ..." : "");
-	if (c.img && (r = publish_image(&c, err)))
+	if (c.img && (r = eqg_pub_image(&c, err)))
 		goto out;
 	bool check_paths = true;
 #ifdef EQ_TEST_HOOKS
@@ -1363,7 +1168,7 @@ out:
 /* ---- promote ---------------------------------------------------------- */
 
 /* Phase "work" of a promotion: deltas only, the objects are there. */
-static void promote_one(struct pub_ctx *c, struct prep *p)
+static void promote_one(struct eqg_pub *c, struct eqg_prep *p)
 {
 	/* The object is signed anew: it must be the one its name says. */
 	p->r = check_object(c, p->pub.object_sha256, &p->err);
@@ -1509,7 +1314,7 @@ static eq_err load_source(const struct eq_promote_opts *o, struct eq_manifest **
 
 /* Fills @p with package @mp of the source release; its object must be in
  * the repository. */
-static eq_err promote_prep(struct pub_ctx *c, const struct eq_manifest_package *mp, struct prep *p,
+static eq_err promote_prep(struct eqg_pub *c, const struct eq_manifest_package *mp, struct eqg_prep *p,
 			   struct eq_error *err)
 {
 	p->in.name = eq_strdup(mp->name);
@@ -1534,7 +1339,7 @@ static eq_err promote_prep(struct pub_ctx *c, const struct eq_manifest_package *
 
 /* Enters a promoted package: the source's entry with the target
  * channel's deltas. */
-static eq_err promote_enter(struct pub_ctx *c, const struct eq_manifest_package *src, struct prep *p,
+static eq_err promote_enter(struct eqg_pub *c, const struct eq_manifest_package *src, struct eqg_prep *p,
 			    struct eq_publish_pkg *out, struct eq_error *err)
 {
 	struct eq_manifest_package mp = *src;
@@ -1556,14 +1361,14 @@ static eq_err promote_enter(struct pub_ctx *c, const struct eq_manifest_package 
 /* Packages [first, first + k) of @src: checked, their deltas made on the
  * threads, entered in order; the first failure in package order is the one
  * reported. The caller clears @batch. */
-static eq_err promote_batch(struct pub_ctx *c, const struct eq_manifest *src, size_t first, size_t k,
-			    struct prep *batch, struct eq_error *err)
+static eq_err promote_batch(struct eqg_pub *c, const struct eq_manifest *src, size_t first, size_t k,
+			    struct eqg_prep *batch, struct eq_error *err)
 {
 	eq_err r;
 	for (size_t i = 0; i < k; i++)
 		if ((r = promote_prep(c, eq_manifest_package_at(src, first + i), &batch[i], err)))
 			return r;
-	run_parallel(c, batch, k, promote_one);
+	eqg_pub_run_parallel(c, batch, k, promote_one);
 	for (size_t i = 0; i < k; i++) {
 		if (batch[i].r) {
 			*err = batch[i].err;
@@ -1607,10 +1412,10 @@ eq_err eq_gen_promote(const struct eq_promote_opts *po, struct eq_publish_report
 				    .level = po->level,
 				    .jobs = po->jobs,
 				    .trusted_root = po->trusted_root};
-	struct pub_ctx c = {.o = &o, .lock_fd = -1};
+	struct eqg_pub c = {.o = &o, .lock_fd = -1};
 	eq_buf_init(&c.unindexed, 16);
 	size_t n = eq_manifest_package_count(src);
-	struct prep *batch = eq_calloc(PUBLISH_BATCH, sizeof(*batch));
+	struct eqg_prep *batch = eq_calloc(PUBLISH_BATCH, sizeof(*batch));
 	if (!batch) {
 		r = eq_error_set(err, EQ_ERR_NOMEM, "out of memory");
 		goto out;
@@ -1627,7 +1432,7 @@ eq_err eq_gen_promote(const struct eq_promote_opts *po, struct eq_publish_report
 		size_t k = n - first < PUBLISH_BATCH ? n - first : PUBLISH_BATCH;
 		r = promote_batch(&c, src, first, k, batch, err);
 		for (size_t i = 0; i < PUBLISH_BATCH; i++)
-			prep_done(&batch[i]);
+			eqg_prep_done(&batch[i]);
 		if (r)
 			break;
 	}

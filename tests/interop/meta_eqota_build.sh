@@ -9,44 +9,20 @@
 # Usage: meta_eqota_build.sh EQOTA_GEN SOURCE_DIR
 set -euo pipefail
 gen=$1 src=$2
-skip() { echo "SKIP: $*"; exit 77; }
-[ -n "${EQ_BITBAKE_DIR:-}" ] && [ -x "$EQ_BITBAKE_DIR/bin/bitbake" ] ||
-  skip "set EQ_BITBAKE_DIR to an openembedded/bitbake tree (see docs/yocto.md)"
-[ -n "${EQ_OECORE_DIR:-}" ] && [ -f "$EQ_OECORE_DIR/meta/conf/layer.conf" ] ||
-  skip "set EQ_OECORE_DIR to an openembedded/openembedded-core tree (see docs/yocto.md)"
-missing=
-for t in pseudo dpkg-deb dpkg apt-get apt-ftparchive chrpath diffstat gawk wget cpio file lz4c zstd perl python3 git patch tar xz bzip2 gzip; do
-  command -v "$t" >/dev/null || missing="$missing $t"
-done
-[ -z "$missing" ] || skip "the offline build needs these host tools:$missing (Debian: apt-get install pseudo apt-utils chrpath diffstat gawk wget cpio file lz4 zstd)"
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
+# shellcheck source=tests/interop/lib/oe.sh
+. "$src/tests/interop/lib/oe.sh"
+oe_need_trees
+oe_need_tools "the offline build" "pseudo apt-utils chrpath diffstat gawk wget cpio file lz4 zstd" \
+  pseudo dpkg-deb dpkg apt-get apt-ftparchive chrpath diffstat gawk wget cpio file lz4c zstd perl python3 git patch tar xz bzip2 gzip
 pseudo_lib=$(dirname "$(find /usr/lib -path '*/pseudo/libpseudo.so' -print -quit 2>/dev/null)")
 [ "$pseudo_lib" != . ] || skip "no libpseudo.so under /usr/lib (Debian: apt-get install pseudo)"
-locale -a 2>/dev/null | grep -qi '^en_US.utf-\?8$' || skip "OE-Core needs the en_US.UTF-8 locale (Debian: locales, locale-gen)"
+oe_need_locale
 
-user=$(id -un)
-if [ "$(id -u)" = 0 ]; then
-  user=eqota-bb
-  id "$user" >/dev/null 2>&1 || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$user"
-fi
-as_user() { if [ "$(id -u)" = 0 ]; then runuser -u "$user" -- "$@"; else "$@"; fi; }
-
-w=$(mktemp -d /tmp/eq-ocbuild.XXXXXX)
-chmod 755 "$w"
+oe_setup eq-ocbuild "$EQ_BITBAKE_DIR" "$EQ_OECORE_DIR" "$src/meta-eqota" "$src/tests/interop/meta-eqtest"
 bb() { as_user timeout 900 env -i HOME="$w" PATH="$w/bin:$EQ_BITBAKE_DIR/bin:$EQ_OECORE_DIR/scripts:/usr/bin:/bin" \
   LANG=en_US.UTF-8 nice -n 19 bash -c "cd '$w/build' && $*"; }
-cleanup() {
-  # The BitBake server this test started, and nothing else.
-  [ -f "$w/build/bitbake.lock" ] && bb "bitbake --kill-server" >/dev/null 2>&1 || true
-  rm -rf "$w"
-}
-trap cleanup EXIT
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-for t in "$EQ_BITBAKE_DIR" "$EQ_OECORE_DIR" "$src/meta-eqota" "$src/tests/interop/meta-eqtest"; do
-  as_user test -r "$t" || skip "$user cannot read $t"
-done
 git --git-dir="$EQ_BITBAKE_DIR/.git" log -1 --format='bitbake %H' 2>/dev/null || true
 git --git-dir="$EQ_OECORE_DIR/.git" log -1 --format='openembedded-core %H' 2>/dev/null || true
 

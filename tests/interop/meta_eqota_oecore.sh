@@ -8,43 +8,18 @@
 # Usage: meta_eqota_oecore.sh SOURCE_DIR
 set -euo pipefail
 src=$1
-skip() { echo "SKIP: $*"; exit 77; }
-[ -n "${EQ_BITBAKE_DIR:-}" ] && [ -x "$EQ_BITBAKE_DIR/bin/bitbake" ] ||
-  skip "set EQ_BITBAKE_DIR to an openembedded/bitbake tree (see docs/yocto.md)"
-[ -n "${EQ_OECORE_DIR:-}" ] && [ -f "$EQ_OECORE_DIR/meta/conf/layer.conf" ] ||
-  skip "set EQ_OECORE_DIR to an openembedded/openembedded-core tree (see docs/yocto.md)"
+# shellcheck source=tests/integration/lib/check.sh
+. "$src/tests/integration/lib/check.sh"
+# shellcheck source=tests/interop/lib/oe.sh
+. "$src/tests/interop/lib/oe.sh"
+oe_need_trees
 # The host tools OE-Core's base class links into its HOSTTOOLS folder.
-missing=
-for t in chrpath diffstat gawk wget cpio file lz4c zstd pzstd perl python3 git patch tar xz bzip2 gzip; do
-  command -v "$t" >/dev/null || missing="$missing $t"
-done
-[ -z "$missing" ] || skip "OE-Core needs these host tools:$missing (Debian: apt-get install chrpath diffstat gawk wget cpio file lz4 zstd)"
-locale -a 2>/dev/null | grep -qi '^en_US.utf-\?8$' || skip "OE-Core needs the en_US.UTF-8 locale (Debian: locales, locale-gen)"
-
-user=$(id -un)
-if [ "$(id -u)" = 0 ]; then
-  user=eqota-bb
-  id "$user" >/dev/null 2>&1 || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$user"
-fi
-as_user() { if [ "$(id -u)" = 0 ]; then runuser -u "$user" -- "$@"; else "$@"; fi; }
-
-w=$(mktemp -d /tmp/eq-oecore.XXXXXX)
-chmod 755 "$w"
-cleanup() {
-  # The BitBake server this test started, and nothing else.
-  [ -f "$w/build/bitbake.lock" ] && as_user env PATH="$EQ_BITBAKE_DIR/bin:$PATH" \
-    bash -c "cd '$w/build' && bitbake --kill-server" >/dev/null 2>&1 || true
-  rm -rf "$w"
-}
-trap cleanup EXIT
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+oe_need_tools OE-Core "chrpath diffstat gawk wget cpio file lz4 zstd" \
+  chrpath diffstat gawk wget cpio file lz4c zstd pzstd perl python3 git patch tar xz bzip2 gzip
+oe_need_locale
 
 # The trees must be readable by the user; the build folder is theirs.
-for t in "$EQ_BITBAKE_DIR" "$EQ_OECORE_DIR" "$src/meta-eqota"; do
-  as_user test -r "$t" || skip "$user cannot read $t"
-done
+oe_setup eq-oecore "$EQ_BITBAKE_DIR" "$EQ_OECORE_DIR" "$src/meta-eqota"
 mkdir -p "$w/build/conf"
 cat > "$w/build/conf/bblayers.conf" <<EOF
 BBPATH = "\${TOPDIR}"

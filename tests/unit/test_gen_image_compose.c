@@ -27,72 +27,7 @@
 #include <eq/gen_image.h>
 
 #include "eq_test.h"
-
-static char base[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(base, sizeof(base), "/tmp/eq-compose-XXXXXX");
-	return mkdtemp(base) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	struct eq_error e;
-	return eq_rm_rf(base, &e) ? -1 : 0;
-}
-
-static const char *at(const char *rel)
-{
-	static char buf[4][512];
-	static int k;
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", base, rel);
-	return buf[k];
-}
-
-static void mkdirs(const char *rel)
-{
-	struct eq_error e;
-	assert_int_equal(eq_mkdir_p(at(rel), 0755, &e), EQ_OK);
-}
-
-static void put(const char *rel, const char *content)
-{
-	int fd = open(at(rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	struct eq_error e;
-	assert_int_equal(eq_write_all(fd, content, strlen(content), &e), EQ_OK);
-	close(fd);
-}
-
-static void lnk(const char *target, const char *rel)
-{
-	assert_int_equal(symlink(target, at(rel)), 0);
-}
-
-static struct eq_image *load(const char *rel)
-{
-	struct eq_image *img = NULL;
-	struct eq_error e;
-	if (eq_image_load(at(rel), NULL, &img, &e))
-		fail_msg("eq_image_load: %s", eq_error_msg(&e));
-	return img;
-}
-
-static void attribute(struct eq_image *img, const char *name, const char *rel)
-{
-	struct eq_payload_builder *b = NULL;
-	struct eq_error e;
-	assert_int_equal(eq_payload_builder_new(NULL, &b, &e), EQ_OK);
-	assert_int_equal(eq_payload_builder_add_tree(b, at(rel), &e), EQ_OK);
-	eq_err r = eq_image_attribute(img, name, b, &e);
-	eq_payload_builder_free(b);
-	if (r)
-		fail_msg("eq_image_attribute: %s", eq_error_msg(&e));
-}
+#include "gen_image_fixture.h"
 
 /*
  * The image: merged /usr (bin -> usr/bin, lib -> /usr/lib), packages

@@ -1272,6 +1272,32 @@ static int generate(const char *dir)
 	return 0;
 }
 
+/* The digest is kept in the publisher's cache beside the path table: its
+ * bytes are pinned (computed apart with Python's hashlib and struct "<Q"). */
+static void test_xattr_digest(void **state)
+{
+	(void)state;
+	uint8_t d[EQ_SHA256_LEN], zero[EQ_SHA256_LEN] = {0};
+	char hex[2 * EQ_SHA256_LEN + 1];
+	memset(d, 0xff, sizeof(d));
+	eq_payload_xattr_digest(NULL, 0, d);
+	assert_memory_equal(d, zero, sizeof(d));
+	uint8_t xy[] = {'x', 'y'};
+	struct eq_xattr x[] = {{.name = "user.a", .value = xy, .len = 2},
+			       {.name = "security.capability", .value = xy, .len = 0}};
+	eq_payload_xattr_digest(x, 2, d);
+	eq_hex_encode(d, sizeof(d), hex);
+	assert_string_equal(hex, "23cbe7eadf902cd46ed26d70d373d2ed6c976a197a51f6828afbbc46da316be9");
+	/* The value's length keeps a value from running into the next name. */
+	uint8_t a[] = {'a'}, ab[] = {'a', 'b'};
+	struct eq_xattr p1[] = {{.name = "user.a", .value = ab, .len = 2}, {.name = "user.b", .value = a, .len = 1}};
+	struct eq_xattr p2[] = {{.name = "user.a", .value = a, .len = 1}, {.name = "user.b", .value = ab, .len = 2}};
+	uint8_t d1[EQ_SHA256_LEN], d2[EQ_SHA256_LEN];
+	eq_payload_xattr_digest(p1, 2, d1);
+	eq_payload_xattr_digest(p2, 2, d2);
+	assert_memory_not_equal(d1, d2, sizeof(d1));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--generate"))
@@ -1290,6 +1316,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_extract_missing_parents, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_extract_reserved_through_symlink, fx_setup, fx_teardown),
 		cmocka_unit_test(test_payload_check),
+		cmocka_unit_test(test_xattr_digest),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }

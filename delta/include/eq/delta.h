@@ -173,6 +173,14 @@ EQ_API eq_err eq_payload_reader_read(struct eq_payload_reader *r, void *buf, siz
  * payload describes (the device's keep copy, [persist]) uses the same rule. */
 EQ_API bool eq_payload_xattr_kept(const char *name);
 
+/* A digest of @n xattrs, in the order given (a payload's: by name): SHA-256
+ * over each name with its NUL, its value's length as a uint64_t in host byte
+ * order, and its value; all zero when @n is 0. Two entries have the same
+ * xattrs, sorted by name, exactly when their digests match, so whoever
+ * compares entries (image-check, the publisher's path table) keeps the
+ * digest, not the values. Kept in the publisher's cache, never in a payload. */
+EQ_API void eq_payload_xattr_digest(const struct eq_xattr *x, size_t n, uint8_t ret_sha256[EQ_SHA256_LEN]);
+
 /* Reads the rest of the current file's data through @buf (@len bytes, the
  * caller's) and returns its SHA-256 and the number of bytes read, which the
  * caller compares with the entry's size where it matters. */
