@@ -5,6 +5,7 @@
  */
 #include "delta_zstd.h"
 
+#include <inttypes.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -25,7 +26,7 @@ eq_err eq_zstd_error(struct eq_error *err, size_t code, const char *what)
 	return eq_error_set(err, c, "%s: zstd: %s", what, ZSTD_getErrorName(code));
 }
 
-eq_err eq_object_compress(eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx, int level,
+eq_err eq_object_compress(eq_read_fn src, void *src_ctx, uint64_t src_size, eq_write_fn sink, void *sink_ctx, int level,
 			  struct eq_error *err)
 {
 	if (level < 1 || level > ZSTD_maxCLevel())
@@ -46,16 +47,28 @@ eq_err eq_object_compress(eq_read_fn src, void *src_ctx, eq_write_fn sink, void 
 	 * little ratio on package payloads and keeps installs small. */
 	if (!ZSTD_isError(zr))
 		zr = ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, EQ_OBJECT_WINDOW_LOG);
+	if (!ZSTD_isError(zr) && src_size != EQ_OBJECT_SIZE_UNKNOWN)
+		zr = ZSTD_CCtx_setPledgedSrcSize(cctx, src_size);
 	if (ZSTD_isError(zr)) {
 		r = eq_zstd_error(err, zr, "compressor setup");
 		goto out;
 	}
+	uint64_t total = 0;
 	for (bool last = false; !last;) {
 		size_t n = 0;
 		r = src(src_ctx, in_buf, in_cap, &n, err);
 		if (r)
 			goto out;
 		last = n == 0;
+		total += n;
+		if (src_size != EQ_OBJECT_SIZE_UNKNOWN && (total > src_size || (last && total != src_size))) {
+			r = eq_error_set(err, EQ_ERR_VERIFY,
+					 "the source to compress yields %s%" PRIu64 " bytes, not the %" PRIu64
+					 " it was said to have",
+					 total > src_size ? "more than " : "", total > src_size ? src_size : total,
+					 src_size);
+			goto out;
+		}
 		ZSTD_inBuffer in = {in_buf, n, 0};
 		ZSTD_EndDirective mode = last ? ZSTD_e_end : ZSTD_e_continue;
 		for (;;) {

@@ -156,7 +156,10 @@ static eq_err write_object(struct eqg_pub *c, const char *payload, struct eq_sto
 	}
 	struct hash_sink hs = {.fd = out};
 	eq_sha256_init(&hs.sha);
-	r = eq_object_compress(eq_fd_read, &in, hash_sink_write, &hs, c->o->level, err);
+	struct stat sb;
+	r = fstat(in, &sb) != 0
+		    ? eq_error_errno(err, EQ_ERR_IO, "cannot stat '%s'", payload)
+		    : eq_object_compress(eq_fd_read, &in, (uint64_t)sb.st_size, hash_sink_write, &hs, c->o->level, err);
 	uint8_t sha[EQ_SHA256_LEN];
 	eq_sha256_final(&hs.sha, sha);
 	close(in);

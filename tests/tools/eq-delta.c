@@ -279,7 +279,7 @@ int main(int argc, char **argv)
 		if (cmd[0] == 'a')
 			r = eq_delta_apply_limited(a[0], fd_read, &in, fd_write, &o.fd, NULL, &lim, &e);
 		else if (cmd[0] == 'c')
-			r = eq_object_compress(fd_read, &in, fd_write, &o.fd, level, &e);
+			r = eq_object_compress(fd_read, &in, EQ_OBJECT_SIZE_UNKNOWN, fd_write, &o.fd, level, &e);
 		else
 			r = eq_object_decompress(fd_read, &in, fd_write, &o.fd, (uint64_t)1 << 36, 0, &e);
 		close(in);

@@ -185,8 +185,10 @@ static void test_object_round_trip(void **state)
 	struct eq_error e;
 	eq_buf_init(&z, n * 2);
 	eq_buf_init(&out, n);
-	assert_int_equal(eq_object_compress(mem_read, &src, mem_write, &z, 3, &e), EQ_OK);
+	assert_int_equal(eq_object_compress(mem_read, &src, n, mem_write, &z, 3, &e), EQ_OK);
 	assert_true(z.len < n);
+	/* the known size is in the frame, so zstd sized its tables to it */
+	assert_int_equal(ZSTD_getFrameContentSize(z.data, z.len), n);
 	struct mem_src zs = {z.data, z.len, 0, 1000};
 	assert_int_equal(eq_object_decompress(mem_read, &zs, mem_write, &out, n, 0, &e), EQ_OK);
 	assert_int_equal(out.len, n);
@@ -207,13 +209,26 @@ static void test_object_round_trip(void **state)
 	/* empty input, bad level, bad window */
 	struct mem_src es = {z.data, 0, 0, 0};
 	assert_int_equal(eq_object_decompress(mem_read, &es, mem_write, &out, n, 0, &e), EQ_ERR_PARSE);
-	assert_int_equal(eq_object_compress(mem_read, &src, mem_write, &z, 0, &e), EQ_ERR_INVAL);
+	assert_int_equal(eq_object_compress(mem_read, &src, n, mem_write, &z, 0, &e), EQ_ERR_INVAL);
+
+	/* a source that yields more or fewer bytes than it was said to have */
+	for (int delta = -1; delta <= 1; delta += 2) {
+		struct eq_buf zz;
+		eq_buf_init(&zz, n * 2);
+		src.pos = 0;
+		assert_int_equal(
+			eq_object_compress(mem_read, &src, (uint64_t)((int64_t)n + delta), mem_write, &zz, 3, &e),
+			EQ_ERR_VERIFY);
+		assert_non_null(strstr(e.msg, "it was said to have"));
+		eq_buf_done(&zz);
+	}
 	assert_int_equal(eq_object_decompress(mem_read, &zs, mem_write, &out, n, 40, &e), EQ_ERR_INVAL);
 
 	/* window cap: a level-19 frame of 3 MiB has a window > 2^20 */
 	eq_buf_reset(&z);
 	src.pos = 0;
-	assert_int_equal(eq_object_compress(mem_read, &src, mem_write, &z, 19, &e), EQ_OK);
+	assert_int_equal(eq_object_compress(mem_read, &src, EQ_OBJECT_SIZE_UNKNOWN, mem_write, &z, 19, &e), EQ_OK);
+	assert_int_equal(ZSTD_getFrameContentSize(z.data, z.len), ZSTD_CONTENTSIZE_UNKNOWN);
 	zs = (struct mem_src){z.data, z.len, 0, 0};
 	eq_buf_reset(&out);
 	assert_int_equal(eq_object_decompress(mem_read, &zs, mem_write, &out, n, 20, &e), EQ_ERR_LIMIT);
@@ -245,7 +260,7 @@ static void test_object_frames(void **state)
 	size_t at = 0, second_end = 0;
 	for (size_t k = 0; k < sizeof(part) / sizeof(part[0]); k++) {
 		struct mem_src src = {d + at, part[k], 0, 0};
-		assert_int_equal(eq_object_compress(mem_read, &src, mem_write, &z, 19, &e), EQ_OK);
+		assert_int_equal(eq_object_compress(mem_read, &src, part[k], mem_write, &z, 19, &e), EQ_OK);
 		at += part[k];
 		if (k == 1)
 			second_end = z.len;

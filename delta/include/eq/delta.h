@@ -264,9 +264,17 @@ EQ_API eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root
 
 /* Window of objects: what a device's decoder allocates for one object. */
 #define EQ_OBJECT_WINDOW_LOG 21
-/* zstd-compresses @src into @sink at @level (1..22; 19 for publishing). */
-EQ_API eq_err eq_object_compress(eq_read_fn src, void *src_ctx, eq_write_fn sink, void *sink_ctx, int level,
-				 struct eq_error *err) EQ_MUST_CHECK;
+/* Says eq_object_compress's source did not say how many bytes it yields. */
+#define EQ_OBJECT_SIZE_UNKNOWN UINT64_MAX
+/* zstd-compresses @src into @sink at @level (1..22; 19 for publishing).
+ * @src_size is the exact number of bytes @src yields, or
+ * EQ_OBJECT_SIZE_UNKNOWN. A known size is written into the frame and lets
+ * zstd size its tables to the input: without it every object, however
+ * small, pays for tables sized to the whole window (measured: a 20 KB
+ * payload at level 12 costs 180 ms instead of 11 ms). A source that yields
+ * another number of bytes than @src_size is EQ_ERR_VERIFY. */
+EQ_API eq_err eq_object_compress(eq_read_fn src, void *src_ctx, uint64_t src_size, eq_write_fn sink, void *sink_ctx,
+				 int level, struct eq_error *err) EQ_MUST_CHECK;
 
 /* Decompresses an object; refuses to produce more than @max_out bytes or to
  * use a window larger than 2^@max_window_log (0 = 27). */
