@@ -21,6 +21,25 @@
 # libc-bin, perl-base, login, ...) from bookworm. r1 -> r2 therefore differs by
 # the demo's security updates only. Both images are built at once.
 #
+# SET "board" with a BOARD (qemux86-64, qemuarm64) is a slot image of that
+# QEMU board, in CACHE_DIR/images-BOARD/ with the same names: Debian 12
+# minbase for the board's architecture with systemd as PID 1 (systemd-sysv,
+# udev, kmod), the board's kernel as the QEMU tests package it
+# (tests/qemu/lib/mkdeb-board.sh: eqota-kernel-BOARD, with the initramfs
+# where the board needs one) and the eqota package of this checkout
+# (tests/qemu/lib/mkdeb-eqota.sh; 0.1.0-1 in r1, 0.1.0-2 in r2), both from
+# a local archive pinned above Debian's as in the demo set. On top: the
+# board's eqota.conf and fw_env.config, the release key
+# CACHE_DIR/images-BOARD/release.pub (made with openssl when missing;
+# EQ_IMAGE_RELEASE_KEY names another), a fixed hostname, an /etc/fstab for
+# the board's data partition (and the ESP on qemux86-64), no manual pages,
+# documentation or translations. The serial console gets systemd's getty
+# (systemd-getty-generator, from console= on the kernel command line).
+# An arm64 image runs its install scripts through qemu-aarch64 (package
+# qemu-user-static registered with binfmt_misc, scripts/setup.sh).
+# EQ_IMAGE_EQOTA_BUILD names the CMake folder of the eqota build (default
+# CACHE_DIR/images-BOARD/build-eqota).
+#
 # Nothing is rebuilt when both tars exist and CACHE_DIR/images/stamp matches
 # the recipe below. Downloads go to CACHE_DIR/images/pool only (shared by both
 # builds, reused by later builds). Exits 77 (a CTest skip) with the reason when
@@ -38,12 +57,51 @@ top=$(cd "$here/../.." && pwd)
 # shellcheck source=scripts/apt-wait.sh
 . "$top/scripts/apt-wait.sh"
 
-if [ $# -lt 1 ] || [ $# -gt 2 ] || { [ "${2:-test}" != test ] && [ "${2:-test}" != demo ]; }; then
-	echo "usage: $0 CACHE_DIR [test|demo]" >&2
-	exit 2
-fi
+usage() { echo "usage: $0 CACHE_DIR [test|demo|board qemux86-64|qemuarm64]" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 3 ] || usage
 set_name=${2:-test}
-if [ "$set_name" = demo ]; then
+board=''
+case "$set_name" in
+test | demo) [ $# -le 2 ] || usage ;;
+board)
+	[ $# -eq 3 ] && [ -f "$top/boards/$3/board.conf" ] || usage
+	board=$3
+	;;
+*) usage ;;
+esac
+arch=amd64
+if [ -n "$board" ]; then
+	# shellcheck source=/dev/null
+	arch=$(. "$top/boards/$board/board.conf" && echo "$EQ_BOARD_ARCH")
+	mkdir -p "$1/images-$board"
+	out=$(cd "$1/images-$board" && pwd)
+	key=${EQ_IMAGE_RELEASE_KEY:-$out/release.pub}
+	if [ ! -f "$key" ] && [ -z "${EQ_IMAGE_RELEASE_KEY:-}" ]; then
+		# Only the public half is kept: these images verify nothing yet.
+		openssl ecparam -name prime256v1 -genkey -noout | openssl ec -pubout -out "$key" 2>/dev/null
+	fi
+	[ -f "$key" ] || { echo "mkimages: no release key $key" >&2; exit 1; }
+	# mkdeb-board.sh keeps the board's kernel in the same cache.
+	EQ_CACHE_DIR=$(cd "$1" && pwd)
+	export EQ_CACHE_DIR
+	bdebs=$out/debs
+	mkdir -p "$bdebs/release1" "$bdebs/release2"
+	ebuild=${EQ_IMAGE_EQOTA_BUILD:-$out/build-eqota}
+	for n in 1 2; do
+		rm -f "$bdebs/release$n"/*.deb
+		"$top/tests/qemu/lib/mkdeb-eqota.sh" --arch "$arch" --version "0.1.0-$n" --out "$bdebs/release$n" \
+			--build "$ebuild" >/dev/null
+	done
+	# The kernel package only; mkdeb-board.sh's board package is the busybox
+	# test device's init and is not wanted here.
+	kw=$(mktemp -d "$out/kernel.XXXXXX")
+	"$top/tests/qemu/lib/mkdeb-board.sh" --board "$board" --version 1 --key "$key" --out "$kw" >/dev/null
+	for n in 1 2; do
+		cp "$kw"/eqota-kernel-"$board"_*.deb "$bdebs/release$n/"
+	done
+	rm -rf "$kw"
+	debs=$bdebs
+elif [ "$set_name" = demo ]; then
 	debs=$(cd "$1/debs" 2>/dev/null && pwd) || true
 	if [ -z "$debs" ] || [ ! -d "$debs/release1" ] || [ ! -d "$debs/release2" ]; then
 		echo "mkimages: $1/debs/release1 and release2 are missing: run scripts/fetch-debs.sh first" >&2
@@ -61,6 +119,7 @@ fi
 # written once at the end, so a sync after every unpacked file buys nothing
 # and doubled the build (r1 with a warm pool: 1 min 52 s instead of 3.5 min).
 export SOURCE_DATE_EPOCH=1747699200 # 2025-05-20, the date of the archive snapshot the machine names
+board_include=systemd-sysv,udev,kmod
 base_include=systemd-sysv,udev,iproute2,openssh-server,ifupdown,netbase
 r1_include=$base_include,nano
 r2_include=$base_include,chrony
@@ -76,6 +135,15 @@ arch=amd64 variant=essential mode=root dpkg=force-unsafe-io SOURCE_DATE_EPOCH=$S
 rN: the local archive CACHE_DIR/debs/releaseN pinned at 1001, then bookworm; include=all of it
 r1: $(cd "$debs/release1" && ls | sha256sum | cut -d' ' -f1)
 r2: $(cd "$debs/release2" && ls | sha256sum | cut -d' ' -f1)"
+fi
+if [ -n "$board" ]; then
+	# The inputs are files: their hashes are in the recipe.
+	recipe="mkimages board $board 1
+arch=$arch variant=minbase mode=root dpkg=force-unsafe-io,path-exclude=doc,man,locale SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH
+rN: the local archive images-$board/debs/releaseN pinned at 1001, then bookworm; include=$board_include,eqota,eqota-kernel-$board
+files: $(cd "$top/boards/$board" && cat eqota.conf fw_env.config 2>/dev/null | sha256sum | cut -d' ' -f1) key $(sha256sum <"$key" | cut -d' ' -f1) mkimages $(sha256sum <"$0" | cut -d' ' -f1)
+r1: $(cd "$bdebs/release1" && sha256sum ./*.deb | sha256sum | cut -d' ' -f1)
+r2: $(cd "$bdebs/release2" && sha256sum ./*.deb | sha256sum | cut -d' ' -f1)"
 fi
 stamp=$(printf '%s\n' "$recipe" | sha256sum | cut -d' ' -f1)
 
@@ -128,7 +196,7 @@ build() {
 	local name=$1 include=$2 t0; shift 2
 	t0=$(date +%s)
 	echo "mkimages: building $name (--include=$include)"
-	mmdebstrap --quiet --mode=root --variant="$variant" --arch=amd64 --include="$include" \
+	mmdebstrap --quiet --mode=root --variant="$variant" --arch="$arch" --include="$include" \
 		--skip=essential/unlink \
 		--dpkgopt=force-unsafe-io \
 		--setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
@@ -170,6 +238,41 @@ local_archive() {
 			-o APT::FTPArchive::Release::Codename=bookworm release . >Release)
 }
 
+# board_hooks: adds to pin_opts what makes the slot image of $board out of
+# the installed packages. The hooks run on the host, so they work for a
+# foreign architecture; depmod reads any architecture's modules.
+board_hooks() {
+	local bd=$top/boards/$board data esp='' fstab
+	# The data partition and, where eqota's environment lives on it, the ESP:
+	# the QEMU test settings name them for the busybox init.
+	# shellcheck source=/dev/null
+	data=$(. "$top/tests/qemu/boards/$board.conf" && echo "$EQ_TEST_DATA_DEV")
+	# shellcheck source=/dev/null
+	esp=$(. "$top/tests/qemu/boards/$board.conf" && echo "$EQ_TEST_ESP_DEV")
+	# The root stays as the kernel mounted it (ro on the command line) until
+	# systemd-remount-fs applies this line.
+	fstab="/dev/root / ext4 defaults 0 0\n$data /data ext4 defaults 0 2\n"
+	# No fsck of the ESP: that would need dosfstools in every slot.
+	[ -z "$esp" ] || fstab="$fstab$esp /boot/efi vfat defaults 0 0\n"
+	pin_opts+=(
+		--dpkgopt='path-exclude=/usr/share/doc/*'
+		--dpkgopt='path-include=/usr/share/doc/*/copyright'
+		--dpkgopt='path-exclude=/usr/share/man/*'
+		--dpkgopt='path-exclude=/usr/share/info/*'
+		--dpkgopt='path-exclude=/usr/share/locale/*'
+		--dpkgopt='path-include=/usr/share/locale/locale.alias'
+		--customize-hook="echo eqota-$board >\"\$1\"/etc/hostname"
+		--customize-hook="printf '127.0.1.1\teqota-$board\n' >>\"\$1\"/etc/hosts"
+		--customize-hook="printf '$fstab' >\"\$1\"/etc/fstab"
+		--customize-hook="mkdir -p \"\$1\"/data \"\$1\"/boot/efi \"\$1\"/etc/eqota"
+		--customize-hook="install -m 0644 $bd/eqota.conf \"\$1\"/etc/eqota/eqota.conf"
+		--customize-hook="install -m 0644 $key \"\$1\"/etc/eqota/release.pub"
+		--customize-hook="depmod -b \"\$1\" \$(ls \"\$1\"/lib/modules)"
+	)
+	[ ! -f "$bd/fw_env.config" ] ||
+		pin_opts+=(--customize-hook="install -m 0644 $bd/fw_env.config \"\$1\"/etc/fw_env.config")
+}
+
 # deb_ids N FORMAT: one line per .deb of the demo's releaseN
 deb_ids() {
 	local f
@@ -180,8 +283,8 @@ deb_ids() {
 
 variant=minbase
 pin_opts=()
-if [ "$set_name" = demo ]; then
-	variant=essential
+if [ "$set_name" != test ]; then
+	[ "$set_name" = board ] || variant=essential
 	if ! command -v apt-ftparchive >/dev/null; then
 		eq_apt_get install -y -q --no-install-recommends apt-utils >/dev/null || true
 		command -v apt-ftparchive >/dev/null || { echo "mkimages: apt-ftparchive (apt-utils) is missing" >&2; exit 1; }
@@ -194,6 +297,11 @@ if [ "$set_name" = demo ]; then
 	local_archive 2
 	r1_include=$(deb_ids 1 '${Package}' | paste -sd,)
 	r2_include=$(deb_ids 2 '${Package}' | paste -sd,)
+	if [ "$set_name" = board ]; then
+		r1_include=$board_include,$r1_include
+		r2_include=$board_include,$r2_include
+		board_hooks
+	fi
 	r1_src=("deb [trusted=yes] copy://$work/arch1 ./" "deb $mirror bookworm main")
 	r2_src=("deb [trusted=yes] copy://$work/arch2 ./" "deb $mirror bookworm main")
 else
