@@ -22,6 +22,8 @@ test_pkgs=(
   # boards and QEMU tests (boards/, tests/bootloader, tests/qemu)
   qemu-system-x86 qemu-system-arm qemu-utils ovmf grub-efi-amd64-bin grub-common mtools dosfstools
   e2fsprogs fdisk gdisk busybox-static u-boot-qemu u-boot-tools libubootenv-tool cpio kmod socat
+  # the arm64 systemd images: mmdebstrap runs their install scripts through qemu-aarch64
+  qemu-user-static
   # packages, units and manual pages (integration.packages, integration.manpages)
   man-db groff-base systemd file
   # the --json documents against their schemas (integration.json_schema)
@@ -54,6 +56,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   eq_apt_get update -q
   eq_apt_get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# qemu-user-static only ships binfmt.d files: on a machine (or container)
+# without a running systemd nothing registers them, and binfmt_misc may not
+# even be mounted. Root can do both; then an arm64 chroot runs its programs
+# (the F flag keeps the interpreter open, so it works inside the chroot).
+if [ $demo -eq 0 ] && [ -f /usr/lib/binfmt.d/qemu-aarch64.conf ] && [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if [ ! -e /proc/sys/fs/binfmt_misc/register ]; then
+    $sudo mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  fi
+  echo "setup: registering qemu-aarch64 with binfmt_misc"
+  $sudo /lib/systemd/systemd-binfmt /usr/lib/binfmt.d/qemu-aarch64.conf
 fi
 
 [ $build_it -eq 1 ] || exit 0
