@@ -33,7 +33,7 @@ mkdir -p "$w/bin" "$w/dev" "$w/proc" "$w/sys" "$w/newroot" "$w/lib/modules"
 install -m 0755 "$busybox" "$w/bin/busybox"
 # Only the applets /init calls; the host cannot run an arm64 busybox to
 # ask it for the whole list.
-for a in sh mount umount insmod sleep reboot cat switch_root; do
+for a in sh mount umount insmod sleep reboot cat switch_root readlink; do
 	ln -s busybox "$w/bin/$a"
 done
 install -m 0755 "$bdir/initramfs-init" "$w/init"
