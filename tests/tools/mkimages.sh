@@ -141,7 +141,7 @@ if [ -n "$board" ]; then
 	recipe="mkimages board $board 1
 arch=$arch variant=minbase mode=root dpkg=force-unsafe-io,path-exclude=doc,man,locale SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH
 rN: the local archive images-$board/debs/releaseN pinned at 1001, then bookworm; include=$board_include,eqota,eqota-kernel-$board
-files: $(cd "$top/boards/$board" && cat eqota.conf fw_env.config 2>/dev/null | sha256sum | cut -d' ' -f1) key $(sha256sum <"$key" | cut -d' ' -f1) mkimages $(sha256sum <"$0" | cut -d' ' -f1)
+files: $(cd "$top/boards/$board" && cat eqota.conf fw_env.config 2>/dev/null | sha256sum | cut -d' ' -f1) key $(sha256sum <"$key" | cut -d' ' -f1)
 r1: $(cd "$bdebs/release1" && sha256sum ./*.deb | sha256sum | cut -d' ' -f1)
 r2: $(cd "$bdebs/release2" && sha256sum ./*.deb | sha256sum | cut -d' ' -f1)"
 fi
@@ -185,6 +185,14 @@ fi
 
 pool=$out/pool
 mkdir -p "$pool"
+# The board set's own packages are rebuilt for every build, under the same
+# names and versions, and an uncompressed .deb may keep its size when its
+# content changes: apt would take the pool's old copy for the new one.
+if [ -n "$board" ]; then
+	for f in "$debs"/release1/*.deb "$debs"/release2/*.deb; do
+		rm -f "$pool/${f##*/}"
+	done
+fi
 work=$(mktemp -d "$out/build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
