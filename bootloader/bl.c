@@ -18,7 +18,12 @@ static const struct eq_bl_ops *const backends[] = {
 
 #define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
 #define DEFAULT_GOOD_ATTEMPTS 3u
-#define DEFAULT_TRY_ATTEMPTS 1u
+/* Two boots for a slot on trial: with one, a power cut during the first
+ * boot of a new slot looks like a slot that never came up, and the release
+ * is rolled back and skipped until a newer one appears (a lost security
+ * update). The second boot costs a kernel that really hangs one more
+ * watchdog reset (docs/reliability.md). */
+#define DEFAULT_TRY_ATTEMPTS 2u
 
 static const char *const default_var_names[EQ_BL_VAR__COUNT] = {
 	[EQ_BL_VAR_ORDER] = "BOOT_ORDER",

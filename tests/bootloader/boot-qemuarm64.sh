@@ -156,10 +156,11 @@ if want_case normal; then
 fi
 
 # 2. Try B once: the script spends the attempt and saves before booting.
+# One trial attempt (not eqota's default 2), so case 3 sees it spent.
 if want_case try-b; then
 	if [ -n "$blctl" ]; then
 		seed_state try-b "A B" 3 3 -
-		"$blctl" --backend uboot --path "$(cfg "$cases/try-b.env-in")" try-once B
+		"$blctl" --backend uboot --path "$(cfg "$cases/try-b.env-in")" --try-attempts 1 try-once B
 	else
 		seed_state try-b "B A" 3 1 B
 	fi

@@ -187,11 +187,12 @@ if want_case committed-b; then
 fi
 
 # 2. Try B once: the script spends the attempt and saves before booting.
+# One trial attempt (not eqota's default 2), so case 3 sees it spent.
 if want_case try-b; then
 	# The seed is copy 2 with sequence 2, so try-once writes copy 1 with 3.
 	seed_state try-b "A B" 3 3 -
 	if [ -n "$blctl" ]; then
-		"$blctl" --backend grub --path "$cases/try-b.env-in/grubenv" try-once B
+		"$blctl" --backend grub --path "$cases/try-b.env-in/grubenv" --try-attempts 1 try-once B
 	else
 		"$envtool" mkcopy "$cases/try-b.env-in/grubenv" 3 "BOOT_ORDER=B A" BOOT_A_LEFT=3 BOOT_B_LEFT=1 BOOT_TRIAL=B
 	fi

@@ -230,12 +230,12 @@ EOF
 chmod +x "$w/check"
 echo pass >"$w/health"
 d=$w/dev
-# Two attempts for a slot on trial: with one (the default) a power cut
-# during the trial boot, before the commit lands, spends it, and the
-# release is recorded as failed (docs/bootloader.md, "What a power cut
-# does at each point"); a cut must not lose the update here.
+# The default number of attempts for a slot on trial (2): with one, a
+# power cut during the trial boot, before the commit lands, spends it, and
+# the release is recorded as failed (docs/reliability.md); with the
+# default, a cut must not lose the update.
 simdevice_make "$d" "$HTTPD_URL" b "$w/k.pub" repository.retries=1 repository.retry-delay-ms=100 \
-  "health.check=$w/check" health.timeout=10 bootloader.try-attempts=2
+  "health.check=$w/check" health.timeout=10
 eq() { simdevice_eq "$d" "$eqota" "$@"; }
 eq provision --slot A >/dev/null 2>&1
 simdevice_boot "$d" "$simboot"

@@ -443,7 +443,9 @@ run "update --retry" 3 eq "$w/d" update --retry && pass "update --retry installs
 fresh; serve "$w/repo"
 run "update (hang)" 3 eq "$w/d" update
 [ "$(boot "$w/d")" = B ] || fail "did not try B"
-# B "hangs": nothing confirms it; the watchdog resets; the boot script runs again.
+# B "hangs": nothing confirms it; the watchdog resets; the boot script runs
+# again. The default try-attempts (2) gives B a second boot, then A.
+[ "$(boot "$w/d")" = B ] && pass "slot B hung once: its second trial attempt boots B again" || fail "no second trial boot of B"
 [ "$(boot "$w/d")" = A ] && pass "slot B out of attempts: the bootloader falls back to A" || fail "no fallback"
 run "confirm on A" 4 eq "$w/d" mark-good && pass "the agent on A records that B never came up"
 run "status" 0 eq "$w/d" status

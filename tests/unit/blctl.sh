@@ -21,7 +21,7 @@ bl init-default A && expect "order=A a_left=3 b_left=0 trial=" A "init-default A
 rc=0; bl try-once A 2>"$w/err" || rc=$?
 [ $rc -eq 1 ] && [ -s "$w/err" ] && pass "try-once A refused: B is no fallback" || fail "try-once without fallback: rc $rc"
 bl set "A B" 3 3 - && expect "order=A B a_left=3 b_left=3 trial=" A "set"
-bl try-once B && expect "order=B A a_left=3 b_left=1 trial=B" B "try-once B"
+bl try-once B && expect "order=B A a_left=3 b_left=2 trial=B" B "try-once B: the default 2 attempts"
 bl mark-good B && expect "order=B A a_left=3 b_left=3 trial=" B "mark-good B"
 bl mark-bad A && expect "order=B a_left=0 b_left=3 trial=" B "mark-bad A"
 bl set "B A" 0 0 B && expect "order=B A a_left=0 b_left=0 trial=B" - "set, nothing bootable"

@@ -113,7 +113,7 @@ static struct eq_bl *open_bl(void)
 {
 	struct eq_bl *bl;
 	struct eq_error e;
-	struct eq_bl_config cfg = {.backend = "grub", .path = p1};
+	struct eq_bl_config cfg = {.backend = "grub", .path = p1, .try_attempts = 1};
 	assert_int_equal(eq_bl_open(&cfg, &bl, &e), EQ_OK);
 	return bl;
 }
@@ -894,7 +894,7 @@ static void test_alloc_failures(void **state)
 	for (unsigned long n = 1; n < 200; n++) {
 		struct eq_bl *bl = NULL;
 		struct eq_error e;
-		struct eq_bl_config cfg = {.backend = "grub", .path = p1};
+		struct eq_bl_config cfg = {.backend = "grub", .path = p1, .try_attempts = 1};
 		(void)eq_alloc_fail_at(n);
 		eq_err r = eq_bl_open(&cfg, &bl, &e);
 		if (!r) {

@@ -142,7 +142,7 @@ static struct eq_bl *open_bl(void)
 {
 	struct eq_bl *bl = NULL;
 	struct eq_error e;
-	struct eq_bl_config cfg = {.backend = "uboot", .path = cfg_path};
+	struct eq_bl_config cfg = {.backend = "uboot", .path = cfg_path, .try_attempts = 1};
 	eq_err r = eq_bl_open(&cfg, &bl, &e);
 	if (r)
 		fail_msg("open: %s", e.msg);
@@ -389,7 +389,7 @@ static void expect_open_error(const char *cfg_text, eq_err code, const char *sub
 		write_str(cfg_path, cfg_text);
 	struct eq_bl *bl = NULL;
 	struct eq_error e;
-	struct eq_bl_config cfg = {.backend = "uboot", .path = cfg_path};
+	struct eq_bl_config cfg = {.backend = "uboot", .path = cfg_path, .try_attempts = 1};
 	eq_err r = eq_bl_open(&cfg, &bl, &e);
 	if (r != code || !strstr(e.msg, sub1) || (sub2 && !strstr(e.msg, sub2)))
 		fail_msg("config '%s': got %s '%s', want %s with '%s' and '%s'", cfg_text ? cfg_text : "(none)",
@@ -1064,7 +1064,7 @@ static int lock_child(void)
 	free(lockdir);
 	struct eq_bl *bl = NULL;
 	struct eq_error e;
-	struct eq_bl_config cfg = {.backend = "uboot", .path = cfg_path};
+	struct eq_bl_config cfg = {.backend = "uboot", .path = cfg_path, .try_attempts = 1};
 	if (eq_bl_open(&cfg, &bl, &e) != EQ_OK)
 		return 1;
 	struct eq_bl_state st;
@@ -1113,7 +1113,7 @@ static void test_alloc_failures(void **state)
 	for (unsigned long n = 1; n < 100; n++) {
 		struct eq_bl *bl = NULL;
 		struct eq_error e;
-		struct eq_bl_config cfg = {.backend = "uboot", .path = cfg_path};
+		struct eq_bl_config cfg = {.backend = "uboot", .path = cfg_path, .try_attempts = 1};
 		(void)eq_alloc_fail_at(n);
 		eq_err r = eq_bl_open(&cfg, &bl, &e);
 		if (!r) {

@@ -68,7 +68,7 @@ struct eq_config {
 	char *bl_path;             /* env file (file), first grubenv copy (grub), fw_env.config (uboot);
 			     * NULL: the backend's default (not for file) */
 	unsigned bl_good_attempts; /* 1..9, 0: the default 3 */
-	unsigned bl_try_attempts;  /* 1..9, 0: the default 1 */
+	unsigned bl_try_attempts;  /* 1..9, 0: the default 2 */
 	char *bl_var_order;        /* variable names, NULL: RAUC's BOOT_ORDER ... */
 	char *bl_var_a_left;
 	char *bl_var_b_left;

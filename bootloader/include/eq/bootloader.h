@@ -51,7 +51,7 @@ struct eq_bl_config {
 				  * EQ_ERR_INVAL there) */
 	unsigned good_attempts; /* attempts of a committed slot, 1..9, 0 means the default 3; also
 				  * the value a boot script assumes for a missing BOOT_x_LEFT */
-	unsigned try_attempts;  /* attempts of a slot on trial, 1..9, 0 means the default 1 */
+	unsigned try_attempts;  /* attempts of a slot on trial, 1..9, 0 means the default 2 */
 	/* The variables' names, for boot scripts that call them otherwise;
 	 * NULL: RAUC's BOOT_ORDER, BOOT_A_LEFT, BOOT_B_LEFT and eqota's
 	 * BOOT_TRIAL. Up to 64 of A-Z a-z 0-9 _, all four distinct. */
