@@ -55,6 +55,11 @@ static uint64_t poll_wait_ms(const struct eq_config *cfg, unsigned jitter)
 /* A daemon confirm step that found the lock held: private to the daemon
  * and its step's process, never an exit status of eqota. */
 #define CYCLE_LOCKED 10
+/* A step that could not take the lock at all (the data folder read-only,
+ * say, under a unit's ProtectSystem=strict): not another eqota at work,
+ * and every later poll would fail the same way, so the daemon exits and the
+ * service manager shows it failed, with the reason in the log. */
+#define CYCLE_BROKEN 11
 
 /* The daemon's reboot after an install or a rollback: returns only when it
  * failed. Builds with test hooks only (EQ_TEST_HOOKS): EQ_TEST_REBOOT_CMD is
@@ -130,8 +135,8 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 			       first ? ", the confirm step is retried at the next one" : "");
 			rc = first ? CYCLE_LOCKED : EQ_EXIT_FAILED;
 		} else if (lr) {
-			eq_log(EQ_LOG_ERR, "%s", eq_error_msg(&e));
-			rc = first ? CYCLE_LOCKED : EQ_EXIT_FAILED;
+			eq_log(EQ_LOG_ERR, "%s; the daemon cannot work without its lock and exits", eq_error_msg(&e));
+			rc = CYCLE_BROKEN;
 		} else if (first) {
 			rc = eqota_confirm(a, false);
 		} else {
@@ -228,6 +233,12 @@ static const char *cycle_outcome(int ex)
 	}
 }
 
+static int daemon_broken(void)
+{
+	notify("STATUS=cannot take eqota's lock in the data folder (see the log): exiting");
+	return EQ_EXIT_FAILED;
+}
+
 /* The daemon in one boot: the confirm step, then a poll every interval.
  * Returns its exit status, or -1 after a simulated reboot (daemon_reboot). */
 static int daemon_boot(const struct eq_config *cfg)
@@ -243,6 +254,8 @@ static int daemon_boot(const struct eq_config *cfg)
 		if (!eqota_stop_requested)
 			ex = daemon_cycle(cfg, true);
 	}
+	if (ex == CYCLE_BROKEN)
+		return daemon_broken();
 	if (ex == EQ_EXIT_ROLLED_BACK && !eqota_stop_requested) {
 		notify("STOPPING=1\nSTATUS=the trial slot failed and the previous slot is back: rebooting");
 		return daemon_reboot();
@@ -254,6 +267,8 @@ static int daemon_boot(const struct eq_config *cfg)
 		if (cfg->poll_jitter_s && getrandom(&jitter, sizeof(jitter), 0) == (ssize_t)sizeof(jitter))
 			jitter %= cfg->poll_jitter_s + 1;
 		ex = daemon_cycle(cfg, false);
+		if (ex == CYCLE_BROKEN)
+			return daemon_broken();
 		/* Asked to stop while the bootloader was switched: the trial
 		 * slot is tried at whatever reboot comes next (the shutdown
 		 * that stopped us, most likely), and confirmed after it. */

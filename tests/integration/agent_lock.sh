@@ -179,5 +179,21 @@ wait_for 20 grep -qs "passed its health checks and is committed" "$w/daemon2.out
 kill "$dm" 2>/dev/null || true
 wait "$dm" 2>/dev/null || true
 
+# ---- a lock that cannot be taken at all is no other eqota at work: the
+# daemon exits with the reason (a unit's ProtectSystem=strict over a data
+# folder it was not given, seen on a systemd image: "Read-only file
+# system"), instead of waiting for a holder that does not exist
+mv "$d/data/agent.lock" "$d/data/agent.lock.keep"
+mkdir "$d/data/agent.lock"
+rc=0; out=$(timeout 20 env EQ_TEST_POLL_MS=300 EQ_TEST_BOOT_ID_FILE="$d/boot_id" "$eqota" --config "$d/eqota.conf" daemon 2>&1) || rc=$?
+if [ $rc -eq 1 ] && grep -q "agent.lock" <<<"$out" && grep -q "cannot work without its lock" <<<"$out" &&
+  ! grep -q "retried at the next one" <<<"$out"; then
+  pass "a lock that cannot be opened: the daemon exits 1 naming it"
+else
+  fail "daemon with an unusable lock: exit $rc, $out"
+fi
+rmdir "$d/data/agent.lock"
+mv "$d/data/agent.lock.keep" "$d/data/agent.lock"
+
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "one eqota at a time"
