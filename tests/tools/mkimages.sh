@@ -87,6 +87,12 @@ if [ -n "$board" ]; then
 	bdebs=$out/debs
 	mkdir -p "$bdebs/release1" "$bdebs/release2"
 	ebuild=${EQ_IMAGE_EQOTA_BUILD:-$out/build-eqota}
+	# The cache outlives checkouts: a build folder CMake made for another
+	# source tree is refused by CMake, so it is started over.
+	if [ -f "$ebuild/CMakeCache.txt" ] &&
+		[ "$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$ebuild/CMakeCache.txt")" != "$top" ]; then
+		rm -rf "$ebuild"
+	fi
 	for n in 1 2; do
 		rm -f "$bdebs/release$n"/*.deb
 		"$top/tests/qemu/lib/mkdeb-eqota.sh" --arch "$arch" --version "0.1.0-$n" --out "$bdebs/release$n" \
@@ -250,7 +256,10 @@ local_archive() {
 # the installed packages. The hooks run on the host, so they work for a
 # foreign architecture; depmod reads any architecture's modules.
 board_hooks() {
-	local bd=$top/boards/$board data esp='' fstab
+	local bd=$top/boards/$board data esp='' fstab data_dir
+	# eqota's data folder ([paths] data of the board's eqota.conf)
+	data_dir=$(sed -n 's/^data = //p' "$bd/eqota.conf")
+	[ -n "$data_dir" ] || { echo "mkimages: no 'data = ' in $bd/eqota.conf" >&2; exit 1; }
 	# The data partition and, where eqota's environment lives on it, the ESP:
 	# the QEMU test settings name them for the busybox init.
 	# shellcheck source=/dev/null
@@ -274,6 +283,10 @@ board_hooks() {
 		--customize-hook="printf '$fstab' >\"\$1\"/etc/fstab"
 		--customize-hook="mkdir -p \"\$1\"/data \"\$1\"/boot/efi \"\$1\"/etc/eqota"
 		--customize-hook="install -m 0644 $bd/eqota.conf \"\$1\"/etc/eqota/eqota.conf"
+		# The board keeps eqota's data on its data partition, outside the
+		# unit's ReadWritePaths: a product's drop-in, as docs/systemd.md says.
+		--customize-hook="mkdir -p \"\$1\"/etc/systemd/system/eqota.service.d"
+		--customize-hook="printf '[Service]\\nReadWritePaths=%s\\n' $data_dir >\"\$1\"/etc/systemd/system/eqota.service.d/board-data.conf"
 		--customize-hook="install -m 0644 $key \"\$1\"/etc/eqota/release.pub"
 		--customize-hook="depmod -b \"\$1\" \$(ls \"\$1\"/lib/modules)"
 	)
