@@ -43,18 +43,37 @@ static bool name_char(char c)
 	       c == '+' || c == '-';
 }
 
+/* The top folder whose second level also splits the components: what
+ * the running system writes there (/var/log/wtmp, written at every boot)
+ * then costs a device its own small component, not a fresh copy of
+ * dpkg's database beside it in /var/lib. */
+#define SPLIT_TOP "var/"
+
 /* The component an entry at @path goes to (caller frees). */
 static char *component_name(const char *path, bool is_dir)
 {
 	const char *s = strchr(path, '/');
 	if (!s && !is_dir)
 		return eq_strdup(EQ_IMAGE_TOP);
+	if (s && !strncmp(path, SPLIT_TOP, strlen(SPLIT_TOP))) {
+		/* var/X and everything below it; var's own files stay in var's. */
+		const char *s2 = strchr(s + 1, '/');
+		if (s2 || is_dir)
+			s = s2 ? s2 : s + 1 + strlen(s + 1);
+	}
 	size_t len = s ? (size_t)(s - path) : strlen(path);
 	bool plain = len <= TOP_NAME_MAX;
 	for (size_t i = 0; i < len && plain; i++)
-		plain = name_char(path[i]);
-	if (plain)
-		return eq_asprintf("%s%.*s", EQ_IMAGE_PREFIX, (int)len, path);
+		plain = name_char(path[i]) || (path[i] == '/' && path + i == strchr(path, '/'));
+	if (plain) {
+		/* var/log -> eqota-image.var.log: a name that would also be a
+		 * top folder's ("var.log") only joins that one's component. */
+		char *name = eq_asprintf("%s%.*s", EQ_IMAGE_PREFIX, (int)len, path);
+		char *slash = name ? strchr(name, '/') : NULL;
+		if (slash)
+			*slash = '.';
+		return name;
+	}
 	/* A package name is a file name on the device and in the manifest:
 	 * other bytes get a stable name from their hash. */
 	uint8_t h[EQ_SHA256_LEN];

@@ -279,6 +279,38 @@ static void test_names(void **state)
 	eq_image_free(img);
 }
 
+/* var splits one level further: what a running system writes under
+ * var/log must not share a component with dpkg's database in var/lib. */
+static void test_var_split(void **state)
+{
+	(void)state;
+	mkdirs("img/var/lib/dpkg");
+	mkdirs("img/var/log");
+	mkdirs("img/var/odd name");
+	put("img/var/lib/dpkg/status", "Package: x\n");
+	put("img/var/log/wtmp", "");
+	put("img/var/log.txt", "a file of var itself");
+	put("img/var/odd name/f", "y");
+	struct eq_image *img = load("img");
+	struct eq_image_summary s;
+	eq_image_classify(img, &s);
+	struct eq_image_components *c = compose(img, "img", false, EQ_OK, NULL);
+	uint8_t sha[EQ_SHA256_LEN];
+	assert_int_equal(c->n, 4);
+	assert_string_equal(listing(component(c, "eqota-image.var")->b, sha),
+			    "var:d;var/log.txt:f:a file of var itself");
+	assert_string_equal(listing(component(c, "eqota-image.var.lib")->b, sha),
+			    "var/lib:d;var/lib/dpkg:d;var/lib/dpkg/status:f:Package: x\n");
+	assert_string_equal(listing(component(c, "eqota-image.var.log")->b, sha), "var/log:d;var/log/wtmp:f");
+	/* A second level that cannot be part of a package name: hashed. */
+	bool hashed = false;
+	for (size_t i = 0; i < c->n; i++)
+		hashed |= !strncmp(c->v[i].name, "eqota-image.x", 13) && strlen(c->v[i].name) == 13 + 16;
+	assert_true(hashed);
+	eq_image_components_free(c);
+	eq_image_free(img);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +318,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_changed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_var_split, setup, teardown),
 	};
 	return eq_test_run(tests, NULL, NULL, argc, argv);
 }
