@@ -22,8 +22,10 @@ test_pkgs=(
   # boards and QEMU tests (boards/, tests/bootloader, tests/qemu)
   qemu-system-x86 qemu-system-arm qemu-utils ovmf grub-efi-amd64-bin grub-common mtools dosfstools
   e2fsprogs fdisk gdisk busybox-static u-boot-qemu u-boot-tools libubootenv-tool cpio kmod socat
-  # the arm64 systemd images: mmdebstrap runs their install scripts through qemu-aarch64
-  qemu-user-static
+  # the arm64 systemd images: mmdebstrap runs their install scripts through qemu-aarch64,
+  # and refuses a foreign architecture without arch-test ("install arch-test for
+  # foreign architecture support", seen on a fresh machine)
+  qemu-user-static arch-test
   # packages, units and manual pages (integration.packages, integration.manpages)
   man-db groff-base systemd file
   # the --json documents against their schemas (integration.json_schema)

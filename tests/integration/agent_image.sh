@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Image mode end to end (issue 31, items 2, 3 and 5): two real Debian 12
-# images built by mmdebstrap (tests/tools/mkimages.sh: r2 has the security
+# images built by mmdebstrap (tests/tools/mkimages.sh board qemux86-64, the QEMU board's slot images: r2 has the security
 # and point-release updates, adds chrony, which creates the user _chrony
 # and enables its service, and drops nano) are published with their .debs
 # in image mode. A simulated device (dir slots, root, so owners, xattrs and
@@ -27,11 +27,11 @@ fi
 # then reuses it; exits 77 with the reason when it cannot.
 t0=$SECONDS
 rc=0
-"$src/tests/tools/mkimages.sh" "$EQ_CACHE_DIR" >mkimages.log 2>&1 || rc=$?
+"$src/tests/tools/mkimages.sh" "$EQ_CACHE_DIR" board qemux86-64 >mkimages.log 2>&1 || rc=$?
 tail -3 mkimages.log
 [ $rc -eq 0 ] || { [ $rc -eq 77 ] || echo "FAIL: mkimages.sh exited $rc"; exit $rc; }
 echo "images ready in $((SECONDS - t0)) s"
-imgs=$EQ_CACHE_DIR/images
+imgs=$EQ_CACHE_DIR/images-qemux86-64
 cmp() { python3 "$src/tests/tools/imgcmp.py" "$@"; }
 
 "$gen" keygen --out K >/dev/null

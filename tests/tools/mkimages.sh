@@ -1,34 +1,35 @@
 #!/usr/bin/env bash
-# mkimages.sh CACHE_DIR [SET]: builds two real Debian 12 (bookworm, amd64)
-# root filesystems with mmdebstrap. SET "test" (the default) is the test data
-# of image mode (issue 31):
-#   CACHE_DIR/images/r1.tar         bookworm main only
-#   CACHE_DIR/images/r2.tar         bookworm + bookworm-updates + bookworm-security,
-#                                   plus chrony (its install script creates the
-#                                   _chrony system user and enables chrony.service),
-#                                   minus nano (which r1 has, with its editor
-#                                   alternative)
-#   CACHE_DIR/images/rN-debs/       exactly the .debs rN was installed from
-#   CACHE_DIR/images/rN.packages    package=version, one a line, sorted
-#   CACHE_DIR/images/README         what was built, from where, when, how long
-# r1 -> r2 therefore differs by the security and stable updates published
-# after the bookworm point release, by a package added and one removed.
+# mkimages.sh CACHE_DIR SET: builds two real Debian 12 (bookworm) root
+# filesystems with mmdebstrap, r1 and r2, in a folder of CACHE_DIR:
+#   rN.tar         the image
+#   rN-debs/       exactly the .debs rN was installed from
+#   rN.packages    package=version, one a line, sorted
+#   README         what was built, from where, when, how long
 #
-# SET "demo" is the README demo's pair, in CACHE_DIR/images-demo/ with the
-# same names: rN is the demo's package set CACHE_DIR/debs/releaseN (made by
+# SET "demo" is the README demo's pair, in CACHE_DIR/images-demo/: rN is
+# the demo's package set CACHE_DIR/debs/releaseN (made by
 # scripts/fetch-debs.sh) at exactly those versions, served to apt as a local
 # archive pinned above Debian's, plus what Debian 12 needs to install it (dash,
 # libc-bin, perl-base, login, ...) from bookworm. r1 -> r2 therefore differs by
 # the demo's security updates only. Both images are built at once.
 #
-# SET "board" with a BOARD (qemux86-64, qemuarm64) is a slot image of that
-# QEMU board, in CACHE_DIR/images-BOARD/ with the same names: Debian 12
+# SET "board" with a BOARD (qemux86-64, qemuarm64) is the slot images of
+# that QEMU board, in CACHE_DIR/images-BOARD/, and the qemux86-64 pair is
+# also the test data of image mode (integration.agent_image): Debian 12
 # minbase for the board's architecture with systemd as PID 1 (systemd-sysv,
-# udev, kmod), the board's kernel as the QEMU tests package it
+# udev, kmod) and openssh-server, the board's kernel as the QEMU tests package it
 # (tests/qemu/lib/mkdeb-board.sh: eqota-kernel-BOARD, with the initramfs
 # where the board needs one) and the eqota package of this checkout
 # (tests/qemu/lib/mkdeb-eqota.sh; 0.1.0-1 in r1, 0.1.0-2 in r2), both from
-# a local archive pinned above Debian's as in the demo set. On top: the
+# a local archive pinned above Debian's as in the demo set. r1 is built from
+# bookworm main and has nano (with its editor alternative); r2 from
+# bookworm, bookworm-updates and bookworm-security, without nano and with
+# chrony (its install script creates the _chrony system user and enables
+# chrony.service). r1 -> r2 therefore differs by the security and stable
+# updates published after the bookworm point release, by eqota's version,
+# by a package added and one removed. The image holds no ssh host keys:
+# tests/tools/ssh-hostkeys.service makes a device's own at its first boot.
+# On top: the
 # board's eqota.conf and fw_env.config, the release key
 # CACHE_DIR/images-BOARD/release.pub (made with openssl when missing;
 # EQ_IMAGE_RELEASE_KEY names another), a fixed hostname, an /etc/fstab for
@@ -40,8 +41,8 @@
 # EQ_IMAGE_EQOTA_BUILD names the CMake folder of the eqota build (default
 # CACHE_DIR/images-BOARD/build-eqota).
 #
-# Nothing is rebuilt when both tars exist and CACHE_DIR/images/stamp matches
-# the recipe below. Downloads go to CACHE_DIR/images/pool only (shared by both
+# Nothing is rebuilt when both tars exist and the folder's stamp matches
+# the recipe below. Downloads go to the folder's pool/ only (shared by both
 # builds, reused by later builds). Exits 77 (a CTest skip) with the reason when
 # the images must be built but cannot be: not root, no mmdebstrap, or the
 # package archive unreachable.
@@ -50,19 +51,19 @@
 # EQ_DEBIAN_MIRROR / EQ_DEBIAN_SECURITY_MIRROR. SOURCE_DATE_EPOCH is pinned,
 # so two builds from the same archive state give the same tars; the archive
 # itself moves on (new security updates), which the stamp does not see:
-# delete CACHE_DIR/images to build from today's archive.
+# delete the folder to build from today's archive.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 # shellcheck source=scripts/apt-wait.sh
 . "$top/scripts/apt-wait.sh"
 
-usage() { echo "usage: $0 CACHE_DIR [test|demo|board qemux86-64|qemuarm64]" >&2; exit 2; }
-[ $# -ge 1 ] && [ $# -le 3 ] || usage
-set_name=${2:-test}
+usage() { echo "usage: $0 CACHE_DIR demo|board qemux86-64|qemuarm64" >&2; exit 2; }
+[ $# -ge 2 ] && [ $# -le 3 ] || usage
+set_name=$2
 board=''
 case "$set_name" in
-test | demo) [ $# -le 2 ] || usage ;;
+demo) [ $# -eq 2 ] || usage ;;
 board)
 	[ $# -eq 3 ] && [ -f "$top/boards/$3/board.conf" ] || usage
 	board=$3
@@ -75,6 +76,11 @@ if [ -n "$board" ]; then
 	arch=$(. "$top/boards/$board/board.conf" && echo "$EQ_BOARD_ARCH")
 	mkdir -p "$1/images-$board"
 	out=$(cd "$1/images-$board" && pwd)
+	# One build at a time per folder: the QEMU board tests and image
+	# mode's integration test share the qemux86-64 pair and may start at
+	# once; the second waits, then finds the pair up to date.
+	exec 9>"$out/.lock"
+	flock 9
 	key=${EQ_IMAGE_RELEASE_KEY:-$out/release.pub}
 	if [ ! -f "$key" ] && [ -z "${EQ_IMAGE_RELEASE_KEY:-}" ]; then
 		# Only the public half is kept: these images verify nothing yet.
@@ -115,9 +121,6 @@ elif [ "$set_name" = demo ]; then
 	fi
 	mkdir -p "$1/images-demo"
 	out=$(cd "$1/images-demo" && pwd)
-else
-	mkdir -p "$1/images"
-	out=$(cd "$1/images" && pwd)
 fi
 
 # The recipe: every input that changes what is built is in this text, and
@@ -125,14 +128,7 @@ fi
 # written once at the end, so a sync after every unpacked file buys nothing
 # and doubled the build (r1 with a warm pool: 1 min 52 s instead of 3.5 min).
 export SOURCE_DATE_EPOCH=1747699200 # 2025-05-20, the date of the archive snapshot the machine names
-board_include=systemd-sysv,udev,kmod
-base_include=systemd-sysv,udev,iproute2,openssh-server,ifupdown,netbase
-r1_include=$base_include,nano
-r2_include=$base_include,chrony
-recipe="mkimages 1
-arch=amd64 variant=minbase mode=root dpkg=force-unsafe-io SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH
-r1: suites=bookworm include=$r1_include
-r2: suites=bookworm,bookworm-updates,bookworm-security include=$r2_include"
+board_include=systemd-sysv,udev,kmod,openssh-server
 if [ "$set_name" = demo ]; then
 	# The .deb file names carry the versions: the recipe changes when the
 	# demo's package set does.
@@ -144,10 +140,11 @@ r2: $(cd "$debs/release2" && ls | sha256sum | cut -d' ' -f1)"
 fi
 if [ -n "$board" ]; then
 	# The inputs are files: their hashes are in the recipe.
-	recipe="mkimages board $board 1
+	recipe="mkimages board $board 2
 arch=$arch variant=minbase mode=root dpkg=force-unsafe-io,path-exclude=doc,man,locale SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH
 rN: the local archive images-$board/debs/releaseN pinned at 1001, then bookworm; include=$board_include,eqota,eqota-kernel-$board
-files: $(cd "$top/boards/$board" && cat eqota.conf fw_env.config 2>/dev/null | sha256sum | cut -d' ' -f1) key $(sha256sum <"$key" | cut -d' ' -f1)
+r1: include nano; r2: include chrony, suites also bookworm-updates, bookworm-security; no ssh host keys
+files: $(cd "$top/boards/$board" && cat eqota.conf fw_env.config 2>/dev/null | sha256sum | cut -d' ' -f1) key $(sha256sum <"$key" | cut -d' ' -f1) $(sha256sum <"$here/ssh-hostkeys.service" | cut -d' ' -f1)
 r1: $(cd "$bdebs/release1" && sha256sum ./*.deb | sha256sum | cut -d' ' -f1)
 r2: $(cd "$bdebs/release2" && sha256sum ./*.deb | sha256sum | cut -d' ' -f1)"
 fi
@@ -289,6 +286,12 @@ board_hooks() {
 		--customize-hook="printf '[Service]\\nReadWritePaths=%s\\n' $data_dir >\"\$1\"/etc/systemd/system/eqota.service.d/board-data.conf"
 		--customize-hook="install -m 0644 $key \"\$1\"/etc/eqota/release.pub"
 		--customize-hook="depmod -b \"\$1\" \$(ls \"\$1\"/lib/modules)"
+		# openssh-server's install script made host keys: every device
+		# would share them. Each makes its own at its first boot.
+		--customize-hook="rm -f \"\$1\"/etc/ssh/ssh_host_*"
+		--customize-hook="install -m 0644 $here/ssh-hostkeys.service \"\$1\"/etc/systemd/system/"
+		--customize-hook="mkdir -p \"\$1\"/etc/systemd/system/ssh.service.wants"
+		--customize-hook="ln -s ../ssh-hostkeys.service \"\$1\"/etc/systemd/system/ssh.service.wants/"
 	)
 	[ ! -f "$bd/fw_env.config" ] ||
 		pin_opts+=(--customize-hook="install -m 0644 $bd/fw_env.config \"\$1\"/etc/fw_env.config")
@@ -303,31 +306,27 @@ deb_ids() {
 }
 
 variant=minbase
+[ "$set_name" = board ] || variant=essential
 pin_opts=()
-if [ "$set_name" != test ]; then
-	[ "$set_name" = board ] || variant=essential
-	if ! command -v apt-ftparchive >/dev/null; then
-		eq_apt_get install -y -q --no-install-recommends apt-utils >/dev/null || true
-		command -v apt-ftparchive >/dev/null || { echo "mkimages: apt-ftparchive (apt-utils) is missing" >&2; exit 1; }
-	fi
-	# A local archive has origin "": priority 1001 makes apt take its
-	# versions over newer ones in Debian's archive.
-	pin='mkdir -p "$1"/etc/apt/preferences.d && printf "Package: *\nPin: origin \"\"\nPin-Priority: 1001\n" >"$1"/etc/apt/preferences.d/eqota-demo'
-	pin_opts=(--setup-hook="$pin")
-	local_archive 1
-	local_archive 2
-	r1_include=$(deb_ids 1 '${Package}' | paste -sd,)
-	r2_include=$(deb_ids 2 '${Package}' | paste -sd,)
-	if [ "$set_name" = board ]; then
-		r1_include=$board_include,$r1_include
-		r2_include=$board_include,$r2_include
-		board_hooks
-	fi
-	r1_src=("deb [trusted=yes] copy://$work/arch1 ./" "deb $mirror bookworm main")
-	r2_src=("deb [trusted=yes] copy://$work/arch2 ./" "deb $mirror bookworm main")
-else
-	r1_src=("deb $mirror bookworm main")
-	r2_src=("deb $mirror bookworm main" "deb $mirror bookworm-updates main" "deb $security bookworm-security main")
+if ! command -v apt-ftparchive >/dev/null; then
+	eq_apt_get install -y -q --no-install-recommends apt-utils >/dev/null || true
+	command -v apt-ftparchive >/dev/null || { echo "mkimages: apt-ftparchive (apt-utils) is missing" >&2; exit 1; }
+fi
+# A local archive has origin "": priority 1001 makes apt take its
+# versions over newer ones in Debian's archive.
+pin='mkdir -p "$1"/etc/apt/preferences.d && printf "Package: *\nPin: origin \"\"\nPin-Priority: 1001\n" >"$1"/etc/apt/preferences.d/eqota-demo'
+pin_opts=(--setup-hook="$pin")
+local_archive 1
+local_archive 2
+r1_include=$(deb_ids 1 '${Package}' | paste -sd,)
+r2_include=$(deb_ids 2 '${Package}' | paste -sd,)
+r1_src=("deb [trusted=yes] copy://$work/arch1 ./" "deb $mirror bookworm main")
+r2_src=("deb [trusted=yes] copy://$work/arch2 ./" "deb $mirror bookworm main")
+if [ "$set_name" = board ]; then
+	r1_include=$board_include,nano,$r1_include
+	r2_include=$board_include,chrony,$r2_include
+	r2_src+=("deb $mirror bookworm-updates main" "deb $security bookworm-security main")
+	board_hooks
 fi
 
 t_start=$(date +%s)
@@ -347,22 +346,25 @@ for name in r1 r2; do
 	rm -rf "$work/$name-archives"
 done
 
+# Every .deb of the local archive must be in its image at exactly its version.
+for n in 1 2; do
+	deb_ids "$n" '${Package}=${Version}' | LC_ALL=C sort >"$work/want$n"
+	missing=$(LC_ALL=C comm -23 "$work/want$n" "$work/r$n.packages")
+	[ -z "$missing" ] || { echo "mkimages: r$n lacks these packages of the local release$n: $missing" >&2; exit 1; }
+done
 # r2's added package must really have done what it is there for. (Listings
 # go through files: grep -q closing a pipe early would fail it under pipefail.)
-if [ "$set_name" = test ]; then
+if [ "$set_name" = board ]; then
 	tar -xOf "$work/r2.tar" ./etc/passwd >"$work/r2.passwd"
 	tar -tvf "$work/r2.tar" >"$work/r2.list"
 	grep '^_chrony:' "$work/r2.passwd" ||
 		{ echo "mkimages: r2 has no _chrony user in /etc/passwd" >&2; exit 1; }
 	grep 'etc/systemd/system/multi-user.target.wants/chrony.service -> ' "$work/r2.list" ||
 		{ echo "mkimages: r2 has no enablement link for chrony.service" >&2; exit 1; }
-else
-	# Every .deb of the demo's set must be in its image at exactly its version.
-	for n in 1 2; do
-		deb_ids "$n" '${Package}=${Version}' | LC_ALL=C sort >"$work/want$n"
-		missing=$(LC_ALL=C comm -23 "$work/want$n" "$work/r$n.packages")
-		[ -z "$missing" ] || { echo "mkimages: r$n lacks these packages of the demo's release$n: $missing" >&2; exit 1; }
-	done
+	if grep 'etc/ssh/ssh_host_.*_key' "$work/r2.list"; then
+		echo "mkimages: r2 holds ssh host keys, which every device would share" >&2
+		exit 1
+	fi
 fi
 
 changes() { # DIR: the r1 -> r2 package changes, one a line
