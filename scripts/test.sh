@@ -22,8 +22,13 @@ echo "== ctest (all labels, -Werror build)"
 ctest --test-dir "$top/build-ci" --output-on-failure -j"$jobs" || status=1
 
 echo "== ctest under AddressSanitizer + UndefinedBehaviorSanitizer (unit, integration, fuzz)"
-cmake -S "$top" -B "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DEQ_WERROR=ON -DEQ_TEST_HOOKS=ON \
-  -DEQ_SANITIZE=address,undefined >/dev/null
+# -O1, as AddressSanitizer's documentation advises for usable speed: the
+# same checks, and eqota's own delta and payload code (the sanitizers do
+# not reach into Debian's libzstd and mbedTLS) runs faster than at -O0
+# (unit.test_deltas: 22-26 s against 33-40 s, same loaded machine).
+# Asserts stay on (Debug, no NDEBUG).
+cmake -S "$top" -B "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DEQ_WERROR=ON \
+  -DEQ_TEST_HOOKS=ON -DEQ_SANITIZE=address,undefined >/dev/null
 cmake --build "$top/build-asan" -j"$jobs"
 ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --test-dir "$top/build-asan" --output-on-failure -j"$jobs" -L 'unit|integration|fuzz' || status=1

@@ -4,7 +4,7 @@
 # factory image; the scenarios of that board need it (a CTest fixture) and
 # boot copies of that image. Downloads go to the git-ignored cache, images
 # and serial logs to <build>/tests/qemu-work/<board>/<scenario>.
-set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut powercut-random tampered accel)
+set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut powercut-random tampered accel daemon)
 # CI's power-cut campaign per board: a few cuts at random instants, a new
 # seed each run (printed). A long campaign: docs/testing-in-ci.md.
 set(EQ_QEMU_CI_CUTS 3 CACHE STRING "power cuts of qemu.<board>.powercut-random")

@@ -9,6 +9,7 @@
 #                          [--cuts N] [--seed S] [--try-attempts N]
 #        tests/qemu/run.sh --board B --prepare-only [...]
 #   scenarios: happy, unhealthy, hang, powercut, powercut-random, tampered,
+#              daemon (the systemd image as it ships),
 #              accel (docs/testing-in-ci.md)
 #   --cuts, --seed, --try-attempts
 #              powercut-random: the number of power cuts (default 10), the
@@ -76,12 +77,15 @@ gen=$EQ_GEN agent=$EQ_AGENT
 
 # shellcheck source=lib/harness.sh
 . "$top/tests/qemu/lib/harness.sh"
+# shellcheck source=lib/sdimage.sh
+. "$top/tests/qemu/lib/sdimage.sh"
 # shellcheck source=scenarios.sh
 . "$top/tests/qemu/scenarios.sh"
 
 trap 'httpd_stop >/dev/null 2>&1 || true' EXIT
 check_user_releases
 prepare
+prepare_sd
 [ $prepare_only = 0 ] || exit 0
 declare -F "scenario_${scenario//-/_}" >/dev/null || { echo "run.sh: no scenario '$scenario'" >&2; exit 2; }
 
@@ -97,7 +101,10 @@ sdir=$bwork/$scenario
 rm -rf "$sdir"
 mkdir -p "$sdir/logs"
 disk=$sdir/disk.img
-cp --sparse=always "$bwork/factory.img" "$disk"
+# The scenarios of the board as it ships boot its systemd image.
+factory_img=$bwork/factory.img
+case " $sd_scenarios " in *" $scenario "*) factory_img=$sd/factory.img ;; esac
+cp --sparse=always "$factory_img" "$disk"
 fails=0 checks=0
 pass() { checks=$((checks + 1)); echo "PASS: $*"; }
 # A failed check shows the end of the last boot's serial log, so a CI log

@@ -40,10 +40,10 @@ changed_packages() {
 }
 
 # Packages whose object or delta the server sent, from the access log and
-# the channel's current manifest.
+# the channel's current manifest: fetched_packages CHANNEL [REPOSITORY].
 fetched_packages() {
 	httpd_log_flush
-	python3 - "$bwork/repo/boards/$board/$1/manifest.json" "$HTTPD_ACCESS_LOG" <<-'EOF'
+	python3 - "${2:-$bwork/repo}/boards/$board/$1/manifest.json" "$HTTPD_ACCESS_LOG" <<-'EOF'
 		import json, sys
 		m = json.load(open(sys.argv[1]))
 		owner = {}
@@ -571,5 +571,98 @@ scenario_accel() {
 	kvm_verdict "$picked" "${EQ_QEMU_ACCEL:+1}" "$fell" "$(kvm_reason "$sdir/2-board-kvm.kvm.log.stderr")" "$(accel_args kvm)"
 	expect_boot 2-board-kvm A
 	expect_line 2-board-kvm "mark-good rc=0"
+	httpd_stop
+}
+
+# ---- 7. the device as it ships: systemd, the daemon, root-mode trust -------------
+# The board's systemd image (lib/sdimage.sh): nothing here calls eqota.
+# eqota.service finds r2 at its first poll, installs it into slot B and
+# reboots; eqota-confirm.service confirms B at the next boot. The report
+# unit prints what systemd and `eqota status --json` say, and the journal
+# reaches the console.
+scenario_daemon() {
+	httpd_start "$sd/repo" "$sdir/logs"
+	local predicted got mid1 mid2 diffjson=$sdir/diff.json
+	"$gen" diff --repo "$sd/repo" --board "$board" --channel stable --from r1 --to r2 --json >"$diffjson"
+	predicted=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["download_bytes"])' "$diffjson")
+
+	qboot 1-daemon daemon --timeout 900 --isolation-probe
+	expect_boot 1-daemon A
+	expect_line 1-daemon "forward reached"
+	expect_line 1-daemon "host-direct blocked"
+	expect_line 1-daemon "confirm active/success exit=0"
+	expect_status 1-daemon 'j["booted"] == "A" and j["slots"]["A"]["release"] == "r1"' "the factory image runs r1 in slot A"
+	if tr -d '\r' <"$sdir/1-daemon.log" | grep -a 'eqota\[[0-9]*\]: .*telling the bootloader to try it once' >/dev/null; then
+		pass "1-daemon: eqota.service installed the release by itself and switched the bootloader (journal)"
+	else
+		fail "1-daemon: no 'telling the bootloader to try it once' from eqota.service in the journal"
+	fi
+	if [ "$qrc" = 0 ] && tr -d '\r' <"$sdir/1-daemon.log" | grep -a 'reboot: Restarting system' >/dev/null; then
+		pass "1-daemon: the daemon rebooted the device"
+	else
+		fail "1-daemon: the boot did not end with a reboot (QEMU exit $qrc)"
+	fi
+	# A running system writes some of its image's files (systemd-update-utmp:
+	# /var/log/wtmp). A package or component whose files the device changed
+	# cannot be a delta's base or be kept: the device fetches its full
+	# object and says so. The bytes must be the plan's with exactly those
+	# swapped, and every object or delta sent must be one of the two.
+	local falls want
+	falls=$(tr -d '\r' <"$sdir/1-daemon.log" |
+		sed -n "s/.*eqota\[[0-9]*\]: warning: package '\([^']*\)': .*downloading the full object.*/\1/p" | LC_ALL=C sort -u)
+	[ -z "$falls" ] || echo "info: 1-daemon: the device fetched the full objects of: $(echo "$falls" | tr '\n' ' ')"
+	want=$(python3 - "$diffjson" "$sd/repo/boards/$board/stable/manifest.json" "$falls" <<-'PY'
+		import json, sys
+		d = json.load(open(sys.argv[1]))
+		m = json.load(open(sys.argv[2]))
+		falls = set(sys.argv[3].split())
+		size = {p["name"]: p["object"]["size"] for p in m["packages"]}
+		total = d["totals"]["download_bytes"]
+		for p in d["packages"]:
+		    if p["name"] in falls and p["state"] in ("changed", "added"):
+		        total -= p["bytes"]
+		print(total + sum(size[n] for n in falls if n in size))
+	PY
+	)
+	got=$(fetched_bytes)
+	if [ "$got" = "$want" ]; then
+		pass "1-daemon: the server sent $got bytes of objects and deltas: the plan's $predicted, with the full objects of what the device changed itself"
+	else
+		fail "1-daemon: the server sent $got bytes of objects and deltas, expected $want (eqota-gen diff: $predicted; fallbacks: ${falls:-none})"
+	fi
+	local extra
+	extra=$(LC_ALL=C comm -13 <( (python3 -c 'import json,sys; print("\n".join(p["name"] for p in json.load(open(sys.argv[1]))["packages"] if p["state"] in ("changed","added")))' "$diffjson"; echo "$falls") | LC_ALL=C sort -u) \
+		<(fetched_packages stable "$sd/repo"))
+	if [ -z "$extra" ]; then
+		pass "1-daemon: only the changed packages and components were fetched: $(fetched_packages stable "$sd/repo" | tr '\n' ' ')"
+	else
+		fail "1-daemon: fetched beyond the plan: $(echo "$extra" | tr '\n' ' ')"
+	fi
+
+	qboot 2-newslot status
+	expect_boot 2-newslot B
+	expect_line 2-newslot "confirm active/success exit=0"
+	expect_status 2-newslot 'j["booted"] == "B" and j["slots"]["B"]["release"] == "r2" and j["bootloader"]["trial"] is None and j["bootloader"]["order"] == ["B", "A"]' \
+		"eqota-confirm.service committed r2 in slot B, A stays the fallback"
+	# r2 added chrony: its account and its enabled service come with the
+	# image (image components), and systemd starts it on the first boot.
+	expect_line 1-daemon "unit chrony.service inactive"
+	expect_line 2-newslot "unit chrony.service active"
+	expect_line 2-newslot "unit ssh.service active"
+	local keys1 keys2
+	keys1=$(qline 1-daemon 'hostkey ' | LC_ALL=C sort)
+	keys2=$(qline 2-newslot 'hostkey ' | LC_ALL=C sort)
+	if [ "$(echo "$keys1" | grep -c .)" -ge 3 ] && [ "$keys1" = "$keys2" ]; then
+		pass "2-newslot: the device kept the ssh host keys it made at its first boot: $(echo "$keys2" | tr '\n' ' ')"
+	else
+		fail "2-newslot: ssh host keys before the update: '$(echo "$keys1" | tr '\n' ' ')', after: '$(echo "$keys2" | tr '\n' ' ')'"
+	fi
+	mid1=$(qline 1-daemon 'machine-id ' | tail -1)
+	mid2=$(qline 2-newslot 'machine-id ' | tail -1)
+	if [ -n "$mid1" ] && [ "$mid1" != uninitialized ] && [ "$mid1" = "$mid2" ]; then
+		pass "2-newslot: the device kept its own machine id $mid1"
+	else
+		fail "2-newslot: machine id '$mid2' after the update, '$mid1' before"
+	fi
 	httpd_stop
 }

@@ -99,7 +99,7 @@ accel_pick() {
 inputs_hash() {
 	{
 		(cd "$top" && find CMakeLists.txt cmake common delta manifest gen bootloader agent scripts packaging man completion \
-			"boards/$board" tests/qemu tests/integration/lib -type f ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+			"boards/$board" tests/qemu tests/integration/lib tests/tools/mkimages.sh -type f ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
 		local d
 		for d in "$user_rel1" "$user_rel2"; do
 			echo "user release: $d"
