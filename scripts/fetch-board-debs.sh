@@ -24,6 +24,12 @@ bdir=$top/boards/$board
 : "${EQ_BOARD_ARCH:?board.conf must set EQ_BOARD_ARCH}" "${EQ_BOARD_KERNEL_META:?board.conf must set EQ_BOARD_KERNEL_META}"
 cache=${2:-$top/.cache/boards/$board}
 mkdir -p "$cache/debs"
+# One at a time per cache: the QEMU board test and image mode's
+# integration test build the qemux86-64 kernel package at once, and one's
+# unpack would pull the tree from under the other (seen in CI: "rm: cannot
+# remove .../root/lib/modules/...: Directory not empty").
+exec 9>"$cache/.lock"
+flock 9
 
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
 native=$(dpkg --print-architecture)
