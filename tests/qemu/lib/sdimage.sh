@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# run.sh sets the variables named in harness.sh before it sources this file:
-# shellcheck disable=SC2154
+# run.sh sets the variables named in harness.sh before it sources this file,
+# and reads sd_scenarios, sd and imgs, which it sets:
+# shellcheck disable=SC2154,SC2034
 # sdimage.sh: the board as it ships. Sourced by tests/qemu/run.sh after
 # harness.sh. prepare_sd builds, in $bwork/sd, what the scenarios of
 # $sd_scenarios boot (each step leaves a stamp, as prepare's do):
