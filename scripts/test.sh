@@ -7,7 +7,9 @@
 # EQ_FUZZ_SECONDS (default 20) seconds, two at a time; a crash fails the run
 # and names the saved input (docs/testing-in-ci.md, "Fuzzing"). A test
 # that cannot run here is reported as skipped with its reason, listed at
-# the end; on a Debian 12 root machine set up by scripts/setup.sh none is.
+# the end; on a Debian 12 root machine set up by scripts/setup.sh only the
+# interop tests without EQ_BITBAKE_DIR and qemu.qemuarm64.daemon (left out
+# of the suite for its time, tests/qemu/qemu.cmake) are.
 # Usage: scripts/test.sh            (CI runs exactly this through .ci/run)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -4,7 +4,15 @@
 # factory image; the scenarios of that board need it (a CTest fixture) and
 # boot copies of that image. Downloads go to the git-ignored cache, images
 # and serial logs to <build>/tests/qemu-work/<board>/<scenario>.
-set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut powercut-random tampered accel daemon)
+set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut powercut-random tampered accel)
+# The boards whose suite also boots the systemd images (the daemon
+# scenario, tests/qemu/lib/sdimage.sh). qemuarm64's image pair takes about
+# 8 minutes under emulation (14 in CI beside the other tests), which the
+# hour of the README's test command has no room for yet: there the
+# scenario is a visible skip; run it with
+#   tests/qemu/run.sh --board qemuarm64 --scenario daemon
+# or configure with -DEQ_QEMU_SD_BOARDS="qemux86-64;qemuarm64".
+set(EQ_QEMU_SD_BOARDS qemux86-64 CACHE STRING "boards whose QEMU tests include the daemon scenario")
 # CI's power-cut campaign per board: a few cuts at random instants, a new
 # seed each run (printed). A long campaign: docs/testing-in-ci.md.
 set(EQ_QEMU_CI_CUTS 3 CACHE STRING "power cuts of qemu.<board>.powercut-random")
@@ -19,7 +27,7 @@ set_tests_properties(qemu.harness.accel_verdict PROPERTIES LABELS "qemu;unit" TI
 
 # A board that cannot run here still has its tests, skipped with the reason.
 function(eq_add_qemu_skipped board reason)
-  foreach(s prepare ${EQ_QEMU_SCENARIOS})
+  foreach(s prepare ${EQ_QEMU_SCENARIOS} daemon)
     eq_add_skipped_test(qemu.${board}.${s} qemu "${reason}")
   endforeach()
 endfunction()
@@ -35,13 +43,22 @@ function(eq_add_qemu_board board qemu_program)
     return()
   endif()
   set(env "EQ_CACHE_DIR=${EQ_CACHE_DIR};EQ_GEN=$<TARGET_FILE:eqota-gen>;EQ_AGENT=$<TARGET_FILE:eqota>")
+  set(scenarios ${EQ_QEMU_SCENARIOS})
+  set(sd)
+  if(board IN_LIST EQ_QEMU_SD_BOARDS)
+    list(APPEND scenarios daemon)
+    set(sd --systemd)
+  else()
+    eq_add_skipped_test(qemu.${board}.daemon qemu
+      "left out of the suite for its time (EQ_QEMU_SD_BOARDS; the arm64 systemd images take about 8 minutes to build under emulation): run tests/qemu/run.sh --board ${board} --scenario daemon, or configure with -DEQ_QEMU_SD_BOARDS including ${board}")
+  endif()
   add_test(NAME qemu.${board}.prepare
-    COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run.sh --board ${board} --prepare-only --work ${EQ_QEMU_WORK})
+    COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run.sh --board ${board} --prepare-only ${sd} --work ${EQ_QEMU_WORK})
   # RESOURCE_LOCK: its apt-get and integration.packages' dpkg -i share
   # dpkg's lock.
   set_tests_properties(qemu.${board}.prepare PROPERTIES LABELS qemu TIMEOUT 2400
     FIXTURES_SETUP qemu_${board} ENVIRONMENT "${env}" RESOURCE_LOCK dpkg)
-  foreach(s ${EQ_QEMU_SCENARIOS})
+  foreach(s ${scenarios})
     set(opts)
     if(s STREQUAL "powercut-random")
       set(opts --cuts ${EQ_QEMU_CI_CUTS})

@@ -7,7 +7,7 @@
 # Usage: tests/qemu/run.sh --board qemux86-64|qemuarm64 --scenario NAME [--work DIR]
 #                          [--release1 DIR --release2 DIR]
 #                          [--cuts N] [--seed S] [--try-attempts N]
-#        tests/qemu/run.sh --board B --prepare-only [...]
+#        tests/qemu/run.sh --board B --prepare-only [--systemd] [...]
 #   scenarios: happy, unhealthy, hang, powercut, powercut-random, tampered,
 #              daemon (the systemd image as it ships),
 #              accel (docs/testing-in-ci.md)
@@ -15,6 +15,9 @@
 #              powercut-random: the number of power cuts (default 10), the
 #              seed of their instants (default: chosen and printed), and
 #              the trial attempts of the device (default 2)
+#   --systemd  with --prepare-only: also prepare the systemd images of the
+#              daemon scenario (lib/sdimage.sh); that scenario prepares them
+#              itself when they are missing
 #   --work     where images, repository and logs go (default build-qemu/work)
 #   --release1, --release2
 #              your own release pair: folders of .deb files added to the
@@ -31,7 +34,7 @@
 # Exit status: 0 passed, 1 a check failed, 2 usage, anything else a broken setup.
 set -Eeuo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-board='' scenario='' work='' prepare_only=0
+board='' scenario='' work='' prepare_only=0 prepare_sd=0
 usage() { sed -n '/^# Usage:/,/^# Exit/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -39,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--scenario) scenario=${2:-}; shift 2 ;;
 	--work) work=${2:-}; shift 2 ;;
 	--prepare-only) prepare_only=1; shift ;;
+	--systemd) prepare_sd=1; shift ;;
 	--release1) EQ_QEMU_RELEASE1=${2:-}; shift 2 ;;
 	--release2) EQ_QEMU_RELEASE2=${2:-}; shift 2 ;;
 	--cuts) EQ_QEMU_CUTS=${2:-}; shift 2 ;;
@@ -85,7 +89,8 @@ gen=$EQ_GEN agent=$EQ_AGENT
 trap 'httpd_stop >/dev/null 2>&1 || true' EXIT
 check_user_releases
 prepare
-prepare_sd
+case " $sd_scenarios " in *" ${scenario:-none} "*) prepare_sd=1 ;; esac
+[ $prepare_sd = 0 ] || prepare_sd
 [ $prepare_only = 0 ] || exit 0
 declare -F "scenario_${scenario//-/_}" >/dev/null || { echo "run.sh: no scenario '$scenario'" >&2; exit 2; }
 
