@@ -803,7 +803,7 @@ static eq_err do_full(struct inst *x, const struct eq_manifest_package *pkg, str
 	int ofd = open(obj, O_RDONLY | O_CLOEXEC);
 	if (ofd < 0)
 		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", obj);
-	int pfd;
+	int pfd = -1;
 	r = work_tmp(x, "payload", &pfd, NULL, err);
 	if (r) {
 		close(ofd);

@@ -241,7 +241,7 @@ static int cmp_path_entry(const void *key, const void *elem)
 
 static eq_err parse_line(struct pctx *p, char *line, struct eq_rec_list *l)
 {
-	char *f[9];
+	char *f[9] = {0};
 	size_t nf = 0;
 	for (char *c = line;;) {
 		if (nf == 9)

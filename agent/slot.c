@@ -261,7 +261,7 @@ static eq_err unmount_if(const char *dir, struct eq_error *err)
 
 eq_err eq_slot_prepare(const struct eq_config *cfg, const char *name, char **ret_root, struct eq_error *err)
 {
-	const char *path;
+	const char *path = NULL;
 	eq_err r = slot_path(cfg, name, &path, err);
 	if (r)
 		return r;
@@ -305,7 +305,7 @@ eq_err eq_slot_prepare(const struct eq_config *cfg, const char *name, char **ret
 
 eq_err eq_slot_open(const struct eq_config *cfg, const char *name, char **ret_root, struct eq_error *err)
 {
-	const char *path;
+	const char *path = NULL;
 	eq_err r = slot_path(cfg, name, &path, err);
 	if (r)
 		return r;
@@ -348,7 +348,7 @@ eq_err eq_slot_open(const struct eq_config *cfg, const char *name, char **ret_ro
 
 eq_err eq_slot_release(const struct eq_config *cfg, const char *name, struct eq_error *err)
 {
-	const char *path;
+	const char *path = NULL;
 	eq_err r = slot_path(cfg, name, &path, err);
 	if (r)
 		return r;

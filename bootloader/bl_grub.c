@@ -378,7 +378,7 @@ static eq_err no_valid_copy(const struct copy c[2], struct eq_error *err)
 
 static eq_err grub_get_vars(struct eq_bl *bl, struct eq_bl_vars *ret, struct eq_error *err)
 {
-	struct copy *c;
+	struct copy *c = NULL;
 	eq_err r = load_both(bl, &c, err);
 	if (r)
 		return r;
@@ -591,7 +591,7 @@ static eq_err write_copy(const struct copy *c, const char blk[BLOCK_SIZE], struc
  */
 static eq_err grub_set_vars(struct eq_bl *bl, const struct eq_bl_vars *vars, struct eq_error *err)
 {
-	struct copy *c;
+	struct copy *c = NULL;
 	eq_err r = load_both(bl, &c, err);
 	if (r)
 		return r;
@@ -657,7 +657,7 @@ static void grub_close(struct eq_bl *bl)
 #ifdef EQ_TEST_HOOKS
 eq_err eq_bl_grub_inspect(struct eq_bl *bl, struct eq_bl_grub_info *ret, struct eq_error *err)
 {
-	struct copy *c;
+	struct copy *c = NULL;
 	eq_err r = load_both(bl, &c, err);
 	if (r)
 		return r;

@@ -313,7 +313,7 @@ eq_err eqg_path_table_note_removed(struct eq_path_table *t, const char *pkg_name
 		if (!ru) /* a cached list from other rules: the cache key has them */
 			return eq_error_set(err, EQ_ERR_STATE, "package '%s': no owner rule for removed path '%s'",
 					    pkg_name, removed->v[k]);
-		size_t pi;
+		size_t pi = 0;
 		r = get_pkg(t, pkg_name, NULL, &pi, err);
 		struct tpkg *p = &t->pkgs[pi];
 		if (!r)
@@ -425,7 +425,7 @@ eq_err eq_path_table_add_entry(struct eq_path_table *t, const char *pkg_name, co
 	if (t->n_recs >= EQ_PATH_TABLE_MAX_ENTRIES)
 		return eq_error_set(err, EQ_ERR_LIMIT, "path table: more than %u entries in the release",
 				    EQ_PATH_TABLE_MAX_ENTRIES);
-	size_t pi;
+	size_t pi = 0;
 	eq_err r = get_pkg(t, pkg_name, pkg_file, &pi, err);
 	if (!r)
 		r = grow((void **)&t->recs, &t->cap_recs, t->n_recs, sizeof(*t->recs), err);
@@ -504,7 +504,7 @@ eq_err eqg_path_table_add_recs(struct eq_path_table *t, const char *pkg_name, co
 	if (rs->n > EQ_PATH_TABLE_MAX_ENTRIES - t->n_recs)
 		return eq_error_set(err, EQ_ERR_LIMIT, "path table: more than %u entries in the release",
 				    EQ_PATH_TABLE_MAX_ENTRIES);
-	size_t pi;
+	size_t pi = 0;
 	eq_err r = get_pkg(t, pkg_name, pkg_file, &pi, err);
 	if (r)
 		return r;
@@ -528,7 +528,7 @@ eq_err eqg_path_table_add_recs(struct eq_path_table *t, const char *pkg_name, co
 
 eq_err eqg_path_table_mark_component(struct eq_path_table *t, const char *pkg_name, struct eq_error *err)
 {
-	size_t pi;
+	size_t pi = 0;
 	eq_err r = get_pkg(t, pkg_name, NULL, &pi, err);
 	if (!r)
 		t->pkgs[pi].component = true;

@@ -147,7 +147,7 @@ static eq_err write_object(struct eqg_pub *c, const char *payload, struct eq_sto
 	int in = open(payload, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return eq_error_errno(err, EQ_ERR_IO, "cannot open '%s'", payload);
-	int out;
+	int out = -1;
 	EQ_AUTOFREE char *tmp = NULL;
 	eq_err r = eqg_pub_tmp_file(c, "object", &out, &tmp, err);
 	if (r) {
@@ -213,7 +213,7 @@ static eq_err object_to_payload(struct eqg_pub *c, const char *object_sha, const
 	if (in < 0)
 		return eq_error_errno(err, errno == ENOENT ? EQ_ERR_NOTFOUND : EQ_ERR_IO, "cannot open object '%s'",
 				      src);
-	int out;
+	int out = -1;
 	char *tmp = NULL;
 	eq_err r = eqg_pub_tmp_file(c, "ref", &out, &tmp, err);
 	if (r) {
@@ -556,7 +556,7 @@ static eq_err make_deltas(struct eqg_pub *c, struct eqg_prep *p, struct eq_error
 			return r;
 		}
 		const char *to_path = p->stored_payload ? p->stored_payload : p->payload;
-		int out;
+		int out = -1;
 		EQ_AUTOFREE char *tmp = NULL;
 		r = eqg_pub_tmp_file(c, "delta", &out, &tmp, err);
 		if (r) {

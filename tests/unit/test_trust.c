@@ -125,7 +125,7 @@ static void put(const char *path, uint8_t *d, size_t n)
 	if (!f) {
 		assert_true(repo.n < 64);
 		f = &repo.f[repo.n++];
-		snprintf(f->path, sizeof(f->path), "%s", path);
+		assert_true(snprintf(f->path, sizeof(f->path), "%s", path) < (int)sizeof(f->path));
 	} else {
 		eq_free(f->data);
 	}
