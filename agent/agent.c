@@ -540,6 +540,10 @@ eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_erro
 			rollout_for(a, st.offered_number, &st.rollout);
 		}
 	}
+	_Static_assert(sizeof(st.report_id) == EQ_REPORT_ID_LEN + 1, "eq_status.report_id holds a report id");
+	char id[EQ_DEVICE_ID_MAX + 1];
+	if (eq_device_id_read(a->cfg->device_id_file, id, &e) == EQ_OK)
+		eq_report_device_id(id, st.report_id);
 	/* Status works on a damaged hold file too; update refuses it. */
 	if (policy_now(a, &st.policy, &e) != EQ_OK) {
 		eq_log(EQ_LOG_WARNING, "%s", eq_error_msg(&e));

@@ -224,6 +224,11 @@ static int cmd_status(struct eq_agent *a)
 			       st.rollout.selected ? "true" : "false");
 		else
 			printf("null");
+		printf(",\"device\":");
+		if (st.report_id[0])
+			json_str(st.report_id);
+		else
+			printf("null");
 		printf("}\n");
 		return EQ_EXIT_OK;
 	}
@@ -274,6 +279,10 @@ static int cmd_status(struct eq_agent *a)
 		printf("hold: no update until %s (%s)\n", until,
 		       st.policy.hold_by_command ? "'eqota hold'" : "[update] hold-until");
 	}
+	if (st.report_id[0])
+		printf("device: %s in reports\n", st.report_id);
+	else
+		printf("device: no id (reports name no device)\n");
 	if (st.rollout.staged) {
 		printf("rollout of release %" PRIu64 " (last timestamp): %u %%%s; this device is %s\n",
 		       st.offered_number, st.rollout.percent, st.rollout.halted ? ", halted" : "",

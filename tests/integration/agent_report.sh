@@ -58,6 +58,13 @@ rc=0; eq update >/dev/null 2>&1 || rc=$?
 want=$(python3 -c 'import hashlib; print(hashlib.sha256(b"eqota-report-id-1\0" + b"0123456789abcdef0123456789abcdef").hexdigest()[:32])')
 [ "$(last device)" = "$want" ] && ! grep -q 0123456789abcdef0123456789abcdef "$reports" &&
   pass "the device is named by a hash of its machine id, never the id" || fail "device id: $(last device)"
+sdev=$(eq status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])')
+[ "$sdev" = "$want" ] && eq status | grep -qx "device: $want in reports" &&
+  pass "status names the device as its reports do" || fail "status device: $sdev"
+mv "$w/machine-id" "$w/machine-id.away"
+sdev=$(eq status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])')
+[ "$sdev" = None ] && pass "status without an id file: device null" || fail "status device without id: $sdev"
+mv "$w/machine-id.away" "$w/machine-id"
 boot
 eq mark-good >/dev/null 2>&1
 [ "$(last event)" = committed ] && [ "$(last to.release)" = r2 ] && [ "$(last from.release)" = r1 ] &&

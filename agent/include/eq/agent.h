@@ -336,6 +336,10 @@ struct eq_status {
 	 * its rollout for this device (from the trust store, no network). */
 	uint64_t offered_number; /* 0: not known */
 	struct eq_rollout_view rollout;
+	/* The id this device's reports carry (a hash of [update]
+	 * device-id-file, never the id itself); "" when the file cannot be
+	 * read. Support matches a device to its reports with it. */
+	char report_id[33];
 };
 EQ_API eq_err eq_agent_status(struct eq_agent *a, struct eq_status *ret, struct eq_error *err) EQ_MUST_CHECK;
 
