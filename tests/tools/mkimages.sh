@@ -148,6 +148,10 @@ files: $(cd "$top/boards/$board" && cat eqota.conf fw_env.config 2>/dev/null | s
 r1: $(cd "$bdebs/release1" && sha256sum ./*.deb | sha256sum | cut -d' ' -f1)
 r2: $(cd "$bdebs/release2" && sha256sum ./*.deb | sha256sum | cut -d' ' -f1)"
 fi
+# This script is an input too: a changed build step must not reuse images
+# the old one made (a comment edit costs one rebuild).
+recipe="$recipe
+script: $(sha256sum <"$here/mkimages.sh" | cut -d' ' -f1)"
 stamp=$(printf '%s\n' "$recipe" | sha256sum | cut -d' ' -f1)
 
 if [ -f "$out/r1.tar" ] && [ -f "$out/r2.tar" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
