@@ -585,6 +585,16 @@ scenario_daemon() {
 	local predicted got mid1 mid2 diffjson=$sdir/diff.json
 	"$gen" diff --repo "$sd/repo" --board "$board" --channel stable --from r1 --to r2 --json >"$diffjson"
 	predicted=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["download_bytes"])' "$diffjson")
+	# The timestamp is refreshed now, as a publisher's cron does (it
+	# expires after 24 hours, and a prepared repository may be older):
+	# the device must take this version, signed after prepare, not the
+	# one publish wrote.
+	local tsfile=$sd/repo/boards/$board/stable/timestamp.json tsv0 tsv
+	tsv0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$tsfile")
+	"$gen" -q timestamp --repo "$sd/repo" --board "$board" --channel stable --trusted-root "$sd/keys/pinned.root.json" \
+		--key "$sd/keys/timestamp.key" >"$sdir/timestamp.log" 2>&1 || { cat "$sdir/timestamp.log"; hdie "refreshing the timestamp failed"; }
+	tsv=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$tsfile")
+	[ "$tsv" -gt "$tsv0" ] || hdie "the refreshed timestamp has version $tsv, publish wrote $tsv0"
 
 	qboot 1-daemon daemon --timeout 900 --isolation-probe
 	expect_boot 1-daemon A
@@ -644,6 +654,10 @@ scenario_daemon() {
 	expect_line 2-newslot "confirm active/success exit=0"
 	expect_status 2-newslot 'j["booted"] == "B" and j["slots"]["B"]["release"] == "r2" and j["bootloader"]["trial"] is None and j["bootloader"]["order"] == ["B", "A"]' \
 		"eqota-confirm.service committed r2 in slot B, A stays the fallback"
+	# Trust as shipped: the image pins root 1, whose release key signed r1;
+	# r2 is signed by the key root 2 put in its place (prepare_sd).
+	expect_status 2-newslot "j['trust']['root_version'] == 2 and j['trust']['timestamp_version'] == $tsv" \
+		"the device walked from its pinned root 1 to root 2 (new release key) and took the timestamp refreshed during the run (version $tsv)"
 	# r2 added chrony: its account and its enabled service come with the
 	# image (image components), and systemd starts it on the first boot.
 	expect_line 1-daemon "unit chrony.service inactive"
@@ -663,6 +677,18 @@ scenario_daemon() {
 		pass "2-newslot: the device kept its own machine id $mid1"
 	else
 		fail "2-newslot: machine id '$mid2' after the update, '$mid1' before"
+	fi
+	# eqota's own view of the device: the id its reports carry, which the
+	# staged rollout's bucket hashes too (docs/fleet.md). Computed here
+	# from the machine id without eqota's code.
+	local rid1 rid2 want
+	rid1=$(status_of 1-daemon | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])' 2>/dev/null)
+	rid2=$(status_of 2-newslot | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])' 2>/dev/null)
+	want=$(python3 -c 'import hashlib,sys; print(hashlib.sha256(b"eqota-report-id-1\0" + sys.argv[1].encode()).hexdigest()[:32])' "$mid2")
+	if [ "$rid1" = "$want" ] && [ "$rid2" = "$want" ]; then
+		pass "2-newslot: the device's report id (and so its rollout bucket) is unchanged: $rid2"
+	else
+		fail "2-newslot: report id '$rid1' before the update, '$rid2' after, '$want' from the machine id"
 	fi
 	httpd_stop
 }

@@ -70,16 +70,37 @@ sd_finish() {
 	rm -rf "$ov"
 }
 
-sd_pub() { # sd_pub RELEASE: publish $sd/RELEASE.tar with its packages
+sd_pub() { # sd_pub RELEASE KEY: publish $sd/RELEASE.tar with its packages, signed by $sd/keys/KEY.key
 	# The warnings name every set-user-ID program of Debian's packages: kept
 	# in the log, the summary printed.
 	"$gen" -q publish --repo "$sd/repo" --board "$board" --channel stable --release "$1" \
 		--packages "$imgs/$1-debs" --image "$sd/$1.tar" --image-devices \
-		--key "$sd/keys/release.key" --timestamp-key "$sd/keys/timestamp.key" \
+		--key "$sd/keys/$2.key" --timestamp-key "$sd/keys/timestamp.key" \
 		--trusted-root "$sd/keys/pinned.root.json" --store "$sd/store.db" \
 		--level "${EQ_QEMU_ZSTD_LEVEL:-9}" --expires 3650 >"$sd/publish-$1.log" 2>&1 ||
 		{ tail -20 "$sd/publish-$1.log" >&2; hdie "publishing $1 failed ($sd/publish-$1.log)"; }
 	grep -E '^(published|image:) ' "$sd/publish-$1.log" >&2 || true
+}
+
+sd_factory() { # slot A holds r1 (eqota provision on the host), then the disk image
+	local f=$sd/factory rc=0 mib
+	hlog "systemd images: provisioning slot A with r1, the factory image"
+	rm -rf "$f"
+	httpd_start "$sd/repo" "$f/logs"
+	simdevice_make "$f" "$HTTPD_URL" "$board" "$sd/repo/root/1.root.json"
+	"$agent" --config "$f/eqota.conf" -q provision --slot A --release 1 || rc=$?
+	httpd_stop
+	[ $rc = 0 ] || hdie "provision of slot A from the systemd image failed (exit $rc)"
+	# Both slots hold the larger image with room for the journal and
+	# eqota's records, in whole 64 MiB.
+	mib=$(du -sm "$sd/r1.tar" "$sd/r2.tar" | sort -n | tail -1 | cut -f1)
+	mib=$(((mib * 13 / 10 + 64 + 63) / 64 * 64))
+	# The data partition holds an update's downloads and its largest
+	# temporary payload (perl's modules, 18 MiB), beside eqota's state:
+	# the board's 64 MiB were too few (59 MiB needed, 49.9 MiB free).
+	"$top/boards/$board/build-image.sh" --out "$sd/factory.img" --rootfs-a "$f/A" --slot-mib "$mib" \
+		--data-mib 192 >/dev/null
+	rm -rf "$f/A"
 }
 
 prepare_sd() {
@@ -87,8 +108,7 @@ prepare_sd() {
 	imgs=${EQ_CACHE_DIR:-$top/.cache}/images-$board
 	mkdir -p "$sd"
 	local t0=$SECONDS
-	step_done sd-images || rm -f "$bwork/.stamp-sd-repo" "$bwork/.stamp-sd-factory"
-	step_done sd-repo || rm -f "$bwork/.stamp-sd-factory"
+	step_done sd-images || rm -f "$bwork/.stamp-sd-repo"
 	if ! step_done sd-images; then
 		hlog "systemd images: building or reusing $imgs (tests/tools/mkimages.sh)"
 		local rc=0
@@ -98,7 +118,7 @@ prepare_sd() {
 		rm -rf "$sd/keys" "$sd/repo"
 		mkdir -p "$sd/keys"
 		local k
-		for k in root release timestamp; do "$gen" keygen --out "$sd/keys/$k" >/dev/null; done
+		for k in root release release2 timestamp; do "$gen" keygen --out "$sd/keys/$k" >/dev/null; done
 		"$gen" -q root init --repo "$sd/repo" --key "$sd/keys/root.key" --root-pub "$sd/keys/root.pub" \
 			--release-pub "$sd/keys/release.pub" --timestamp-pub "$sd/keys/timestamp.pub" >/dev/null
 		cp "$sd/repo/root/1.root.json" "$sd/keys/pinned.root.json"
@@ -107,32 +127,22 @@ prepare_sd() {
 		step_mark sd-images
 	fi
 	if ! step_done sd-repo; then
-		hlog "systemd images: publishing r1 and r2 in image mode, root mode"
+		hlog "systemd images: publishing r1, the factory image, a new release key, r2 (image mode, root mode)"
 		rm -rf "$sd/repo/boards" "$sd/store.db"
-		sd_pub r1
-		sd_pub r2
+		find "$sd/repo/root" -name '*.root.json*' ! -name '1.root.json*' -delete
+		sd_pub r1 release
+		sd_factory
+		# Between the two updates the release key is rotated, as after a
+		# suspected leak: root 2 (signed by the root key the image pins)
+		# trusts release2 instead of release, and r2 is signed by release2
+		# alone. The device walks from its pinned root 1 to root 2 itself.
+		# The factory is made before: under root 2, r1's manifest (signed by
+		# the old key only) is refused, as a device must refuse it.
+		"$gen" -q root rotate --repo "$sd/repo" --trusted-root "$sd/keys/pinned.root.json" --key "$sd/keys/root.key" \
+			--release-pub "$sd/keys/release2.pub" >"$sd/rotate.log" 2>&1 ||
+			{ cat "$sd/rotate.log" >&2; hdie "rotating the release key failed ($sd/rotate.log)"; }
+		sd_pub r2 release2
 		step_mark sd-repo
-	fi
-	if ! step_done sd-factory; then
-		hlog "systemd images: provisioning slot A with r1, the factory image"
-		local f=$sd/factory rc=0 mib
-		rm -rf "$f"
-		httpd_start "$sd/repo" "$f/logs"
-		simdevice_make "$f" "$HTTPD_URL" "$board" "$sd/repo/root/1.root.json"
-		"$agent" --config "$f/eqota.conf" -q provision --slot A --release 1 || rc=$?
-		httpd_stop
-		[ $rc = 0 ] || hdie "provision of slot A from the systemd image failed (exit $rc)"
-		# Both slots hold the larger image with room for the journal and
-		# eqota's records, in whole 64 MiB.
-		mib=$(du -sm "$sd/r1.tar" "$sd/r2.tar" | sort -n | tail -1 | cut -f1)
-		mib=$(((mib * 13 / 10 + 64 + 63) / 64 * 64))
-		# The data partition holds an update's downloads and its largest
-		# temporary payload (perl's modules, 18 MiB), beside eqota's state:
-		# the board's 64 MiB were too few (59 MiB needed, 49.9 MiB free).
-		"$top/boards/$board/build-image.sh" --out "$sd/factory.img" --rootfs-a "$f/A" --slot-mib "$mib" \
-			--data-mib 192 >/dev/null
-		rm -rf "$f/A"
-		step_mark sd-factory
 	fi
 	hlog "systemd images prepared in $((SECONDS - t0)) s"
 }
