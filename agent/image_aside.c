@@ -30,6 +30,10 @@ struct aside {
 	int asidefd; /* EQ_ASIDE_IMAGE_DIR */
 	FILE *list;  /* EQ_ASIDE_LIST */
 	bool owners;
+	/* Folders of the slot found outside eqota's folder (eq_dirset): valid
+	 * while no folder is removed, so a removal empties it; folders are
+	 * never moved here (only non-directories go to the aside folder). */
+	struct eq_dirset *outside;
 	struct eq_aside_report rep;
 	uint8_t meta[EQ_META_SCRATCH_LEN];
 };
@@ -48,8 +52,11 @@ bool eq_aside_holds_own_dir(const char *path)
 /* True when directory @dfd is eqota's folder or below it: walks up with
  * "..", comparing device and inode numbers, so no symlink on the way
  * ("x -> usr/lib/eqota") disguises the folder. Unsure counts as inside. */
-static bool inside_own(const struct aside *x, int dfd)
+static bool inside_own(struct aside *x, int dfd)
 {
+	struct stat dst = {0};
+	if (fstat(dfd, &dst) == 0 && eq_dirset_has(x->outside, &dst))
+		return false;
 	int cur = openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	bool inside = true;
 	for (int depth = 0; cur >= 0 && depth < MAX_WALK; depth++) {
@@ -58,10 +65,17 @@ static bool inside_own(const struct aside *x, int dfd)
 			break;
 		if (same_id(&st, &x->own_st))
 			break;
-		if (same_id(&st, &x->root_st)) {
+		/* The root, or a folder known to be outside eqota's (it has
+		 * only such folders above it). */
+		if (same_id(&st, &x->root_st) || (depth > 0 && eq_dirset_has(x->outside, &st))) {
 			inside = false;
+			if (depth == 0)
+				dst = st;
+			eq_dirset_add(x->outside, &dst);
 			break;
 		}
+		if (depth == 0)
+			dst = st;
 		int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		close(cur);
 		cur = up;
@@ -171,6 +185,9 @@ static eq_err aside_one(struct aside *x, const char *path, bool remove, struct e
 						   "image: cannot remove '%s', a path the image does not have", path);
 			else
 				x->rep.removed++;
+			/* Its inode may come back as a folder of eqota's. */
+			if (S_ISDIR(st.st_mode))
+				eq_dirset_clear(x->outside);
 		}
 	} else if (!r) {
 		const char *abase;
@@ -233,6 +250,7 @@ eq_err eq_aside_set(int tfd, const struct stat *own, const struct eq_manifest_im
 	x->own_st = *own;
 	x->owners = owners;
 	x->imgfd = x->asidefd = -1;
+	x->outside = eq_dirset_new(); /* without it, only slower */
 	eq_err r = EQ_OK;
 	if (fstat(tfd, &x->root_st) != 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "image: stat of the new slot");
@@ -259,6 +277,7 @@ eq_err eq_aside_set(int tfd, const struct stat *own, const struct eq_manifest_im
 		close(x->imgfd);
 	if (!r && ret)
 		*ret = x->rep;
+	eq_dirset_free(x->outside);
 	eq_free(x);
 	return r;
 }

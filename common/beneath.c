@@ -326,3 +326,63 @@ eq_err eq_open_beneath(int rootfd, const char *path, int oflags, mode_t mode, un
 	*ret_fd = fd;
 	return EQ_OK;
 }
+
+/* ---- directories known to be outside a folder ----------------------------- */
+
+#define DIRSET_SLOTS 1024u /* a power of two */
+
+struct eq_dirset {
+	size_t n;
+	struct dirset_id {
+		dev_t dev;
+		ino_t ino;
+		bool used;
+	} slot[DIRSET_SLOTS];
+};
+
+struct eq_dirset *eq_dirset_new(void)
+{
+	return eq_calloc(1, sizeof(struct eq_dirset));
+}
+
+static size_t dirset_hash(const struct stat *st)
+{
+	uint64_t h = ((uint64_t)st->st_ino ^ ((uint64_t)st->st_dev << 32)) * 0x9e3779b97f4a7c15u;
+	return (size_t)(h >> 40) & (DIRSET_SLOTS - 1);
+}
+
+bool eq_dirset_has(const struct eq_dirset *s, const struct stat *st)
+{
+	if (!s)
+		return false;
+	for (size_t i = dirset_hash(st);; i = (i + 1) & (DIRSET_SLOTS - 1)) {
+		if (!s->slot[i].used)
+			return false;
+		if (s->slot[i].dev == st->st_dev && s->slot[i].ino == st->st_ino)
+			return true;
+	}
+}
+
+void eq_dirset_add(struct eq_dirset *s, const struct stat *st)
+{
+	if (!s || eq_dirset_has(s, st))
+		return;
+	if (s->n >= DIRSET_SLOTS / 4 * 3)
+		eq_dirset_clear(s);
+	size_t i = dirset_hash(st);
+	while (s->slot[i].used)
+		i = (i + 1) & (DIRSET_SLOTS - 1);
+	s->slot[i] = (struct dirset_id){st->st_dev, st->st_ino, true};
+	s->n++;
+}
+
+void eq_dirset_clear(struct eq_dirset *s)
+{
+	if (s)
+		memset(s, 0, sizeof(*s));
+}
+
+void eq_dirset_free(struct eq_dirset *s)
+{
+	eq_free(s);
+}

@@ -48,13 +48,16 @@ struct ex {
 	/* The folders on the way to EQ_PAYLOAD_RESERVED_DIR as they are on
 	 * disk ("usr", "usr/lib", "usr/lib/eqota", the reserved one; .ok
 	 * false when missing), looked up again after this call made a
-	 * directory (stale), and the last parent found outside the reserved
-	 * folder (entries come sorted, so most share it). */
+	 * directory (stale), and the folders found outside the reserved one
+	 * (eq_dirset: a walk up stops at the first one known). Nothing here
+	 * removes or moves a folder before rollback, so an inode in the set
+	 * stays the folder it was. */
 	struct fid {
 		dev_t dev;
 		ino_t ino;
 		bool ok;
-	} root_id, res_id[RES_DEPTH], outside;
+	} root_id, res_id[RES_DEPTH];
+	struct eq_dirset *outside;
 	bool res_stale;
 	unsigned long tmp_seq;
 	uint8_t *buf;
@@ -135,8 +138,9 @@ static bool fid_eq(const struct fid *a, const struct stat *st)
  * and the path rules keep every package's non-directories off the way. */
 static void reserved_lookup(struct ex *x)
 {
+	struct fid was[RES_DEPTH];
+	memcpy(was, x->res_id, sizeof(was));
 	memset(x->res_id, 0, sizeof(x->res_id));
-	x->outside.ok = false;
 	x->res_stale = false;
 	const char *res = EQ_PAYLOAD_RESERVED_DIR;
 	char prefix[sizeof(EQ_PAYLOAD_RESERVED_DIR)];
@@ -156,6 +160,9 @@ static void reserved_lookup(struct ex *x)
 			break;
 		n++;
 	}
+	/* The set was judged against the folders as they were. */
+	if (memcmp(was, x->res_id, sizeof(was)) != 0)
+		eq_dirset_clear(x->outside);
 }
 
 /*
@@ -167,7 +174,7 @@ static void reserved_lookup(struct ex *x)
 static bool inside_reserved(struct ex *x, int dfd, const struct stat *dst)
 {
 	const struct fid *res = &x->res_id[RES_DEPTH - 1];
-	if (!res->ok || fid_eq(&x->outside, dst))
+	if (!res->ok || eq_dirset_has(x->outside, dst))
 		return false;
 	int cur = openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct stat st = *dst;
@@ -177,7 +184,7 @@ static bool inside_reserved(struct ex *x, int dfd, const struct stat *dst)
 			inside = true;
 			break;
 		}
-		if (fid_eq(&x->root_id, &st))
+		if (fid_eq(&x->root_id, &st) || (depth > 0 && eq_dirset_has(x->outside, &st)))
 			break;
 		int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		struct stat ust;
@@ -196,7 +203,7 @@ static bool inside_reserved(struct ex *x, int dfd, const struct stat *dst)
 	if (cur >= 0)
 		close(cur);
 	if (!inside)
-		x->outside = (struct fid){dst->st_dev, dst->st_ino, true};
+		eq_dirset_add(x->outside, dst);
 	return inside;
 }
 
@@ -538,6 +545,7 @@ static void ex_done(struct ex *x)
 	for (size_t i = 0; i < x->n_made; i++)
 		eq_free(x->made[i].path);
 	eq_free(x->made);
+	eq_dirset_free(x->outside);
 	eq_payload_checker_free(x->rules);
 	eq_free(x->buf);
 	eq_payload_reader_free(x->r);
@@ -561,6 +569,7 @@ eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const
 	if (!r) {
 		x.root_id = (struct fid){rst.st_dev, rst.st_ino, true};
 		x.res_stale = true;
+		x.outside = eq_dirset_new(); /* without it, only slower */
 	}
 	if (!r && !(x.buf = eq_malloc(DATA_BUF_LEN)))
 		r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for extraction");

@@ -1495,6 +1495,21 @@ static void test_image_aside_own_folder(void **state)
 	assert_false(exists(t.a, ASIDE "/" EQ_SLOT_RECORD_DIR));
 	eq_manifest_free(evil.m);
 	tc_done(&t);
+
+	/* The same after a path outside (set aside first: the lists are
+	 * walked backwards) taught the step that usr/lib is outside eqota's
+	 * folder: the walk up from the next path still meets the folder. */
+	struct tc t2;
+	tc_init(&t2);
+	static const char *const replace2[] = {EQ_SLOT_RECORD_DIR "/packages/tool.files", "usr/lib/zz-outside"};
+	struct eq_manifest_image img2 = {IMG_BEFORE, 1, IMG_AFTER, 2, replace2, 2, NULL, 0};
+	if (image_join(0, &img2, &evil, &e))
+		fail_msg("%s", eq_error_msg(&e));
+	assert_int_equal(install(&t2, NULL, NULL, t2.a, &evil, &rep, &e), EQ_ERR_UNSAFE);
+	assert_non_null(strstr(e.msg, "eqota's own folder"));
+	assert_true(exists(t2.a, EQ_SLOT_RECORD_DIR "/packages/tool.files"));
+	eq_manifest_free(evil.m);
+	tc_done(&t2);
 }
 
 /* An image (built in memory, not parsed) naming a component the release

@@ -1201,6 +1201,24 @@ static void test_extract_reserved_through_symlink(void **state)
 	struct stat st;
 	assert_int_equal(lstat(landed, &st), 0);
 	extract_through(f, root, "lib/eqota/other", '0', "ok", NULL, EQ_OK, NULL);
+
+	/* In one payload: the folders its first entries land in are known to
+	 * be outside eqota's own one (a set the walk up stops at), and a later
+	 * entry through the symlink is still refused, the payload undone. */
+	static struct raw r;
+	r.len = 0;
+	raw_entry(&r, "lib/libe.so", '0', "libe", NULL);
+	raw_entry(&r, "lib/eqota/other2", '0', "ok", NULL);
+	raw_entry(&r, "usr/lib/eqota/slot2/x", '0', "ok", NULL);
+	raw_entry(&r, "lib/eqota/slot/packages/new2.files", '0', "forged", NULL);
+	raw_end(&r);
+	struct eq_error e;
+	eq_error_clear(&e);
+	snapshot(root, before);
+	assert_int_equal(extract_mem(r.d, r.len, root, NULL, NULL, &e), EQ_ERR_UNSAFE);
+	assert_non_null(strstr(e.msg, into));
+	snapshot(root, after);
+	assert_memory_equal(before, after, 32);
 }
 
 /* ---- the path rules as the publisher runs them ------------------------------ */

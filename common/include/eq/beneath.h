@@ -7,6 +7,7 @@
 #ifndef EQ_BENEATH_H
 #define EQ_BENEATH_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include <eq/common.h>
@@ -55,6 +56,25 @@ enum {
  */
 EQ_API eq_err eq_open_beneath(int rootfd, const char *path, int oflags, mode_t mode, unsigned how, int *ret_fd,
 			      struct eq_error *err) EQ_MUST_CHECK;
+
+/*
+ * A set of directories by device and inode, for the walks up with ".."
+ * that decide whether a directory is below one of eqota's own folders: a
+ * directory known to be outside such a folder has only directories outside
+ * it above it, so a later walk stops at the first one it meets. The table
+ * is bounded and emptied when three quarters full (a later walk is only
+ * longer). Every function takes NULL (eq_dirset_new() without memory): the
+ * set is then always empty. The caller of eq_dirset_new() frees the set
+ * with eq_dirset_free(). A set is valid while none of its directories is
+ * removed or moved, which its users guarantee for the set's lifetime.
+ */
+struct stat;
+struct eq_dirset;
+EQ_API struct eq_dirset *eq_dirset_new(void);
+EQ_API bool eq_dirset_has(const struct eq_dirset *s, const struct stat *st);
+EQ_API void eq_dirset_add(struct eq_dirset *s, const struct stat *st);
+EQ_API void eq_dirset_clear(struct eq_dirset *s);
+EQ_API void eq_dirset_free(struct eq_dirset *s);
 
 #ifdef __cplusplus
 }
