@@ -250,9 +250,10 @@ eq_err eq_aside_set(int tfd, const struct stat *own, const struct eq_manifest_im
 	x->own_st = *own;
 	x->owners = owners;
 	x->imgfd = x->asidefd = -1;
-	x->outside = eq_dirset_new(); /* without it, only slower */
 	eq_err r = EQ_OK;
-	if (fstat(tfd, &x->root_st) != 0)
+	if (!(x->outside = eq_dirset_new()))
+		r = eq_error_set(err, EQ_ERR_NOMEM, "image: out of memory");
+	if (!r && fstat(tfd, &x->root_st) != 0)
 		r = eq_error_errno(err, EQ_ERR_IO, "image: stat of the new slot");
 	if (!r)
 		r = open_area(x, err);

@@ -161,8 +161,13 @@ static void reserved_lookup(struct ex *x)
 		n++;
 	}
 	/* The set was judged against the folders as they were. */
-	if (memcmp(was, x->res_id, sizeof(was)) != 0)
-		eq_dirset_clear(x->outside);
+	for (size_t k = 0; k < RES_DEPTH; k++) {
+		const struct fid *a = &was[k], *b = &x->res_id[k];
+		if (a->ok != b->ok || (a->ok && (a->dev != b->dev || a->ino != b->ino))) {
+			eq_dirset_clear(x->outside);
+			break;
+		}
+	}
 }
 
 /*
@@ -569,7 +574,8 @@ eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const
 	if (!r) {
 		x.root_id = (struct fid){rst.st_dev, rst.st_ino, true};
 		x.res_stale = true;
-		x.outside = eq_dirset_new(); /* without it, only slower */
+		if (!(x.outside = eq_dirset_new()))
+			r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for extraction");
 	}
 	if (!r && !(x.buf = eq_malloc(DATA_BUF_LEN)))
 		r = eq_error_set(err, EQ_ERR_NOMEM, "payload: out of memory for extraction");

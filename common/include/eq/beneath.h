@@ -63,9 +63,9 @@ EQ_API eq_err eq_open_beneath(int rootfd, const char *path, int oflags, mode_t m
  * directory known to be outside such a folder has only directories outside
  * it above it, so a later walk stops at the first one it meets. The table
  * is bounded and emptied when three quarters full (a later walk is only
- * longer). Every function takes NULL (eq_dirset_new() without memory): the
- * set is then always empty. The caller of eq_dirset_new() frees the set
- * with eq_dirset_free(). A set is valid while none of its directories is
+ * longer). eq_dirset_new() returns NULL without memory; every other
+ * function takes NULL as an always empty set. The caller of eq_dirset_new()
+ * frees the set with eq_dirset_free(). A set is valid while none of its directories is
  * removed or moved, which its users guarantee for the set's lifetime.
  */
 struct stat;
