@@ -54,8 +54,10 @@ bool eq_aside_holds_own_dir(const char *path)
  * ("x -> usr/lib/eqota") disguises the folder. Unsure counts as inside. */
 static bool inside_own(struct aside *x, int dfd)
 {
-	struct stat dst = {0};
-	if (fstat(dfd, &dst) == 0 && eq_dirset_has(x->outside, &dst))
+	struct stat dst;
+	if (fstat(dfd, &dst) != 0)
+		return true;
+	if (eq_dirset_has(x->outside, &dst))
 		return false;
 	int cur = openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	bool inside = true;
@@ -69,13 +71,9 @@ static bool inside_own(struct aside *x, int dfd)
 		 * only such folders above it). */
 		if (same_id(&st, &x->root_st) || (depth > 0 && eq_dirset_has(x->outside, &st))) {
 			inside = false;
-			if (depth == 0)
-				dst = st;
 			eq_dirset_add(x->outside, &dst);
 			break;
 		}
-		if (depth == 0)
-			dst = st;
 		int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		close(cur);
 		cur = up;
