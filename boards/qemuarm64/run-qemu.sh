@@ -60,7 +60,10 @@ tcg) accel=$EQ_BOARD_ACCEL_TCG ;;
 kvm) accel=${EQ_QEMU_KVM_ARGS:-$EQ_BOARD_ACCEL_KVM} ;;
 *) echo "run-qemu: EQ_QEMU_ACCEL must be kvm or tcg" >&2; exit 2 ;;
 esac
+# cache=unsafe: a power cut is a SIGKILL of QEMU, which keeps every write
+# that reached the image file in any cache mode; the host's flushes would
+# only add stalls on a loaded host (qemux86-64's run-qemu.sh).
 # shellcheck disable=SC2086
 exec timeout "$secs" $EQ_BOARD_QEMU $accel -bios "$EQ_BOARD_UBOOT" "${flashargs[@]}" \
-	-drive "if=none,id=disk0,format=raw$ro,file=$disk" -device virtio-blk-pci,drive=disk0 \
+	-drive "if=none,id=disk0,format=raw,cache=unsafe$ro,file=$disk" -device virtio-blk-pci,drive=disk0 \
 	-serial "file:$log" -display none -monitor none -nic none -no-reboot "$@"

@@ -119,6 +119,9 @@ fail() {
 	echo "FAIL: $*"
 	if [ -f "${qlast:-}" ]; then
 		tr -d '\r' < "$qlast" | grep -a '^EQTEST \|^\[ *[0-9.]*\]' | tail -8 | cut -c1-160 | sed 's/^/    | /' || true
+		# The first kernel errors: where a broken disk or driver began.
+		tr -d '\r' < "$qlast" | grep -a '^\[ *[0-9.]*\]' | grep -a -m4 -i 'timeout\|I/O error\|EXT4-fs error\|Call Trace\|Out of memory\|segfault' |
+			cut -c1-160 | sed 's/^/    first kernel errors | /' || true
 	fi
 }
 t0=$SECONDS

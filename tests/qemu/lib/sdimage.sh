@@ -36,11 +36,12 @@ sd_finish() {
 	rm -rf "$ov"
 	mkdir -p "$ov/etc/eqota" "$ov/etc/systemd/network" "$ov/etc/systemd/journald.conf.d" \
 		"$ov/etc/systemd/system/multi-user.target.wants" "$ov/etc/systemd/system/sockets.target.wants" \
-		"$ov/etc/systemd/system/network-online.target.wants" "$ov/etc/modules-load.d" "$ov/usr/local/sbin"
+		"$ov/etc/systemd/system/network-online.target.wants" "$ov/etc/modules-load.d" "$ov/etc/udev/rules.d" "$ov/usr/local/sbin"
 	sd_conf >"$ov/etc/eqota/eqota.conf"
 	cp "$sd/repo/root/1.root.json" "$sd/repo/root/1.root.json.sig" "$ov/etc/eqota/"
 	install -m 0644 "$g/10-eqota-test.network" "$ov/etc/systemd/network/"
 	install -m 0644 "$g/journald-console.conf" "$ov/etc/systemd/journald.conf.d/eqota-test.conf"
+	install -m 0644 "$g/60-eqota-test-io-timeout.rules" "$ov/etc/udev/rules.d/"
 	install -m 0755 "$g/eqota-test-report" "$ov/usr/local/sbin/"
 	install -m 0644 "$g/eqota-test-report.service" "$ov/etc/systemd/system/"
 	# What `systemctl enable` links for systemd-networkd and the report.
