@@ -190,5 +190,27 @@ if grep -q "release 'r3' (number 3)" <<<"$out" && grep -q "^HEAD /root/2.root.js
 else fail "HEAD refused: $out: $(cat "$HTTPD_ACCESS_LOG")"; fi
 serve "$w/repo"
 
+# ---- releases a factory still provisions, across a release-key rotation
+# (docs/security.md, "Releases that devices still install"). Release 2 was
+# signed by K1 alone, which root 3 revoked: refused now, to new devices too.
+fac=$w/fac
+mkdevice "$fac"
+refused "provision of a release only a revoked key signed" "0 of 1 required signatures" eq "$fac" provision --slot A --release 2
+# The planned way: root 4 adds K3 beside K2; while both are in the role,
+# release 3 (K2's) is promoted with both keys to the channel factories
+# install from; root 5 then removes K2.
+"$gen" keygen --out K3 >/dev/null
+"$gen" root rotate "${pin[@]}" --repo repo --key R1.key --release-pub K2.pub --release-pub K3.pub >/dev/null
+run "promote with the old and the new key" 0 "$gen" -q promote "${pin[@]}" --repo repo --board tb --from-channel stable \
+  --release r3 --to-channel factory --key K2.key --key K3.key --timestamp-key T2.key --level 1 &&
+  pass "release 3 promoted to factory, signed by K2 and K3"
+"$gen" root revoke "${pin[@]}" --repo repo --key R1.key --revoke K2.pub >/dev/null
+refused "provision of release 3 of stable after K2 left the role" "0 of 1 required signatures" \
+  eq "$fac" provision --slot A --release 3
+sed -i 's/^channel = stable$/channel = factory/' "$fac/eqota.conf"
+run "provision from factory" 0 eq "$fac" provision --slot A --release r3 && grep -q "release 'r3'" <<<"$out" &&
+  pass "the release promoted with the new key still provisions after the old key left the role" ||
+  fail "provision from factory: $out"
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
