@@ -44,6 +44,7 @@ struct inst {
 	double t0;
 	uint8_t *buf; /* COPY_BUF_LEN */
 	unsigned long tmpn;
+	long pid; /* taken once: getpid() is a system call per entry otherwise */
 	bool mismatch;               /* the last error is about the running slot, not ours */
 	struct stat slot_st, rec_st; /* identities of slotfd and recfd */
 	/* The paths the running slot persisted ([persist]) and where it keeps
@@ -360,7 +361,7 @@ static bool meta_matches(const struct inst *x, const struct eq_rec_entry *e, con
 
 static void tmp_name(struct inst *x, char out[64])
 {
-	snprintf(out, 64, ".eqtmp-%ld-%lu", (long)getpid(), x->tmpn++);
+	snprintf(out, 64, ".eqtmp-%ld-%lu", x->pid, x->tmpn++);
 }
 
 static eq_err copy_file(struct inst *x, int sdir, int tdir, const char *base, const struct eq_rec_entry *e,
@@ -470,15 +471,19 @@ static eq_err copy_dir(struct inst *x, int sdir, int tdir, const char *base, con
 	return r;
 }
 
-static eq_err place_tmp(int tdir, const char *tmp, const char *base, const char *path, struct eq_error *err)
+/* @linked: @tmp is a hard link of an existing file, not a new inode. */
+static eq_err place_tmp(int tdir, const char *tmp, const char *base, const char *path, bool linked,
+			struct eq_error *err)
 {
 	if (renameat(tdir, tmp, tdir, base) != 0) {
 		eq_err r = eq_error_errno(err, EQ_ERR_IO, "'%s': rename into place", path);
 		(void)unlinkat(tdir, tmp, 0);
 		return r;
 	}
-	/* rename() of a name onto a hard link of the same inode does nothing. */
-	(void)unlinkat(tdir, tmp, 0);
+	/* rename() of a name onto a hard link of the same inode does nothing;
+	 * a new symlink or node is its own inode, and its rename left nothing. */
+	if (linked)
+		(void)unlinkat(tdir, tmp, 0);
 	return EQ_OK;
 }
 
@@ -546,7 +551,7 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 			r = eq_error_errno(err, EQ_ERR_IO, "'%s': symlink", e->path);
 		else if (x->in->owners && fchownat(tdir, tmp, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) != 0)
 			r = eq_error_errno(err, EQ_ERR_IO, "'%s': chown", e->path);
-		r = r ? r : place_tmp(tdir, tmp, tbase, e->path, err);
+		r = r ? r : place_tmp(tdir, tmp, tbase, e->path, false, err);
 		if (r)
 			(void)unlinkat(tdir, tmp, 0);
 		break;
@@ -571,7 +576,7 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 			r = eq_error_errno(err, EQ_ERR_IO, "'%s': link to '%s'", e->path, e->link);
 		if (ft >= 0)
 			close(ft);
-		r = r ? r : place_tmp(tdir, tmp, tbase, e->path, err);
+		r = r ? r : place_tmp(tdir, tmp, tbase, e->path, true, err);
 		break;
 	}
 	case 'c':
@@ -593,7 +598,7 @@ static eq_err copy_entry(struct inst *x, const struct eq_rec_entry *e, struct eq
 		if (r)
 			(void)unlinkat(tdir, tmp, 0);
 		else
-			r = place_tmp(tdir, tmp, tbase, e->path, err);
+			r = place_tmp(tdir, tmp, tbase, e->path, false, err);
 		break;
 	}
 	default: break;
@@ -1169,6 +1174,7 @@ eq_err eq_install_slot(const struct eq_install *in, const struct eq_plan *plan, 
 	if (r)
 		return r;
 	struct inst x = {.in = in,
+			 .pid = (long)getpid(),
 			 .tfd = -1,
 			 .rfd = -1,
 			 .slotfd = -1,

@@ -60,6 +60,7 @@ struct ex {
 	struct eq_dirset *outside;
 	bool res_stale;
 	unsigned long tmp_seq;
+	long pid; /* taken once: getpid() is a system call per entry otherwise */
 	uint8_t *buf;
 };
 
@@ -390,8 +391,11 @@ static eq_err commit_tmp(struct ex *x, int pfd, const char *tmp, const char *bas
 	else if (renameat(pfd, tmp, pfd, base) < 0)
 		r = efail(x, err, EQ_ERR_IO, true, "rename into place");
 	/* rename() between two names of one inode succeeds doing nothing, so
-	 * the temporary name may still exist; on failure it surely does. */
-	(void)unlinkat(pfd, tmp, 0);
+	 * after a hard link to the file already there the temporary name still
+	 * exists; on failure it surely does. A new file, link or node is its
+	 * own inode, so its rename left nothing (one system call per entry). */
+	if (r || x->ent->type == EQ_ENTRY_HARDLINK)
+		(void)unlinkat(pfd, tmp, 0);
 	if (!r && !existed)
 		r = record(x, x->ent->path, MADE_FILE, NULL, err);
 	return r;
@@ -417,7 +421,7 @@ static eq_err make_tmp(struct ex *x, int pfd, char *tmp, size_t tmplen, struct e
 {
 	const struct eq_payload_entry *e = x->ent;
 	for (int tries = 0; tries < 100; tries++) {
-		snprintf(tmp, tmplen, ".eqtmp-%ld-%lu", (long)getpid(), x->tmp_seq++);
+		snprintf(tmp, tmplen, ".eqtmp-%ld-%lu", x->pid, x->tmp_seq++);
 		int rc = 0;
 		int fd = -1;
 		switch (e->type) {
@@ -562,7 +566,7 @@ eq_err eq_payload_extract(eq_read_fn src, void *src_ctx, const char *root, const
 			  unsigned flags, uint8_t ret_sha256[EQ_SHA256_LEN], struct eq_error *err)
 {
 	char q[TAR_QUOTE_MAX];
-	struct ex x = {.rootfd = -1, .flags = flags};
+	struct ex x = {.rootfd = -1, .flags = flags, .pid = (long)getpid()};
 	eq_err r = EQ_OK;
 	x.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (x.rootfd < 0)
