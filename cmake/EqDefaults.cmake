@@ -3,6 +3,12 @@
 
 option(EQ_WERROR "Treat warnings as errors (ON in CI)" OFF)
 set(EQ_SANITIZE "" CACHE STRING "Sanitizers, e.g. address,undefined")
+# UBSan without its runtime: undefined behaviour executes a trap
+# instruction, which AddressSanitizer reports with a stack naming the line
+# (ASAN_OPTIONS=handle_sigill=1) but not the kind of behaviour. The CI's
+# sanitizer pass uses it for time: every process then skips libubsan, whose
+# 6 MB of zeroed globals LeakSanitizer scans at each exit (docs/testing-in-ci.md).
+option(EQ_UBSAN_TRAP "With EQ_SANITIZE including undefined: trap instead of linking libubsan" OFF)
 option(EQ_BUILD_TESTS "Build cmocka unit tests, integration tests and fuzz replays" ON)
 option(EQ_FUZZ "Build fuzz targets for libFuzzer (clang)" OFF)
 # libFuzzer steers by the coverage of the code it runs: every target (the
@@ -49,6 +55,10 @@ function(eq_target_defaults tgt)
   if(EQ_SANITIZE)
     target_compile_options(${tgt} PRIVATE -fsanitize=${EQ_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
     target_link_options(${tgt} PRIVATE -fsanitize=${EQ_SANITIZE})
+    if(EQ_UBSAN_TRAP)
+      target_compile_options(${tgt} PRIVATE -fsanitize-undefined-trap-on-error)
+      target_link_options(${tgt} PRIVATE -fsanitize-undefined-trap-on-error)
+    endif()
   endif()
   if(EQ_FUZZ)
     target_compile_options(${tgt} PRIVATE -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
