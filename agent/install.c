@@ -44,7 +44,7 @@ struct inst {
 	double t0;
 	uint8_t *buf; /* COPY_BUF_LEN */
 	unsigned long tmpn;
-	long pid; /* taken once: getpid() is a system call per entry otherwise */
+	long pid;                    /* taken once: getpid() is a system call per entry otherwise */
 	bool mismatch;               /* the last error is about the running slot, not ours */
 	struct stat slot_st, rec_st; /* identities of slotfd and recfd */
 	/* The paths the running slot persisted ([persist]) and where it keeps
