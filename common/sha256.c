@@ -12,14 +12,22 @@
 #include <immintrin.h>
 #define EQ_SHA_NI 1
 #endif
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
+#include <arm_neon.h>
+#include <sys/auxv.h>
+#define EQ_SHA_ARM 1
+#endif
 
 /*
  * SHA-256 (FIPS 180-4) of our own rather than mbedTLS's: the publisher
  * hashes every payload it reads and the device every file it installs, and
  * on x86-64 processors with the SHA extensions (Intel since Goldmont and
- * Ice Lake, AMD since Zen) the instructions are several times faster than
- * any C. The portable compression below runs everywhere else; the choice
- * is made per context from CPUID, and the unit tests compare both.
+ * Ice Lake, AMD since Zen) and on arm64 ones with the ARMv8 cryptography
+ * extension (most Cortex-A53/A72 SoCs: i.MX8, RK3399, ...; not the
+ * Raspberry Pi 4's) the instructions are several times faster than any C.
+ * The portable compression below runs everywhere else; the choice is made
+ * per context from CPUID or the kernel's hardware capabilities, and the
+ * unit tests compare both.
  */
 typedef void (*sha_blocks_fn)(uint32_t h[8], const uint8_t *p, size_t n);
 
@@ -52,32 +60,49 @@ static uint32_t ror(uint32_t x, unsigned n)
 	return (x >> n) | (x << (32 - n));
 }
 
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* One round with the eight working variables named in place rather than
+ * shifted through an array: the portable code is what devices without the
+ * instructions (and emulated boards) run on every byte they install. */
+#define SHA_ROUND(a, b, c, d, e, f, g, h, k, w)                                                                        \
+	do {                                                                                                           \
+		uint32_t t1_ = (h) + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + (((e) & (f)) ^ (~(e) & (g))) + (k) + (w); \
+		(d) += t1_;                                                                                            \
+		(h) = t1_ + (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + (((a) & (b)) ^ ((a) & (c)) ^ ((b) & (c)));         \
+	} while (0)
+
 static void blocks_c(uint32_t h[8], const uint8_t *p, size_t n)
 {
 	for (; n--; p += 64) {
-		uint32_t w[64], v[8];
-		for (int i = 0; i < 16; i++)
-			w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
-			       p[4 * i + 3];
-		for (int i = 16; i < 64; i++) {
-			uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
-			uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
-			w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+		uint32_t w[16];
+		for (int j = 0; j < 16; j++)
+			w[j] = be32(p + 4 * j);
+		uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+		for (int i = 0; i < 64; i += 8) {
+			/* The schedule in a ring of 16: w[t] from w[t-16], w[t-15],
+			 * w[t-7] and w[t-2]. */
+			for (int j = i; i >= 16 && j < i + 8; j++) {
+				uint32_t x15 = w[(j - 15) & 15], x2 = w[(j - 2) & 15];
+				w[j & 15] += (ror(x15, 7) ^ ror(x15, 18) ^ (x15 >> 3)) + w[(j - 7) & 15] +
+					     (ror(x2, 17) ^ ror(x2, 19) ^ (x2 >> 10));
+			}
+			SHA_ROUND(a, b, c, d, e, f, g, hh, K[i + 0], w[(i + 0) & 15]);
+			SHA_ROUND(hh, a, b, c, d, e, f, g, K[i + 1], w[(i + 1) & 15]);
+			SHA_ROUND(g, hh, a, b, c, d, e, f, K[i + 2], w[(i + 2) & 15]);
+			SHA_ROUND(f, g, hh, a, b, c, d, e, K[i + 3], w[(i + 3) & 15]);
+			SHA_ROUND(e, f, g, hh, a, b, c, d, K[i + 4], w[(i + 4) & 15]);
+			SHA_ROUND(d, e, f, g, hh, a, b, c, K[i + 5], w[(i + 5) & 15]);
+			SHA_ROUND(c, d, e, f, g, hh, a, b, K[i + 6], w[(i + 6) & 15]);
+			SHA_ROUND(b, c, d, e, f, g, hh, a, K[i + 7], w[(i + 7) & 15]);
 		}
-		memcpy(v, h, sizeof(v));
-		for (int i = 0; i < 64; i++) {
-			uint32_t t1 = v[7] + (ror(v[4], 6) ^ ror(v[4], 11) ^ ror(v[4], 25)) +
-				      ((v[4] & v[5]) ^ (~v[4] & v[6])) + K[i] + w[i];
-			uint32_t t2 = (ror(v[0], 2) ^ ror(v[0], 13) ^ ror(v[0], 22)) +
-				      ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
-			memmove(v + 1, v, 7 * sizeof(v[0]));
-			v[4] += t1;
-			v[0] = t1 + t2;
-		}
-		for (int i = 0; i < 8; i++)
-			h[i] += v[i];
+		h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
 	}
 }
+#undef SHA_ROUND
 
 #ifdef EQ_SHA_NI
 /* Four rounds per step: the schedule vector of rounds 4i..4i+3 plus their
@@ -125,6 +150,33 @@ static bool cpu_has_sha(void)
 }
 #endif
 
+#ifdef EQ_SHA_ARM
+/* Four rounds per step as on x86-64, the state as ABCD and EFGH: SHA256H
+ * and SHA256H2 each advance one half, SHA256SU0/SU1 extend the schedule. */
+__attribute__((target("+crypto"))) static void blocks_armce(uint32_t h[8], const uint8_t *p, size_t n)
+{
+	uint32x4_t abcd = vld1q_u32(&h[0]), efgh = vld1q_u32(&h[4]);
+	for (; n--; p += 64) {
+		uint32x4_t save0 = abcd, save1 = efgh, w[4];
+		for (int i = 0; i < 4; i++)
+			w[i] = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p + 16 * i)));
+		for (int i = 0; i < 16; i++) {
+			uint32x4_t m = vaddq_u32(w[i & 3], vld1q_u32(&K[4 * i]));
+			uint32x4_t a = abcd;
+			abcd = vsha256hq_u32(abcd, efgh, m);
+			efgh = vsha256h2q_u32(efgh, a, m);
+			if (i < 12)
+				w[i & 3] = vsha256su1q_u32(vsha256su0q_u32(w[i & 3], w[(i + 1) & 3]), w[(i + 2) & 3],
+							   w[(i + 3) & 3]);
+		}
+		abcd = vaddq_u32(abcd, save0);
+		efgh = vaddq_u32(efgh, save1);
+	}
+	vst1q_u32(&h[0], abcd);
+	vst1q_u32(&h[4], efgh);
+}
+#endif
+
 static sha_blocks_fn pick_blocks(void)
 {
 #ifdef EQ_TEST_HOOKS
@@ -144,12 +196,22 @@ static sha_blocks_fn pick_blocks(void)
 	if (h)
 		return blocks_shani;
 #endif
+#ifdef EQ_SHA_ARM
+	/* getauxval() reads the auxiliary vector, no system call. */
+	if (getauxval(AT_HWCAP) & HWCAP_SHA2)
+		return blocks_armce;
+#endif
 	return blocks_c;
 }
 
 const char *eq_sha256_impl(void)
 {
-	return pick_blocks() == blocks_c ? "portable" : "x86-64 SHA extensions";
+	sha_blocks_fn f = pick_blocks();
+#ifdef EQ_SHA_ARM
+	if (f == blocks_armce)
+		return "ARMv8 cryptography extension";
+#endif
+	return f == blocks_c ? "portable" : "x86-64 SHA extensions";
 }
 
 void eq_sha256_init(struct eq_sha256 *s)

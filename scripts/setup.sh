@@ -26,6 +26,9 @@ test_pkgs=(
   # and refuses a foreign architecture without arch-test ("install arch-test for
   # foreign architecture support", seen on a fresh machine)
   qemu-user-static arch-test
+  # SHA-256 with the ARMv8 instructions, built for arm64 and run under qemu-aarch64
+  # (unit.sha256_arm64)
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   # packages, units and manual pages (integration.packages, integration.manpages)
   man-db groff-base systemd file
   # the --json documents against their schemas (integration.json_schema)
