@@ -1119,6 +1119,7 @@ static eq_err update_run(struct eq_agent *a, bool retry, struct eq_update_result
 	if (c.up_to_date || c.skipped_failed || c.deferred) {
 		res.exit = EQ_EXIT_OK;
 		res.deferred = c.deferred;
+		res.skipped_failed = c.skipped_failed;
 		res.policy = c.policy;
 		res.rollout = c.rollout;
 		r = get_number(c.next, &res.number, res.release, err);

@@ -3,6 +3,7 @@
  * program, not of eq_agent: it is the program's signals, exit statuses and
  * systemd notifications. */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -152,6 +153,14 @@ static int daemon_cycle(const struct eq_config *cfg, bool first)
 			} else {
 				if (res.exit == EQ_EXIT_UPDATED)
 					eq_log(EQ_LOG_NOTICE, "release '%s' installed; rebooting into it", res.release);
+				/* Each poll: why a device stays behind its channel is
+				 * what an operator reads the journal for. */
+				if (res.skipped_failed)
+					eq_log(EQ_LOG_NOTICE,
+					       "release '%s' (number %" PRIu64 ") failed on this device before: not "
+					       "installed again until a newer release appears ('eqota update --retry' "
+					       "installs it now)",
+					       res.release, res.number);
 				if (res.deferred) {
 					char why[512];
 					eqota_defer_text(res.deferred, &res.policy, &res.rollout, res.number, why,

@@ -399,6 +399,12 @@ static int cmd_update(struct eq_agent *a)
 		printf("nothing installed: %s\n", why);
 		return EQ_EXIT_OK;
 	}
+	if (res.exit == EQ_EXIT_OK && res.skipped_failed) {
+		printf("nothing installed: release '%s' (number %" PRIu64 ") failed on this device before; "
+		       "'eqota update --retry' installs it again\n",
+		       res.release, res.number);
+		return EQ_EXIT_OK;
+	}
 	if (res.exit == EQ_EXIT_OK) {
 		printf("up to date (release '%s', number %" PRIu64 ")\n", res.release, res.number);
 		return EQ_EXIT_OK;

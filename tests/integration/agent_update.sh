@@ -433,6 +433,8 @@ done
 # The failed release is not retried in a loop, only on request.
 log_reset
 run "update after failure" 0 eq "$w/d" update
+grep -q "nothing installed: release 'r2' (number 2) failed on this device before" <<<"$out" &&
+  pass "update says why it installs nothing" || fail "update after failure said: $out"
 httpd_log_flush
 grep -q "^/objects\|^/deltas" <(awk '{print $2}' "$HTTPD_ACCESS_LOG") && fail "failed release downloaded again" ||
   pass "a failed release is not retried without --retry"

@@ -381,6 +381,9 @@ struct eq_update_result {
 	enum eq_defer deferred;
 	struct eq_policy_view policy;
 	struct eq_rollout_view rollout;
+	/* Exit EQ_EXIT_OK with this set: release @number failed its trial on
+	 * this device before and is not installed again without @retry. */
+	bool skipped_failed;
 };
 /* check + install into the inactive slot + "try once" in the bootloader. */
 EQ_API eq_err eq_agent_update(struct eq_agent *a, bool retry, struct eq_update_result *ret,
