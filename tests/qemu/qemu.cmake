@@ -13,6 +13,14 @@ set(EQ_QEMU_SCENARIOS happy unhealthy hang powercut powercut-random tampered acc
 #   tests/qemu/run.sh --board qemuarm64 --scenario daemon
 # or configure with -DEQ_QEMU_SD_BOARDS="qemux86-64;qemuarm64".
 set(EQ_QEMU_SD_BOARDS qemux86-64 CACHE STRING "boards whose QEMU tests include the daemon scenario")
+# Scenarios whose version for the systemd images (scenario_NAME_sd in
+# scenarios.sh, run.sh --systemd) replaces the busybox one on the boards of
+# EQ_QEMU_SD_BOARDS. Empty for now: unhealthy has that version, and it
+# passes (tests/qemu/run.sh --board qemux86-64 --scenario unhealthy
+# --systemd), but each install of the systemd image is one more chance of
+# the guest disk stall of docs/testing-in-ci.md ("Disk I/O on a loaded
+# host"), seen once in seven; it joins the suite when that is solved.
+set(EQ_QEMU_SD_VARIANTS "" CACHE STRING "scenarios that run on the systemd images on the boards of EQ_QEMU_SD_BOARDS")
 # CI's power-cut campaign per board: a few cuts at random instants, a new
 # seed each run (printed). A long campaign: docs/testing-in-ci.md.
 set(EQ_QEMU_CI_CUTS 3 CACHE STRING "power cuts of qemu.<board>.powercut-random")
@@ -24,6 +32,9 @@ set_tests_properties(qemu.harness.options PROPERTIES LABELS qemu TIMEOUT 120)
 # in the unit label too, where it runs on every host.
 add_test(NAME qemu.harness.accel_verdict COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/accel-verdict-test.sh)
 set_tests_properties(qemu.harness.accel_verdict PROPERTIES LABELS "qemu;unit" TIMEOUT 60)
+# A boot whose guest reports a hung task is stopped and failed at once.
+add_test(NAME qemu.harness.stall COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/stall-test.sh)
+set_tests_properties(qemu.harness.stall PROPERTIES LABELS "qemu;unit" TIMEOUT 60)
 
 # A board that cannot run here still has its tests, skipped with the reason.
 function(eq_add_qemu_skipped board reason)
@@ -62,6 +73,9 @@ function(eq_add_qemu_board board qemu_program)
     set(opts)
     if(s STREQUAL "powercut-random")
       set(opts --cuts ${EQ_QEMU_CI_CUTS})
+    endif()
+    if(sd AND s IN_LIST EQ_QEMU_SD_VARIANTS)
+      list(APPEND opts --systemd)
     endif()
     add_test(NAME qemu.${board}.${s}
       COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run.sh --board ${board} --scenario ${s} --work ${EQ_QEMU_WORK} ${opts})

@@ -7,6 +7,7 @@
 # Usage: tests/qemu/run.sh --board qemux86-64|qemuarm64 --scenario NAME [--work DIR]
 #                          [--release1 DIR --release2 DIR]
 #                          [--cuts N] [--seed S] [--try-attempts N]
+#                          [--systemd]
 #        tests/qemu/run.sh --board B --prepare-only [--systemd] [...]
 #   scenarios: happy, unhealthy, hang, powercut, powercut-random, tampered,
 #              daemon (the systemd image as it ships),
@@ -15,9 +16,9 @@
 #              powercut-random: the number of power cuts (default 10), the
 #              seed of their instants (default: chosen and printed), and
 #              the trial attempts of the device (default 2)
-#   --systemd  with --prepare-only: also prepare the systemd images of the
-#              daemon scenario (lib/sdimage.sh); that scenario prepares them
-#              itself when they are missing
+#   --systemd  also prepare the systemd images (lib/sdimage.sh); a scenario
+#              with a version for them (unhealthy) runs that version. The
+#              daemon scenario always boots them and prepares them itself
 #   --work     where images, repository and logs go (default build-qemu/work)
 #   --release1, --release2
 #              your own release pair: folders of .deb files added to the
@@ -90,9 +91,14 @@ trap 'httpd_stop >/dev/null 2>&1 || true' EXIT
 check_user_releases
 prepare
 case " $sd_scenarios " in *" ${scenario:-none} "*) prepare_sd=1 ;; esac
+# A scenario with a version for the systemd images runs that one with
+# --systemd (scenario_NAME_sd).
+fn=scenario_${scenario//-/_} on_sd=0
+case " $sd_scenarios " in *" ${scenario:-none} "*) on_sd=1 ;; esac
+if [ $prepare_sd = 1 ] && declare -F "${fn}_sd" >/dev/null; then fn=${fn}_sd on_sd=1; fi
 [ $prepare_sd = 0 ] || prepare_sd
 [ $prepare_only = 0 ] || exit 0
-declare -F "scenario_${scenario//-/_}" >/dev/null || { echo "run.sh: no scenario '$scenario'" >&2; exit 2; }
+declare -F "$fn" >/dev/null || { echo "run.sh: no scenario '$scenario'" >&2; exit 2; }
 
 accel=$(accel_pick)
 if [ -n "${EQ_QEMU_ACCEL:-}" ]; then
@@ -108,7 +114,7 @@ mkdir -p "$sdir/logs"
 disk=$sdir/disk.img
 # The scenarios of the board as it ships boot its systemd image.
 factory_img=$bwork/factory.img
-case " $sd_scenarios " in *" $scenario "*) factory_img=$sd/factory.img ;; esac
+[ $on_sd = 0 ] || factory_img=$sd/factory.img
 cp --sparse=always "$factory_img" "$disk"
 fails=0 checks=0
 pass() { checks=$((checks + 1)); echo "PASS: $*"; }
@@ -125,7 +131,7 @@ fail() {
 	fi
 }
 t0=$SECONDS
-"scenario_${scenario//-/_}"
+"$fn"
 rm -f "$disk"
 echo "serial logs: $sdir"
 [ "$qkvmfalls" = 0 ] || echo "boots that failed under KVM and ran again under TCG: $qkvmfalls (logs: $sdir/*.kvm.log)"

@@ -7,6 +7,9 @@
 # json_get JSON PYTHON-EXPR: evaluates EXPR with the parsed JSON as j.
 json_get() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null || true; }
 
+# jlog BOOT: the serial log of BOOT without carriage returns.
+jlog() { tr -d '\r' <"$sdir/$1.log"; }
+
 # status_of BOOT: the last `eqota status --json` line the guest printed.
 status_of() { qline "$1" 'status ' | tail -1; }
 
@@ -133,6 +136,69 @@ scenario_unhealthy() {
 	# The failed release is not installed again until a newer one appears.
 	expect_line 3-back "update rc=0"
 	expect_status 3-back 'j["bootloader"]["order"] == ["A"] and j["state"]["phase"] == "idle"' "the failed release is not retried"
+	httpd_stop
+}
+
+# The same on the systemd images (run.sh --systemd): the release breaks the
+# product's application (its configuration), the health check a product
+# writes (systemctl is-active of the application's unit, docs/systemd.md)
+# fails in eqota-confirm.service, which marks the slot bad and reboots; the
+# daemon on the old slot then leaves the failed release alone.
+scenario_unhealthy_sd() {
+	local repo=$sd/repo-unhealthy
+	prepare_sd_unhealthy
+	httpd_start "$repo" "$sdir/logs"
+	# A fresh timestamp, as a publisher's cron keeps it (a prepared
+	# repository may be older than its 24 hours).
+	"$gen" -q timestamp --repo "$repo" --board "$board" --channel stable --trusted-root "$sd/keys/pinned.root.json" \
+		--key "$sd/keys/timestamp.key" >"$sdir/timestamp.log" 2>&1 || { cat "$sdir/timestamp.log"; hdie "refreshing the timestamp failed"; }
+
+	qboot 1-daemon daemon --timeout 900
+	expect_boot 1-daemon A
+	expect_line 1-daemon "unit eqota-test-app.service active"
+	if [ "$qrc" = 0 ] && jlog 1-daemon | grep -a 'eqota\[[0-9]*\]: .*telling the bootloader to try it once' >/dev/null; then
+		pass "1-daemon: eqota.service installed r1-unhealthy by itself and rebooted into it"
+	else
+		fail "1-daemon: no install and reboot by eqota.service (QEMU exit $qrc)"
+	fi
+
+	# Slot B on trial: the application refuses its configuration, the
+	# check fails, eqota-confirm.service marks B bad and reboots. That boot
+	# ends before the report: its journal on the console is the evidence.
+	qboot 2-trial status
+	local j
+	j=$(jlog 2-trial)
+	if grep -a 'Command line:.* eqota\.slot=B' <<<"$j" >/dev/null; then pass "2-trial: booted slot B"; else fail "2-trial: did not boot slot B"; fi
+	if grep -a "eqota-test-app: /etc/eqota-test-app.conf does not say 'ready = yes'" <<<"$j" >/dev/null &&
+		grep -a 'Failed to start eqota-test-app.service' <<<"$j" >/dev/null; then
+		pass "2-trial: the release's application failed to start (systemd)"
+	else
+		fail "2-trial: no failed start of eqota-test-app.service in the journal"
+	fi
+	if grep -a "eqota\[[0-9]*\]: .*release 2 in slot B: health check failed: health check '/usr/bin/systemctl is-active --quiet eqota-test-app.service' failed with exit status [1-9][0-9]*; rolling back to slot A" <<<"$j" >/dev/null; then
+		pass "2-trial: eqota-confirm.service ran the health check, which failed, and rolled back to slot A"
+	else
+		fail "2-trial: no failed health check and roll-back to slot A from eqota-confirm.service"
+	fi
+	if [ "$qrc" = 0 ] && grep -a 'reboot: Restarting system' <<<"$j" >/dev/null; then
+		pass "2-trial: eqota-confirm.service rebooted the device"
+	else
+		fail "2-trial: the boot did not end with a reboot (QEMU exit $qrc)"
+	fi
+
+	qboot 3-back status --fw "waitlog=failed on this device before"
+	expect_boot 3-back A
+	expect_line 3-back "confirm active/success exit=0"
+	expect_line 3-back "unit eqota-test-app.service active"
+	expect_status 3-back 'j["booted"] == "A" and j["slots"]["A"]["release"] == "r1" and j["bootloader"]["order"] == ["A"] and j["failed"]["number"] == 2 and "health" in j["failed"]["reason"]' \
+		"back on r1 in A; status reports release 2 failed its health check"
+	expect_line 3-back "waitlog found"
+	if jlog 3-back | grep -a "eqota\[[0-9]*\]: .*release 'r1-unhealthy' (number 2) failed on this device before: not installed again" >/dev/null &&
+		! jlog 3-back | grep -a 'telling the bootloader to try it once' >/dev/null; then
+		pass "3-back: the daemon's poll leaves the failed release alone and says why"
+	else
+		fail "3-back: no 'failed on this device before' from eqota.service, or it installed again"
+	fi
 	httpd_stop
 }
 

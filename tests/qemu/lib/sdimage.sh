@@ -11,10 +11,16 @@
 #                     lib/finish-image.py with the test device's own files:
 #                     eqota.conf in root mode polling every 60 s, the root
 #                     document, systemd-networkd on QEMU's user network, the
-#                     journal copied to the console, and the report unit
-#                     (guest/systemd/)
+#                     journal copied to the console, the report unit, and
+#                     the stand-in for a product's application that the
+#                     health check asks systemd about (guest/systemd/)
+#   r1-unhealthy.tar  (prepare_sd_unhealthy) r1 whose application
+#                     configuration keeps the application
+#                     (guest/systemd/eqota-test-app) from starting
 #   keys/             TEST keys made at run time: root, release, timestamp
 #   repo/             root 1, channel stable: r1 and r2 published in image mode
+#   repo-unhealthy/   (prepare_sd_unhealthy) root 1, channel stable: r1 and
+#                     r1-unhealthy
 #   factory.img       slot A provisioned with r1 by `eqota provision` on the
 #                     host, then the board's disk (build-image.sh)
 # The images themselves are cached (EQ_CACHE_DIR/images-BOARD); the keys,
@@ -23,16 +29,22 @@
 sd_scenarios="daemon"
 
 # The eqota.conf of the test device: the board's own, with the repository
-# the harness forwards to, root-mode trust and the shortest poll interval.
+# the harness forwards to, root-mode trust, the shortest poll interval and
+# a health check.
 sd_conf() {
 	sed -e 's|^url = .*|url = http://10.0.2.100|' \
 		-e 's|^key = .*|root = /etc/eqota/1.root.json|' "$top/boards/$board/eqota.conf"
 	printf '\n[daemon]\n# The shortest interval: the test waits for the daemon, not for a timer.\ninterval = 60\njitter = 0\n'
+	# The check docs/systemd.md suggests: the product's service is up.
+	printf '\n[health]\ncheck = /usr/bin/systemctl is-active --quiet eqota-test-app.service\n'
 }
 
-# sd_finish R: $sd/rR.tar from the cached rR.tar and the overlay.
+# sd_finish R [unhealthy]: $sd/rR.tar from the cached rR.tar and the
+# overlay; with "unhealthy", $sd/rR-unhealthy.tar, whose application
+# configuration makes the application refuse to start (the unhealthy
+# scenario's release).
 sd_finish() {
-	local r=$1 ov=$sd/overlay g=$top/tests/qemu/guest/systemd
+	local r=$1 variant=${2:-} ov=$sd/overlay g=$top/tests/qemu/guest/systemd out=$sd/r$1${2:+-$2}.tar
 	rm -rf "$ov"
 	mkdir -p "$ov/etc/eqota" "$ov/etc/systemd/network" "$ov/etc/systemd/journald.conf.d" \
 		"$ov/etc/systemd/system/multi-user.target.wants" "$ov/etc/systemd/system/sockets.target.wants" \
@@ -44,6 +56,13 @@ sd_finish() {
 	install -m 0644 "$g/60-eqota-test-io-timeout.rules" "$ov/etc/udev/rules.d/"
 	install -m 0755 "$g/eqota-test-report" "$ov/usr/local/sbin/"
 	install -m 0644 "$g/eqota-test-report.service" "$ov/etc/systemd/system/"
+	install -m 0755 "$g/eqota-test-app" "$ov/usr/local/sbin/"
+	install -m 0644 "$g/eqota-test-app.service" "$ov/etc/systemd/system/"
+	if [ "$variant" = unhealthy ]; then
+		echo 'ready = no' >"$ov/etc/eqota-test-app.conf"
+	else
+		echo 'ready = yes' >"$ov/etc/eqota-test-app.conf"
+	fi
 	# What `systemctl enable` links for systemd-networkd and the report.
 	local u=/lib/systemd/system
 	ln -s "$u/systemd-networkd.service" "$ov/etc/systemd/system/dbus-org.freedesktop.network1.service"
@@ -51,33 +70,40 @@ sd_finish() {
 	ln -s "$u/systemd-networkd.socket" "$ov/etc/systemd/system/sockets.target.wants/"
 	ln -s "$u/systemd-networkd-wait-online.service" "$ov/etc/systemd/system/network-online.target.wants/"
 	ln -s ../eqota-test-report.service "$ov/etc/systemd/system/multi-user.target.wants/"
+	mkdir -p "$ov/etc/systemd/system/boot-complete.target.requires"
+	ln -s ../eqota-test-app.service "$ov/etc/systemd/system/multi-user.target.wants/"
+	ln -s ../eqota-test-app.service "$ov/etc/systemd/system/boot-complete.target.requires/"
 	# fw_cfg carries the harness's inputs; nothing loads its driver otherwise.
 	echo qemu_fw_cfg >"$ov/etc/modules-load.d/eqota-test.conf"
-	python3 "$top/tests/qemu/lib/finish-image.py" "$imgs/r$r.tar" "$sd/r$r.tar" "$ov" \
-		--remove etc/eqota/release.pub || hdie "finishing image r$r failed"
+	python3 "$top/tests/qemu/lib/finish-image.py" "$imgs/r$r.tar" "$out" "$ov" \
+		--remove etc/eqota/release.pub || hdie "finishing image ${out##*/} failed"
 	# The finished image is the built one plus the overlay, bit for bit
 	# elsewhere (owners, modes, file capabilities, hard links, device
 	# nodes): checked by the comparer that shares no code with the finisher.
 	local ex=() p rest
 	while IFS= read -r p; do ex+=(--exclude "$p"); done < <(cd "$ov" && find . -mindepth 1 ! -type d | sed 's|^\./||')
-	python3 "$top/tests/tools/imgcmp.py" "$imgs/r$r.tar" "$sd/r$r.tar" --exclude etc/eqota/release.pub "${ex[@]}" \
-		>"$sd/finish-r$r.cmp" 2>&1 || true
+	python3 "$top/tests/tools/imgcmp.py" "$imgs/r$r.tar" "$out" --exclude etc/eqota/release.pub "${ex[@]}" \
+		>"$out.cmp" 2>&1 || true
 	# What may remain: the overlay's own new folders.
-	rest=$(sed '$d' "$sd/finish-r$r.cmp" | while IFS= read -r p; do
+	rest=$(sed '$d' "$out.cmp" | while IFS= read -r p; do
 		case "$p" in *': extra in B (B has dir)') [ -d "$ov/${p%%: *}" ] && continue ;; esac
 		echo "$p"
 	done)
-	[ -z "$rest" ] || { echo "$rest" | head -20 >&2; hdie "finished image r$r differs from $imgs/r$r.tar beyond the overlay ($sd/finish-r$r.cmp)"; }
+	[ -z "$rest" ] || { echo "$rest" | head -20 >&2; hdie "finished image ${out##*/} differs from $imgs/r$r.tar beyond the overlay ($out.cmp)"; }
 	rm -rf "$ov"
 }
 
-sd_pub() { # sd_pub RELEASE KEY: publish $sd/RELEASE.tar with its packages, signed by $sd/keys/KEY.key
+# sd_pub RELEASE KEY [REPO DEBS]: publish $sd/RELEASE.tar with its packages
+# ($imgs/RELEASE-debs, or $imgs/DEBS-debs), signed by $sd/keys/KEY.key, to
+# $sd/repo (or $sd/REPO, with its own store).
+sd_pub() {
+	local repo=$sd/${3:-repo} debs=$imgs/${4:-$1}-debs
 	# The warnings name every set-user-ID program of Debian's packages: kept
 	# in the log, the summary printed.
-	"$gen" -q publish --repo "$sd/repo" --board "$board" --channel stable --release "$1" \
-		--packages "$imgs/$1-debs" --image "$sd/$1.tar" --image-devices \
+	"$gen" -q publish --repo "$repo" --board "$board" --channel stable --release "$1" \
+		--packages "$debs" --image "$sd/$1.tar" --image-devices \
 		--key "$sd/keys/$2.key" --timestamp-key "$sd/keys/timestamp.key" \
-		--trusted-root "$sd/keys/pinned.root.json" --store "$sd/store.db" \
+		--trusted-root "$sd/keys/pinned.root.json" --store "$repo.db" \
 		--level "${EQ_QEMU_ZSTD_LEVEL:-9}" --expires 3650 >"$sd/publish-$1.log" 2>&1 ||
 		{ tail -20 "$sd/publish-$1.log" >&2; hdie "publishing $1 failed ($sd/publish-$1.log)"; }
 	grep -E '^(published|image:) ' "$sd/publish-$1.log" >&2 || true
@@ -110,6 +136,7 @@ prepare_sd() {
 	mkdir -p "$sd"
 	local t0=$SECONDS
 	step_done sd-images || rm -f "$bwork/.stamp-sd-repo"
+	step_done sd-repo || rm -f "$bwork/.stamp-sd-unhealthy"
 	if ! step_done sd-images; then
 		hlog "systemd images: building or reusing $imgs (tests/tools/mkimages.sh)"
 		local rc=0
@@ -129,7 +156,7 @@ prepare_sd() {
 	fi
 	if ! step_done sd-repo; then
 		hlog "systemd images: publishing r1, the factory image, a new release key, r2 (image mode, root mode)"
-		rm -rf "$sd/repo/boards" "$sd/store.db"
+		rm -rf "$sd/repo/boards" "$sd/repo.db"
 		find "$sd/repo/root" -name '*.root.json*' ! -name '1.root.json*' -delete
 		sd_pub r1 release
 		sd_factory
@@ -146,4 +173,20 @@ prepare_sd() {
 		step_mark sd-repo
 	fi
 	hlog "systemd images prepared in $((SECONDS - t0)) s"
+}
+
+# prepare_sd_unhealthy: what `unhealthy --systemd` boots beside the factory
+# image, made when that scenario first runs: $sd/r1-unhealthy.tar and its
+# repository, r1 and then r1-unhealthy under root 1 (the device's pinned
+# root, no rotation).
+prepare_sd_unhealthy() {
+	step_done sd-unhealthy && return 0
+	hlog "systemd images: r1-unhealthy and its repository"
+	sd_finish 1 unhealthy
+	rm -rf "$sd/repo-unhealthy" "$sd/repo-unhealthy.db"
+	mkdir -p "$sd/repo-unhealthy/root"
+	cp "$sd/repo/root/1.root.json" "$sd/repo/root/1.root.json.sig" "$sd/repo-unhealthy/root/"
+	sd_pub r1 release repo-unhealthy
+	sd_pub r1-unhealthy release repo-unhealthy r1
+	step_mark sd-unhealthy
 }
