@@ -90,11 +90,10 @@ gen=$EQ_GEN agent=$EQ_AGENT
 trap 'httpd_stop >/dev/null 2>&1 || true' EXIT
 check_user_releases
 prepare
-case " $sd_scenarios " in *" ${scenario:-none} "*) prepare_sd=1 ;; esac
-# A scenario with a version for the systemd images runs that one with
-# --systemd (scenario_NAME_sd).
+# The daemon scenario always boots the systemd images; a scenario with a
+# version for them runs that one with --systemd (scenario_NAME_sd).
 fn=scenario_${scenario//-/_} on_sd=0
-case " $sd_scenarios " in *" ${scenario:-none} "*) on_sd=1 ;; esac
+case " $sd_scenarios " in *" ${scenario:-none} "*) prepare_sd=1 on_sd=1 ;; esac
 if [ $prepare_sd = 1 ] && declare -F "${fn}_sd" >/dev/null; then fn=${fn}_sd on_sd=1; fi
 [ $prepare_sd = 0 ] || prepare_sd
 [ $prepare_only = 0 ] || exit 0
